@@ -1,0 +1,155 @@
+/* vramcache: GPU memory as a cache tier for file and block I/O.
+ *
+ * Public C API of libvramcache. Every function that can fail returns 0 (or a
+ * byte count) on success and a negative code on failure: -errno, or -VC_E*
+ * from the reserved range below. No function touches the global errno. After
+ * a failure, vc_last_error() gives a message for the calling thread.
+ *
+ * Thread safety: vc_read, vc_write, vc_flush, vc_drop, vc_prefetch and
+ * vc_get_stats may be called from many threads on one cache at once.
+ * vc_open and vc_close may not race with other calls on the same cache.
+ */
+#ifndef VRAMCACHE_H
+#define VRAMCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VC_VERSION_MAJOR 0
+#define VC_VERSION_MINOR 1
+
+/* Our own error codes live in [VC_E_FIRST, VC_E_LAST], far above any errno.
+ * Functions return them negated, like errno values. */
+#define VC_E_FIRST 16384
+#define VC_EDEVICE (VC_E_FIRST + 0)  /* the GPU (or its driver) failed */
+#define VC_ENODEVICE (VC_E_FIRST + 1) /* a CUDA device was asked for, none is usable */
+#define VC_ECONFIG (VC_E_FIRST + 2)  /* the config struct is malformed */
+#define VC_ENOTBUILT (VC_E_FIRST + 3) /* the backend was not compiled in */
+#define VC_E_LAST (VC_E_FIRST + 3)
+
+/* Message for any code this library returns (negative or positive). */
+const char *vc_strerror(int err);
+/* Message for the last failure in the calling thread; "" if none. */
+const char *vc_last_error(void);
+
+enum vc_device_kind {
+	VC_DEVICE_AUTO = 0, /* CUDA when a device is usable, else emulated */
+	VC_DEVICE_EMU = 1,  /* device memory emulated in host memory */
+	VC_DEVICE_CUDA = 2, /* the CUDA runtime; fails with -VC_ENODEVICE without a GPU */
+};
+
+enum vc_write_mode {
+	VC_WRITE_THROUGH = 0, /* a write returns after the backing store has it */
+	VC_WRITE_BACK = 1,    /* dirty pages are written on eviction and on vc_flush */
+};
+
+enum vc_tier {
+	VC_TIER_HOST = 0, /* pinned host memory, mapped for the GPU */
+	VC_TIER_GPU = 1,  /* device memory */
+	VC_TIER_COUNT = 2,
+};
+
+/* Open flags. */
+#define VC_OPEN_READONLY (1u << 0) /* writes fail with -EROFS */
+
+/* Versioned configuration. `size` and `version` come first; fields are only
+ * ever added at the end. Always start from vc_config_init(). */
+#define VC_CONFIG_VERSION 1
+struct vc_config {
+	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
+	uint32_t version; /* VC_CONFIG_VERSION */
+
+	/* Backing store: a path (regular file or block device), or, when path
+	 * is NULL, an open fd that the cache does not close. */
+	const char *backing_path;
+	int backing_fd;
+	uint32_t flags; /* VC_OPEN_* */
+
+	uint32_t page_size;  /* power of two, 512 B .. 2 MiB; default 4096 */
+	uint64_t host_bytes; /* host tier capacity; default 64 MiB */
+	uint64_t gpu_bytes;  /* GPU tier capacity; 0 disables it; default 256 MiB */
+
+	int device;         /* enum vc_device_kind */
+	int device_ordinal; /* CUDA device number; default 0 */
+	int write_mode;     /* enum vc_write_mode */
+
+	uint32_t batch_pages;      /* a move batch closes at this size; default 256 */
+	uint32_t batch_timeout_us; /* ... or this long after it opened; default 50 */
+	const char *policy;        /* replacement policy name; NULL = "lru" */
+
+	/* Test and model knob: extra latency added to every backing read and
+	 * write (nanoseconds), to emulate a slower device. Default 0. */
+	uint64_t backing_latency_ns;
+};
+
+void vc_config_init(struct vc_config *cfg);
+
+typedef struct vc_cache vc_cache;
+
+/* Opens a cache over the backing store. On success *out is the handle. */
+int vc_open(const struct vc_config *cfg, vc_cache **out);
+/* Flushes dirty pages (write-back), then frees everything. Returns the
+ * flush's result; the handle is gone either way. NULL is a no-op. */
+int vc_close(vc_cache *c);
+
+/* Reads up to len bytes at any offset. Returns the count read: short only at
+ * the end of the backing store, 0 at or past it. */
+ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off);
+/* Writes len bytes at any offset; a range past the end of the backing store
+ * fails with -ENOSPC and changes nothing. Returns len. */
+ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off);
+/* Makes every write acknowledged before the call durable on the backing store. */
+int vc_flush(vc_cache *c);
+
+/* vc_drop flags. */
+#define VC_DROP_DISCARD (1u << 0) /* throw dirty data away instead of writing it back */
+/* Invalidates the cached pages that overlap [off, off+len); dirty ones are
+ * written back first unless VC_DROP_DISCARD. len 0 means "to the end". */
+int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags);
+/* Loads the pages that overlap [off, off+len) into `tier` (enum vc_tier).
+ * VC_TIER_HOST: every page ends in the host tier (from the GPU tier or the
+ * backing store). VC_TIER_GPU: uncached pages are read into the GPU tier
+ * in batches; pages already cached in either tier stay where they are.
+ * Prefetches do not count as hits or misses. */
+int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier);
+
+/* Size in bytes of the backing store; page size in effect. */
+uint64_t vc_size(const vc_cache *c);
+uint32_t vc_page_size(const vc_cache *c);
+/* "cuda" or "emu": the device backend the cache runs on. */
+const char *vc_device_name(const vc_cache *c);
+
+#define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
+#define VC_STATS_VERSION 1
+struct vc_stats {
+	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
+	uint32_t version;
+
+	uint64_t hits[VC_TIER_COUNT];      /* page accesses served by each tier */
+	uint64_t misses;                   /* page accesses that went to the backing store */
+	uint64_t evictions[VC_TIER_COUNT]; /* pages pushed out of each tier */
+	uint64_t writebacks;               /* dirty pages written to the backing store */
+	uint64_t h2d_bytes, d2h_bytes;     /* bytes moved host->GPU and GPU->host */
+	uint64_t backing_read_bytes, backing_write_bytes;
+	uint64_t backing_wait_ns; /* time spent in backing store reads, writes and syncs */
+	uint64_t batches;         /* device batches submitted */
+	uint64_t batch_pages;     /* pages in them */
+	uint64_t batch_hist[VC_BATCH_HIST];
+	uint64_t batch_wait_ns;   /* time threads spent waiting for device batches */
+	uint64_t pages_cached[VC_TIER_COUNT]; /* occupancy now */
+	uint64_t pages_capacity[VC_TIER_COUNT];
+	uint64_t dirty_pages; /* now */
+};
+
+/* Fills *st (whose size field the caller sets). Counters only grow. */
+int vc_get_stats(vc_cache *c, struct vc_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,229 @@
+/* Batcher: see batcher.h for when a batch closes.
+ *
+ * State of a slot: FREE -> OPEN (filling) -> INFLIGHT (submitted) -> DONE
+ * (status known) -> FREE once every adder has waited (refs == 0). At most
+ * one slot is OPEN. All transitions happen under b->mu; the device wait
+ * itself runs unlocked, and several threads may wait on one slot.
+ *
+ * Cost: add is O(1) under the mutex; a submit (one kernel launch) also runs
+ * under it, so adders queue behind a launch (a few microseconds).
+ */
+#include "core/batcher.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+/* Eight slots: one filling, the rest in flight or draining their waiters.
+ * More only helps when many threads each hold a full batch outstanding. */
+#define NSLOTS 8
+
+enum { SLOT_FREE, SLOT_OPEN, SLOT_INFLIGHT, SLOT_DONE };
+
+struct slot {
+	struct vc_dbatch db;
+	int state;
+	int status;
+	uint32_t gen;
+	uint32_t refs; /* adds not yet matched by a wait */
+	uint64_t open_ns;
+	uint64_t dev_addr; /* of db.moves */
+};
+
+struct vc_batcher {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC: slot state changed */
+	struct vc_device *dev;
+	uint32_t max_pages;
+	uint64_t timeout_ns;
+	int open; /* index of the OPEN slot, or -1 */
+	uint32_t inflight;
+	struct slot slots[NSLOTS];
+	struct vc_batcher_stats st;
+};
+
+static int hist_bucket(uint32_t n)
+{
+	int b = 0;
+	while (n > 1 && b < VC_BATCH_HIST - 1) {
+		n >>= 1;
+		b++;
+	}
+	return b;
+}
+
+int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
+		      uint32_t timeout_us, struct vc_batcher **out)
+{
+	if (max_pages == 0)
+		return vc_err(-EINVAL, "batch size must be at least 1 page");
+	struct vc_batcher *b = calloc(1, sizeof *b);
+	if (!b)
+		return vc_err(-ENOMEM, "out of memory");
+	b->dev = dev;
+	b->max_pages = max_pages;
+	b->timeout_ns = (uint64_t)timeout_us * 1000;
+	b->open = -1;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&b->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	int i, r = 0;
+	for (i = 0; i < NSLOTS; i++) {
+		struct slot *s = &b->slots[i];
+		void *mem;
+		r = dev->ops->host_alloc(dev, (size_t)max_pages * sizeof(struct vc_move), &mem,
+					 &s->dev_addr);
+		if (r < 0)
+			break;
+		s->db.moves = mem;
+		s->db.moves_dev = s->dev_addr;
+		s->db.cap = max_pages;
+		s->db.page_size = page_size;
+		r = dev->ops->batch_init(dev, &s->db);
+		if (r < 0) {
+			dev->ops->host_free(dev, mem);
+			s->db.moves = NULL;
+			break;
+		}
+	}
+	if (r < 0) {
+		while (i-- > 0) {
+			dev->ops->batch_fini(dev, &b->slots[i].db);
+			dev->ops->host_free(dev, b->slots[i].db.moves);
+		}
+		pthread_cond_destroy(&b->cv);
+		pthread_mutex_destroy(&b->mu);
+		free(b);
+		return r;
+	}
+	*out = b;
+	return 0;
+}
+
+void vc_batcher_destroy(struct vc_batcher *b)
+{
+	if (!b)
+		return;
+	for (int i = 0; i < NSLOTS; i++) {
+		struct slot *s = &b->slots[i];
+		if (s->state == SLOT_INFLIGHT)
+			b->dev->ops->batch_wait(b->dev, &s->db);
+		b->dev->ops->batch_fini(b->dev, &s->db);
+		b->dev->ops->host_free(b->dev, s->db.moves);
+	}
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+}
+
+/* Under b->mu. */
+static void submit(struct vc_batcher *b, int i)
+{
+	struct slot *s = &b->slots[i];
+	if (b->open == i)
+		b->open = -1;
+	s->state = SLOT_INFLIGHT;
+	b->inflight++;
+	b->st.batches++;
+	b->st.pages += s->db.n;
+	b->st.hist[hist_bucket(s->db.n)]++;
+	int r = b->dev->ops->batch_submit(b->dev, &s->db);
+	if (r < 0) {
+		s->state = SLOT_DONE;
+		s->status = r;
+		b->inflight--;
+	}
+	pthread_cond_broadcast(&b->cv);
+}
+
+int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_ticket *t)
+{
+	pthread_mutex_lock(&b->mu);
+	while (b->open < 0) {
+		for (int i = 0; i < NSLOTS; i++) {
+			struct slot *s = &b->slots[i];
+			if (s->state == SLOT_FREE) {
+				s->state = SLOT_OPEN;
+				s->status = 0;
+				s->gen++;
+				s->db.n = 0;
+				s->open_ns = vc_now_ns();
+				b->open = i;
+				break;
+			}
+		}
+		if (b->open < 0)
+			pthread_cond_wait(&b->cv, &b->mu);
+	}
+	int i = b->open;
+	struct slot *s = &b->slots[i];
+	s->db.moves[s->db.n++] = *m;
+	s->refs++;
+	t->slot = (uint32_t)i;
+	t->gen = s->gen;
+	if (s->db.n == b->max_pages)
+		submit(b, i);
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+}
+
+int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t)
+{
+	uint64_t t0 = vc_now_ns();
+	pthread_mutex_lock(&b->mu);
+	struct slot *s = &b->slots[t->slot];
+	for (;;) {
+		if (s->state == SLOT_OPEN) {
+			uint64_t deadline = s->open_ns + b->timeout_ns;
+			if (b->inflight == 0 || vc_now_ns() >= deadline) {
+				submit(b, (int)t->slot);
+				continue;
+			}
+			struct timespec ts = { (time_t)(deadline / 1000000000ull),
+					       (long)(deadline % 1000000000ull) };
+			pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+			continue;
+		}
+		if (s->state == SLOT_INFLIGHT) {
+			pthread_mutex_unlock(&b->mu);
+			int r = b->dev->ops->batch_wait(b->dev, &s->db);
+			pthread_mutex_lock(&b->mu);
+			if (s->state == SLOT_INFLIGHT) {
+				s->state = SLOT_DONE;
+				s->status = r;
+				b->inflight--;
+				/* Work-conserving: the device just went idle and a batch
+				 * is filling; start it instead of waiting for its timeout. */
+				if (b->inflight == 0 && b->open >= 0 && b->slots[b->open].db.n > 0)
+					submit(b, b->open);
+				pthread_cond_broadcast(&b->cv);
+			}
+			continue;
+		}
+		break; /* DONE */
+	}
+	int r = s->status;
+	if (--s->refs == 0) {
+		s->state = SLOT_FREE;
+		pthread_cond_broadcast(&b->cv);
+	}
+	b->st.wait_ns += vc_now_ns() - t0;
+	pthread_mutex_unlock(&b->mu);
+	return r;
+}
+
+void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st)
+{
+	pthread_mutex_lock(&b->mu);
+	*st = b->st;
+	pthread_mutex_unlock(&b->mu);
+}

@@ -1,0 +1,50 @@
+/* Batched page moves between tiers (GRAM's batched miss handling).
+ *
+ * Threads add page moves and then wait for them. Moves gather in an open
+ * batch, which is submitted to the device when
+ *   - it holds max_pages moves (size threshold), or
+ *   - someone waits on it and the device is idle (no batch in flight): a
+ *     lone request never waits for the timeout, or
+ *   - someone waits on it and timeout_us has passed since it opened, or
+ *   - the batch in flight completes and this one has waiters.
+ * While a batch is in flight the next one fills, so under load batches grow
+ * toward max_pages and the per-launch cost is amortised over them.
+ *
+ * Contract: every successful vc_batcher_add is followed by exactly one
+ * vc_batcher_wait on its ticket (a batch's slot is reused only after all
+ * its waits). Moves in flight at the same time must not touch the same
+ * page (the engine guarantees it by marking pages busy).
+ */
+#ifndef VC_BATCHER_H
+#define VC_BATCHER_H
+
+#include <stdint.h>
+
+#include "device/device.h"
+#include "vramcache.h"
+
+struct vc_batcher;
+
+struct vc_ticket {
+	uint32_t slot;
+	uint32_t gen;
+};
+
+struct vc_batcher_stats {
+	uint64_t batches, pages;
+	uint64_t hist[VC_BATCH_HIST]; /* batch sizes: [1], [2,3], [4,7], ... */
+	uint64_t wait_ns;            /* summed over waiting threads */
+};
+
+int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
+		      uint32_t timeout_us, struct vc_batcher **out);
+/* Waits for batches in flight, then frees. */
+void vc_batcher_destroy(struct vc_batcher *b);
+
+int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_ticket *t);
+/* Blocks until the move is done; returns the batch's status (0 or -VC_EDEVICE). */
+int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t);
+
+void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st);
+
+#endif

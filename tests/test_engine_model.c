@@ -1,0 +1,272 @@
+/* The engine against a reference model.
+ *
+ * A shadow copy of the backing store is the model. Threads do random
+ * aligned and unaligned reads and writes, each on byte regions it alone
+ * owns (regions are 1000 bytes, so owners share pages and every page sees
+ * concurrent read-modify-writes), and check every byte they read against
+ * the shadow. Another thread flushes, drops and prefetches at random, which
+ * must not change any byte. Tiers are tiny and batches small, so pages move
+ * between tiers, get evicted and written back all the time. Runs for both
+ * write modes and two page sizes, on the device named by VC_TEST_DEVICE.
+ * After each run the backing file itself must equal the shadow.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define NTHREADS 4
+#define REGION 1000
+
+struct run {
+	vc_cache *c;
+	unsigned char *shadow;
+	uint64_t size;
+	int ops;
+	int write_mode;
+	volatile int stop;
+};
+
+struct worker {
+	struct run *run;
+	int id;
+	uint64_t seed;
+};
+
+static uint64_t nregions(const struct run *r)
+{
+	return r->size / REGION;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct run *r = w->run;
+	unsigned char *buf = malloc(4 * REGION);
+	uint64_t nreg = nregions(r);
+	for (int op = 0; op < r->ops; op++) {
+		/* Half the ops on the first eighth of the file: a hot set that
+		 * fits the two tiers, so pages come back from the GPU tier. */
+		uint64_t span = nreg / NTHREADS;
+		if (t_rand(&w->seed) % 2)
+			span /= 8;
+		uint64_t reg = t_rand(&w->seed) % span * NTHREADS + (uint64_t)w->id;
+		uint64_t base = reg * REGION;
+		uint64_t a = t_rand(&w->seed) % REGION, b = t_rand(&w->seed) % REGION;
+		if (a > b) {
+			uint64_t t = a;
+			a = b;
+			b = t;
+		}
+		uint64_t off = base + a, len = b - a + 1;
+		if (t_rand(&w->seed) % 3 == 0) {
+			for (uint64_t i = 0; i < len; i++)
+				buf[i] = (unsigned char)t_rand(&w->seed);
+			ssize_t n = vc_write(r->c, buf, len, off);
+			CHECK_OK(n);
+			CHECK((uint64_t)n == len);
+			memcpy(r->shadow + off, buf, len);
+		} else {
+			memset(buf, 0xEE, len);
+			ssize_t n = vc_read(r->c, buf, len, off);
+			CHECK_OK(n);
+			CHECK((uint64_t)n == len);
+			if (memcmp(buf, r->shadow + off, len) != 0) {
+				for (uint64_t i = 0; i < len; i++)
+					if (buf[i] != r->shadow[off + i]) {
+						fprintf(stderr, "byte %llu: got %02x want %02x\n",
+							(unsigned long long)(off + i), buf[i],
+							r->shadow[off + i]);
+						break;
+					}
+				CHECK(!"read returned wrong bytes");
+			}
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Flush, drop and prefetch at random while the workers run: none of them
+ * may change a byte. */
+static void *chaos_main(void *arg)
+{
+	struct run *r = arg;
+	uint64_t seed = 99;
+	while (!r->stop) {
+		uint64_t off = t_rand(&seed) % r->size, len = t_rand(&seed) % 65536;
+		switch (t_rand(&seed) % 4) {
+		case 0:
+			CHECK_OK(vc_flush(r->c));
+			break;
+		case 1:
+			CHECK_OK(vc_drop(r->c, off, len, 0));
+			break;
+		case 2:
+			CHECK_OK(vc_prefetch(r->c, off, len, VC_TIER_GPU));
+			break;
+		case 3:
+			CHECK_OK(vc_prefetch(r->c, off, len, VC_TIER_HOST));
+			break;
+		}
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void check_file(const char *path, const unsigned char *shadow, uint64_t size)
+{
+	unsigned char *f = malloc(size);
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK(pread(fd, f, size, 0) == (ssize_t)size);
+	close(fd);
+	for (uint64_t i = 0; i < size; i++)
+		if (f[i] != shadow[i]) {
+			fprintf(stderr, "backing byte %llu: %02x, model %02x\n", (unsigned long long)i,
+				f[i], shadow[i]);
+			CHECK(!"backing store differs from the model");
+		}
+	free(f);
+}
+
+/* Single-threaded large operations: multi-page unaligned reads and writes,
+ * the partial last page, reads past the end, a write past the end. */
+static void big_ops(struct run *r, uint64_t *seed)
+{
+	uint64_t size = r->size;
+	unsigned char *buf = malloc(300000);
+	for (int i = 0; i < 40; i++) {
+		uint64_t len = 1 + t_rand(seed) % 300000;
+		uint64_t off = t_rand(seed) % (size - len);
+		if (i % 2) {
+			for (uint64_t k = 0; k < len; k++)
+				buf[k] = (unsigned char)t_rand(seed);
+			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
+			memcpy(r->shadow + off, buf, len);
+		} else {
+			CHECK(vc_read(r->c, buf, len, off) == (ssize_t)len);
+			CHECK(memcmp(buf, r->shadow + off, len) == 0);
+		}
+	}
+	/* The last, partial page. */
+	CHECK(vc_read(r->c, buf, 5000, size - 100) == 100);
+	CHECK(memcmp(buf, r->shadow + size - 100, 100) == 0);
+	CHECK(vc_read(r->c, buf, 10, size) == 0);
+	CHECK(vc_read(r->c, buf, 10, size + 12345) == 0);
+	memset(buf, 0x5A, 300);
+	CHECK(vc_write(r->c, buf, 300, size - 300) == 300);
+	memcpy(r->shadow + size - 300, buf, 300);
+	CHECK(vc_write(r->c, buf, 301, size - 300) == -ENOSPC);
+	CHECK(vc_write(r->c, buf, 1, size) == -ENOSPC);
+	CHECK(vc_write(r->c, buf, 1, UINT64_MAX) == -ENOSPC);
+	CHECK(vc_read(r->c, buf, 300, size - 300) == 300);
+	CHECK(memcmp(buf, r->shadow + size - 300, 300) == 0);
+	/* Drop everything (dirty pages written back first), then re-read all. */
+	CHECK_OK(vc_drop(r->c, 0, 0, 0));
+	for (uint64_t off = 0; off < size; off += 300000) {
+		uint64_t len = size - off < 300000 ? size - off : 300000;
+		CHECK(vc_read(r->c, buf, len, off) == (ssize_t)len);
+		CHECK(memcmp(buf, r->shadow + off, len) == 0);
+	}
+	free(buf);
+}
+
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
+{
+	/* Not page aligned: the last page is partial. */
+	uint64_t size = 3 * 1024 * 1024 + 1234;
+	char path[256];
+	uint64_t seed = 0x1234 + write_mode * 7 + page_size;
+	t_make_file(path, sizeof path, size, seed);
+	struct run r = { .size = size, .ops = ops, .write_mode = write_mode };
+	r.shadow = malloc(size);
+	int fd = open(path, O_RDONLY);
+	CHECK(pread(fd, r.shadow, size, 0) == (ssize_t)size);
+	close(fd);
+
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.page_size = page_size;
+	cfg.host_bytes = 24 * (uint64_t)page_size; /* 24 pages */
+	cfg.gpu_bytes = 96 * (uint64_t)page_size;  /* 96 pages: far below the file */
+	cfg.device = kind;
+	cfg.write_mode = write_mode;
+	cfg.batch_pages = 8;
+	cfg.batch_timeout_us = 20;
+	int e = vc_open(&cfg, &r.c);
+	t_skip_if_absent(e, "engine model test on CUDA");
+	CHECK_OK(e);
+
+	pthread_t th[NTHREADS], chaos;
+	struct worker w[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){ .run = &r, .id = i, .seed = seed + 1000 * (uint64_t)i + 1 };
+		CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
+	}
+	CHECK(pthread_create(&chaos, NULL, chaos_main, &r) == 0);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	r.stop = 1;
+	pthread_join(chaos, NULL);
+
+	if (write_mode == VC_WRITE_THROUGH)
+		check_file(path, r.shadow, size); /* no flush needed */
+	big_ops(&r, &seed);
+	if (write_mode == VC_WRITE_THROUGH)
+		check_file(path, r.shadow, size);
+
+	struct vc_stats st = { .size = sizeof st };
+	CHECK_OK(vc_get_stats(r.c, &st));
+	fprintf(stderr,
+		"%s %s ps=%u: hits host %llu gpu %llu, misses %llu, evict host %llu gpu %llu, "
+		"writebacks %llu, h2d %llu d2h %llu, batches %llu (%llu pages), dirty %llu\n",
+		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size,
+		(unsigned long long)st.hits[0], (unsigned long long)st.hits[1],
+		(unsigned long long)st.misses, (unsigned long long)st.evictions[0],
+		(unsigned long long)st.evictions[1], (unsigned long long)st.writebacks,
+		(unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes,
+		(unsigned long long)st.batches, (unsigned long long)st.batch_pages,
+		(unsigned long long)st.dirty_pages);
+	/* The run must really have exercised both tiers. */
+	CHECK(st.hits[VC_TIER_HOST] > 0 && st.hits[VC_TIER_GPU] > 0 && st.misses > 0);
+	CHECK(st.evictions[VC_TIER_HOST] > 0 && st.evictions[VC_TIER_GPU] > 0);
+	CHECK(st.h2d_bytes > 0 && st.d2h_bytes > 0 && st.batches > 0);
+	CHECK(st.pages_cached[VC_TIER_HOST] <= st.pages_capacity[VC_TIER_HOST]);
+	CHECK(st.pages_cached[VC_TIER_GPU] <= st.pages_capacity[VC_TIER_GPU]);
+	if (write_mode == VC_WRITE_BACK)
+		CHECK(st.writebacks > 0);
+	CHECK(strcmp(vc_device_name(r.c), kind == VC_DEVICE_CUDA ? "cuda" : "emu") == 0);
+
+	CHECK_OK(vc_flush(r.c));
+	check_file(path, r.shadow, size);
+	CHECK_OK(vc_get_stats(r.c, &st));
+	CHECK(st.dirty_pages == 0);
+
+	/* Dirty data left in the cache at close is written by vc_close. */
+	unsigned char x[3000];
+	for (int i = 0; i < 3000; i++)
+		x[i] = (unsigned char)(i * 7);
+	CHECK(vc_write(r.c, x, sizeof x, 4097) == (ssize_t)sizeof x);
+	memcpy(r.shadow + 4097, x, sizeof x);
+	CHECK_OK(vc_close(r.c));
+	check_file(path, r.shadow, size);
+	unlink(path);
+	free(r.shadow);
+}
+
+int main(void)
+{
+	int kind = t_device_kind();
+	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : 4000;
+	for (int wm = 0; wm < 2; wm++) {
+		one_run(kind, wm, 4096, ops);
+		one_run(kind, wm, 512, ops);
+	}
+	fprintf(stderr, "engine model: all runs match\n");
+	return 0;
+}
