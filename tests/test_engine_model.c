@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@ struct run {
 	uint64_t size;
 	int ops;
 	int write_mode;
-	volatile int stop;
+	atomic_int stop;
 };
 
 struct worker {
@@ -96,7 +97,7 @@ static void *chaos_main(void *arg)
 {
 	struct run *r = arg;
 	uint64_t seed = 99;
-	while (!r->stop) {
+	while (!atomic_load(&r->stop)) {
 		uint64_t off = t_rand(&seed) % r->size, len = t_rand(&seed) % 65536;
 		switch (t_rand(&seed) % 4) {
 		case 0:
@@ -211,7 +212,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
 	CHECK(pthread_create(&chaos, NULL, chaos_main, &r) == 0);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
-	r.stop = 1;
+	atomic_store(&r.stop, 1);
 	pthread_join(chaos, NULL);
 
 	if (write_mode == VC_WRITE_THROUGH)

@@ -120,7 +120,7 @@ static void emu_host_free(struct vc_device *d, void *host)
 static int emu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 {
 	(void)d;
-	void *p;
+	void *p = NULL;
 	int r = emu_alloc(len, &p);
 	if (r == 0)
 		*dev_addr = (uint64_t)(uintptr_t)p;

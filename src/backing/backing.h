@@ -1,0 +1,44 @@
+/* Backing store: a regular file or block device with pread/pwrite semantics.
+ *
+ * Sizes are fixed at open (a block device cannot grow; a file is treated the
+ * same way). Reads never go past the end: the engine clips. Every call
+ * returns 0 or -errno and retries EINTR and short transfers. Thread safe:
+ * calls on one backing may run from many threads at once.
+ */
+#ifndef VC_BACKING_H
+#define VC_BACKING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vc_backing;
+
+/* One element of a batched request. */
+struct vc_bio {
+	void *buf;
+	uint64_t off;
+	uint32_t len;
+	int write; /* 0 read, 1 write */
+	int result; /* set on completion: 0 or -errno */
+};
+
+/* Opens by path (fd < 0) or adopts an open fd (path may be NULL; the fd
+ * is not closed by vc_backing_close). latency_ns is added to each read and
+ * write, to model a slower device. */
+int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
+		    struct vc_backing **out);
+void vc_backing_close(struct vc_backing *b);
+
+uint64_t vc_backing_size(const struct vc_backing *b);
+int vc_backing_read(struct vc_backing *b, void *buf, size_t len, uint64_t off);
+int vc_backing_write(struct vc_backing *b, const void *buf, size_t len, uint64_t off);
+/* Runs many requests concurrently (io_uring where built, else in turn).
+ * Returns 0 if all succeeded, else the first failure; each bio has its own
+ * result. */
+int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n);
+/* fdatasync, or fsync for a block device. */
+int vc_backing_sync(struct vc_backing *b);
+/* Nanoseconds spent inside this backing's calls so far (all threads). */
+uint64_t vc_backing_wait_ns(const struct vc_backing *b);
+
+#endif

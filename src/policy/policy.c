@@ -1,0 +1,22 @@
+/* The policy registry. A new policy adds its ops to vc_policies[]. */
+#include "policy/policy.h"
+
+#include <string.h>
+
+#include "policy/lru.h"
+
+const struct vc_policy_ops *const vc_policies[] = {
+	&vc_policy_lru,
+	NULL,
+};
+
+/* Linear in the number of policies, which is a handful. */
+const struct vc_policy_ops *vc_policy_find(const char *name)
+{
+	if (!name)
+		name = "lru";
+	for (const struct vc_policy_ops *const *p = vc_policies; *p; p++)
+		if (strcmp((*p)->name, name) == 0)
+			return *p;
+	return NULL;
+}

@@ -1,0 +1,58 @@
+/* Replacement policy interface.
+ *
+ * A policy orders the pages of each tier and names victims. The engine owns
+ * the pages and their movement between tiers (GRAM: a host-tier victim goes
+ * to the GPU tier, a GPU-tier hit comes back to the host tier); the policy
+ * only sees, per tier, pages entering (insert), being used (hit) and
+ * leaving (remove), and answers "which page should leave this tier next".
+ * The simulator drives these same functions, so a policy has no view of
+ * page data, locks or devices.
+ *
+ * Per-page policy state lives in struct vc_pnode, embedded in the engine's
+ * page entry, so no call allocates. Every call is O(1) unless the policy
+ * says otherwise; victim() may skip pages the engine cannot evict now
+ * (pinned or busy), at O(1) per skipped page.
+ */
+#ifndef VC_POLICY_H
+#define VC_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vc_pnode {
+	struct vc_pnode *prev, *next;
+	uint32_t aux;  /* policy-private: frequency, reference bit, queue id */
+	uint8_t tier;  /* tier the node is queued in, VC_PNODE_NONE when not queued */
+};
+#define VC_PNODE_NONE 0xff
+
+/* Return true to make victim() pass over this page. */
+typedef bool (*vc_skip_fn)(const struct vc_pnode *n, void *arg);
+
+struct vc_policy;
+
+struct vc_policy_ops {
+	const char *name;
+	const char *cost; /* one line: cost per operation and metadata per page */
+	struct vc_policy *(*create)(const uint64_t capacity[], int ntiers);
+	void (*destroy)(struct vc_policy *p);
+	void (*insert)(struct vc_policy *p, struct vc_pnode *n, int tier);
+	void (*hit)(struct vc_policy *p, struct vc_pnode *n);
+	void (*remove)(struct vc_policy *p, struct vc_pnode *n);
+	/* The page that should leave `tier` next, or NULL if every page is
+	 * skipped or the tier is empty. Does not remove it. */
+	struct vc_pnode *(*victim)(struct vc_policy *p, int tier, vc_skip_fn skip, void *arg);
+	/* Pages queued in `tier`. */
+	uint64_t (*count)(const struct vc_policy *p, int tier);
+};
+
+struct vc_policy {
+	const struct vc_policy_ops *ops;
+};
+
+/* Finds a policy by name ("lru"); NULL when unknown. */
+const struct vc_policy_ops *vc_policy_find(const char *name);
+/* NULL-terminated list of all policies. */
+extern const struct vc_policy_ops *const vc_policies[];
+
+#endif
