@@ -123,6 +123,8 @@ uint64_t vc_size(const vc_cache *c);
 uint32_t vc_page_size(const vc_cache *c);
 /* "cuda" or "emu": the device backend the cache runs on. */
 const char *vc_device_name(const vc_cache *c);
+/* The device in words, e.g. "NVIDIA H200 (sm_90, 132 SMs)" or "emulated". */
+const char *vc_device_desc(const vc_cache *c);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_STATS_VERSION 1

@@ -600,6 +600,11 @@ const char *vc_device_name(const vc_cache *c)
 	return c->dev->ops->name;
 }
 
+const char *vc_device_desc(const vc_cache *c)
+{
+	return c->dev->desc;
+}
+
 ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
 {
 	if (!c || (!buf && len))

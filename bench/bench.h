@@ -1,0 +1,78 @@
+/* Helpers shared by the benchmarks (header only: each bench file is its own
+ * program). Benchmarks print a short table and, with --json FILE, write
+ * their figures with the device, the date and the commit they ran at. */
+#ifndef VC_BENCH_H
+#define VC_BENCH_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vramcache.h"
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* q-quantile (0..1) of v[0..n); sorts v. */
+static inline double bench_quantile(double *v, int n, double q)
+{
+	if (n <= 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+	int i = (int)(q * (n - 1) + 0.5);
+	return v[i];
+}
+
+/* "auto" | "cuda" | "emu" -> enum vc_device_kind, or -1. */
+static inline int bench_device_arg(const char *s)
+{
+	if (strcmp(s, "auto") == 0)
+		return VC_DEVICE_AUTO;
+	if (strcmp(s, "cuda") == 0)
+		return VC_DEVICE_CUDA;
+	if (strcmp(s, "emu") == 0)
+		return VC_DEVICE_EMU;
+	return -1;
+}
+
+static inline void bench_json_num(FILE *f, double x)
+{
+	if (isfinite(x))
+		fprintf(f, "%.6g", x);
+	else
+		fputs("null", f);
+}
+
+/* Opens the JSON file and writes the fields every result carries; the
+ * caller continues the object and closes it with bench_json_close. The
+ * commit comes from $VC_COMMIT (scripts/gpu-check sets it). */
+static inline FILE *bench_json_open(const char *path, const char *bench, const char *device)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	char date[32];
+	time_t now = time(NULL);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	const char *commit = getenv("VC_COMMIT") ? getenv("VC_COMMIT") : "unknown";
+	fprintf(f, "{\n  \"bench\": \"%s\",\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n"
+		   "  \"commit\": \"%s\"",
+		bench, device, date, commit);
+	return f;
+}
+
+static inline void bench_json_close(FILE *f)
+{
+	fputs("\n}\n", f);
+	fclose(f);
+}
+
+#endif
