@@ -23,7 +23,7 @@ struct vc_bio {
 };
 
 /* Opens by path (fd < 0) or adopts an open fd (path may be NULL; the fd
- * is not closed by vc_backing_close). latency_ns is added to each read and
+ * is not closed by vc_backing_close; it must be O_RDWR unless readonly). latency_ns is added to each read and
  * write, to model a slower device. */
 int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
 		    struct vc_backing **out);
@@ -32,7 +32,9 @@ void vc_backing_close(struct vc_backing *b);
 uint64_t vc_backing_size(const struct vc_backing *b);
 int vc_backing_read(struct vc_backing *b, void *buf, size_t len, uint64_t off);
 int vc_backing_write(struct vc_backing *b, const void *buf, size_t len, uint64_t off);
-/* Runs many requests concurrently (io_uring where built, else in turn).
+/* Runs many requests concurrently (io_uring where built, else in turn), in
+ * no set order: overlapping ranges in one call give undefined results.
+ * Every request must lie inside the store (-EINVAL otherwise).
  * Returns 0 if all succeeded, else the first failure; each bio has its own
  * result. */
 int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n);

@@ -9,7 +9,9 @@
  * page data, locks or devices.
  *
  * Per-page policy state lives in struct vc_pnode, embedded in the engine's
- * page entry, so no call allocates. Every call is O(1) unless the policy
+ * page entry, so no call allocates. A node starts with tier = VC_PNODE_NONE;
+ * insert takes only such a node. Calls are not thread safe: the caller
+ * serialises them. Every call is O(1) unless the policy
  * says otherwise; victim() may skip pages the engine cannot evict now
  * (pinned or busy), at O(1) per skipped page.
  */
