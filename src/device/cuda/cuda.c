@@ -1,0 +1,584 @@
+/* CUDA backend: the device interface over the CUDA runtime.
+ *
+ * A batch is one launch of the move kernel (kernels/move.cu), or one
+ * cudaMemcpyAsync when it is a single contiguous run, followed by an event,
+ * on one of the device's NSTREAMS non-blocking streams. The kernel's last
+ * block writes the batch's generation into a flag in mapped host memory, so
+ * a waiter usually learns of completion by reading host memory (tens of
+ * nanoseconds) instead of a driver call; the event is the fallback for long
+ * batches, the signal of the memcpy path, and the authority on errors.
+ *
+ * Streams: batches in flight touch disjoint pages (device.h), so they need
+ * no order among themselves. Submissions alternate over NSTREAMS streams, so
+ * the next batch's blocks start while the previous one drains, instead of
+ * each launch paying its ramp-up and tail in turn; completion stays close
+ * to FIFO, which keeps the oldest batch (the one waited on first) early.
+ * Batches may complete out of submission order (emu completes them in
+ * order).
+ *
+ * Every CUDA call goes through CU(), which records a message naming the
+ * call and maps the result to our codes. The runtime keeps the current
+ * device per thread and engine threads are arbitrary, so every entry point
+ * first makes this device current (a thread-local store in the runtime).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "device/cuda/kernels/move.h"
+#include "device/device.h"
+#include "vramcache.h"
+
+/* Waiting has three phases, so that a waiter sees completion within about
+ * a microsecond for any batch of ordinary length, and sleeps only when the
+ * wait is long:
+ *   spin   pause between polls, up to SPIN_NS: covers a launch plus a few
+ *          MiB over PCIe, the batches a latency-bound caller waits on;
+ *   yield  sched_yield between polls, up to YIELD_NS: a full batch of 4096
+ *          pages with a few more in flight ahead of it, so the pipelined
+ *          throughput path never sleeps; the core is offered to others;
+ *   block  cudaEventSynchronize on a blocking-sync event: the driver sleeps
+ *          until its interrupt.
+ * Measured on an H200 (bench/transfer, kernel column): sleeping right after
+ * the spin instead of yielding cost 7% at 4096 pages per batch, 10% at
+ * 512 and 15-30% at 64-128 (the wake-up leaves the GPU idle).
+ * A poll is one load of the host flag, or cudaEventQuery for a batch that
+ * has no flag (the memcpy path). */
+#define SPIN_NS 100000ull
+#define YIELD_NS 5000000ull
+
+/* Contiguous fast path: a batch of COPY moves only, whose pages form one
+ * run on both sides (a single page always does), of at least this many
+ * bytes, goes out as one cudaMemcpyAsync (a copy-engine DMA) instead of a
+ * kernel. Measured on an H200 (bench/transfer, "contiguous runs"): over
+ * PCIe the copy engine wins at every size, 1.3-1.6x for one 4 KiB page (no
+ * launch, no descriptor round trip) and 1.06-1.09x at 16 MiB (the engine
+ * makes larger PCIe requests than SM loads do). Device to device the kernel
+ * wins from 1024 pages (up to 1.8x), but runs inside the GPU tier are rare
+ * and telling device memory from host memory costs a lookup, so: always.
+ * The variable VC_CUDA_MEMCPY_MIN overrides it at open (bytes; "off"
+ * disables the path), for measuring. */
+#define MEMCPY_MIN_DEFAULT 0
+
+/* Streams per device. More streams overlap more batches, which helps small
+ * latency-bound batches, but every batch in flight then shares the link,
+ * so each one, the oldest too, finishes later. Measured on an H200
+ * (bench/transfer, kernel column, 6 batches in flight, 4 KiB pages),
+ * against one stream: 2 streams 1.31x at 64 pages per batch, 1.08x at 512,
+ * 1.02x at 4096; a stream per batch 1.4x at 64 but 0.85x at 512 to 1024. */
+#ifndef VC_CUDA_STREAMS
+#define VC_CUDA_STREAMS 2
+#endif
+#define NSTREAMS VC_CUDA_STREAMS
+
+struct cu_dev {
+	struct vc_device dev;
+	int ordinal;
+	cudaStream_t streams[NSTREAMS];
+	uint32_t next_stream; /* round robin; atomic: submitters run in parallel */
+	uint32_t max_blocks; /* move-kernel grid cap: SMs x resident blocks per SM */
+	uint64_t memcpy_min; /* fast-path threshold in bytes; UINT64_MAX = off */
+	bool host_ptr_ok;    /* the GPU reaches host memory at the CPU's address */
+};
+
+/* How the last submission of a batch signals completion. */
+enum { SIG_NONE, SIG_FLAG, SIG_EVENT };
+
+struct cu_batch {
+	cudaStream_t stream; /* of the last submission */
+	cudaEvent_t ev; /* recorded after the batch's work; errors surface here */
+	volatile uint32_t *flag; /* mapped host word; the kernel writes gen here */
+	uint32_t *flag_dev;
+	uint32_t *counter; /* device word: blocks done; 0 between launches */
+	uint32_t gen;      /* generation of the last kernel launch */
+	int sig;           /* SIG_* of the last submission */
+	int submit_err;    /* nonzero: the last submission failed to start */
+	/* Device address of b->moves when b->moves_dev is not filled in. */
+	const struct vc_move *moves_host;
+	const struct vc_move *moves_dev;
+};
+
+#define CUD(d) ((struct cu_dev *)(d))
+
+static bool absent_error(cudaError_t e)
+{
+	switch (e) {
+	case cudaErrorNoDevice:
+	case cudaErrorInsufficientDriver:
+	case cudaErrorStubLibrary:
+	case cudaErrorDevicesUnavailable:
+	case cudaErrorSystemNotReady:
+	case cudaErrorSystemDriverMismatch:
+	case cudaErrorCompatNotSupportedOnDevice:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The one check for CUDA results. Out of memory maps to -ENOMEM, as emu
+ * reports it; "no usable device" to -VC_ENODEVICE; the rest to -VC_EDEVICE.
+ * cudaGetLastError clears the runtime's non-sticky error so that it is not
+ * reported again by an unrelated call; a sticky one (a kernel fault) stays
+ * and every later call reports it. */
+static int cu_check(cudaError_t e, const char *call, const char *func)
+{
+	if (e == cudaSuccess)
+		return 0;
+	(void)cudaGetLastError();
+	int code = -VC_EDEVICE;
+	if (e == cudaErrorMemoryAllocation)
+		code = -ENOMEM;
+	else if (absent_error(e))
+		code = -VC_ENODEVICE;
+	return vc_err(code, "cuda: %s: %s: %s (%s)", func, call, cudaGetErrorString(e),
+		      cudaGetErrorName(e));
+}
+
+#define CU(call) cu_check((call), #call, __func__)
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static int cu_enter(struct cu_dev *c)
+{
+	return CU(cudaSetDevice(c->ordinal));
+}
+
+/* --- memory ------------------------------------------------------------- */
+
+static int cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t *dev_addr)
+{
+	struct cu_dev *c = CUD(d);
+	int r = cu_enter(c);
+	if (r < 0)
+		return r;
+	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
+	void *p = NULL, *dp = NULL;
+	/* Pinned and page aligned; Portable: usable from any context. */
+	r = CU(cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable));
+	if (r < 0)
+		return r;
+	r = CU(cudaHostGetDevicePointer(&dp, p, 0));
+	if (r < 0) {
+		if (!c->host_ptr_ok) {
+			(void)CU(cudaFreeHost(p));
+			return r;
+		}
+		vc_err_clear();
+		dp = p;
+	}
+	*host = p;
+	*dev_addr = (uint64_t)(uintptr_t)dp;
+	return 0;
+}
+
+static void cu_host_free(struct vc_device *d, void *host)
+{
+	if (!host || cu_enter(CUD(d)) < 0)
+		return;
+	(void)CU(cudaFreeHost(host));
+}
+
+static int cu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
+{
+	int r = cu_enter(CUD(d));
+	if (r < 0)
+		return r;
+	/* cudaMalloc promises 256-byte alignment only; in practice it carves
+	 * sizes that are multiples of 4 KiB at 4 KiB boundaries (large ones at
+	 * 2 MiB), so round up and check rather than over-allocate. */
+	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
+	void *p = NULL;
+	r = CU(cudaMalloc(&p, len));
+	if (r < 0)
+		return r;
+	if ((uintptr_t)p & 4095) {
+		(void)CU(cudaFree(p));
+		return vc_err(-VC_EDEVICE, "cuda: cudaMalloc(%zu) returned %p, not 4 KiB aligned",
+			      len, p);
+	}
+	*dev_addr = (uint64_t)(uintptr_t)p;
+	return 0;
+}
+
+static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
+{
+	if (!dev_addr || cu_enter(CUD(d)) < 0)
+		return;
+	(void)CU(cudaFree((void *)(uintptr_t)dev_addr));
+}
+
+/* A copy on the calling thread's own default stream: it does not wait for
+ * batches in flight on their streams, and the synchronize covers the
+ * DMA itself even from pageable memory (plain cudaMemcpy may return once a
+ * pageable source is staged). */
+static int cu_memcpy_sync(struct vc_device *d, uint64_t dst, uint64_t src, size_t len)
+{
+	int r = cu_enter(CUD(d));
+	if (r < 0 || len == 0)
+		return r;
+	r = CU(cudaMemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len,
+			       cudaMemcpyDefault, cudaStreamPerThread));
+	if (r < 0)
+		return r;
+	return CU(cudaStreamSynchronize(cudaStreamPerThread));
+}
+
+/* --- batches ------------------------------------------------------------ */
+
+static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
+{
+	struct cu_dev *c = CUD(d);
+	int r = cu_enter(c);
+	if (r < 0)
+		return r;
+	struct cu_batch *cb = calloc(1, sizeof *cb);
+	if (!cb)
+		return vc_err(-ENOMEM, "cuda: out of memory");
+	void *flag = NULL, *flag_dev = NULL, *counter = NULL;
+	/* BlockingSync: a waiter that outlasts the spin sleeps in the driver
+	 * instead of spinning a core for the rest of a long batch. */
+	r = CU(cudaEventCreateWithFlags(&cb->ev, cudaEventDisableTiming | cudaEventBlockingSync));
+	if (r < 0)
+		goto fail_free;
+	r = CU(cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
+	if (r < 0)
+		goto fail_event;
+	r = CU(cudaHostGetDevicePointer(&flag_dev, flag, 0));
+	if (r < 0) {
+		if (!c->host_ptr_ok)
+			goto fail_flag;
+		vc_err_clear();
+		flag_dev = flag;
+	}
+	/* A whole 4 KiB so that later cudaMalloc sub-allocations of 4 KiB
+	 * multiples stay 4 KiB aligned (see cu_mem_alloc). */
+	r = CU(cudaMalloc(&counter, 4096));
+	if (r < 0)
+		goto fail_flag;
+	r = CU(cudaMemset(counter, 0, sizeof(uint32_t)));
+	if (r < 0)
+		goto fail_counter;
+	cb->flag = flag;
+	*cb->flag = 0;
+	cb->flag_dev = flag_dev;
+	cb->counter = counter;
+	cb->sig = SIG_NONE;
+	b->priv = cb;
+	return 0;
+
+fail_counter:
+	(void)CU(cudaFree(counter));
+fail_flag:
+	(void)CU(cudaFreeHost(flag));
+fail_event:
+	(void)CU(cudaEventDestroy(cb->ev));
+fail_free:
+	free(cb);
+	return r;
+}
+
+static void cu_batch_fini(struct vc_device *d, struct vc_dbatch *b)
+{
+	struct cu_batch *cb = b->priv;
+	if (!cb)
+		return;
+	if (cu_enter(CUD(d)) == 0) {
+		/* The kernel may still be between its flag store and its exit. */
+		(void)CU(cudaEventSynchronize(cb->ev));
+		(void)CU(cudaEventDestroy(cb->ev));
+		(void)CU(cudaFree(cb->counter));
+		(void)CU(cudaFreeHost((void *)cb->flag));
+	}
+	free(cb);
+	b->priv = NULL;
+}
+
+/* Device address of the descriptors: b->moves_dev when the owner filled
+ * it, else looked up once per moves array. */
+static int moves_dev_addr(struct cu_dev *c, struct cu_batch *cb, const struct vc_dbatch *b,
+			  const struct vc_move **out)
+{
+	const struct vc_move *moves = b->moves;
+	if (b->moves_dev) {
+		*out = (const struct vc_move *)(uintptr_t)b->moves_dev;
+		return 0;
+	}
+	if (cb->moves_host != moves) {
+		void *dp = NULL;
+		int r = CU(cudaHostGetDevicePointer(&dp, (void *)moves, 0));
+		if (r < 0) {
+			if (!c->host_ptr_ok)
+				return r;
+			vc_err_clear();
+			dp = (void *)moves;
+		}
+		cb->moves_host = moves;
+		cb->moves_dev = dp;
+	}
+	*out = cb->moves_dev;
+	return 0;
+}
+
+/* True when the batch is one contiguous run of COPY moves: then it is a
+ * single memcpy of n * page_size bytes. O(n), stops at the first break. */
+static bool contiguous_copy(const struct vc_dbatch *b)
+{
+	const struct vc_move *m = b->moves;
+	if (m[0].op != VC_MOVE_COPY)
+		return false;
+	for (uint32_t i = 1; i < b->n; i++) {
+		if (m[i].op != VC_MOVE_COPY || m[i].src != m[i - 1].src + b->page_size ||
+		    m[i].dst != m[i - 1].dst + b->page_size)
+			return false;
+	}
+	return true;
+}
+
+static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
+{
+	struct cu_dev *c = CUD(d);
+	struct cu_batch *cb = b->priv;
+	int r = cu_enter(c);
+	if (r < 0)
+		goto out;
+	uint64_t bytes = (uint64_t)b->n * b->page_size;
+	cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) % NSTREAMS];
+	if (b->n == 0) {
+		cb->sig = SIG_EVENT;
+	} else if (bytes >= c->memcpy_min && contiguous_copy(b)) {
+		r = CU(cudaMemcpyAsync((void *)(uintptr_t)b->moves[0].dst,
+				       (const void *)(uintptr_t)b->moves[0].src, bytes,
+				       cudaMemcpyDefault, cb->stream));
+		if (r < 0)
+			goto out;
+		cb->sig = SIG_EVENT;
+	} else {
+		const struct vc_move *mdev;
+		r = moves_dev_addr(c, cb, b, &mdev);
+		if (r < 0)
+			goto out;
+		uint32_t gen = cb->gen + 1;
+		r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->n, b->page_size, c->max_blocks,
+							 cb->flag_dev, gen, cb->counter, cb->stream));
+		if (r < 0)
+			goto out;
+		cb->gen = gen;
+		cb->sig = SIG_FLAG;
+	}
+	r = CU(cudaEventRecord(cb->ev, cb->stream));
+	if (r < 0) {
+		/* Nothing would track what was just enqueued: let it finish
+		 * before the caller may reuse the batch. */
+		(void)CU(cudaStreamSynchronize(cb->stream));
+		goto out;
+	}
+	cb->submit_err = 0;
+	return 0;
+out:
+	cb->submit_err = r;
+	return r;
+}
+
+/* After the flag: the kernel has done all its work, but the launch may
+ * still be retiring, so "not ready" is fine; any other result of the event
+ * is the batch's error. */
+static int check_event_done(struct cu_batch *cb)
+{
+	cudaError_t e = cudaEventQuery(cb->ev);
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return CU(e);
+}
+
+/* One poll: 1 when the submission is complete (*status set), else 0. */
+static int poll_done(struct cu_batch *cb, uint32_t gen, bool check_event, int *status)
+{
+	if (cb->sig == SIG_FLAG) {
+		/* Acquire: the GPU orders the batch's stores before the flag
+		 * (move.cu), and this load orders our later reads after it. */
+		uint32_t f = __atomic_load_n(cb->flag, __ATOMIC_ACQUIRE);
+		if ((int32_t)(f - gen) >= 0) {
+			*status = check_event_done(cb);
+			return 1;
+		}
+		if (!check_event)
+			return 0;
+		/* A kernel that faulted never writes the flag: ask the event. */
+	}
+	cudaError_t e = cudaEventQuery(cb->ev);
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	*status = CU(e);
+	return 1;
+}
+
+static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
+{
+	struct cu_batch *cb = b->priv;
+	if (cb->submit_err)
+		return cb->submit_err;
+	if (cb->sig == SIG_NONE)
+		return 0; /* never submitted */
+	int r = cu_enter(CUD(d));
+	if (r < 0)
+		return r;
+	const uint32_t gen = cb->gen;
+	const uint64_t t0 = vc_now_ns();
+	for (uint32_t i = 1;; i++) {
+		/* In the yield phase, every 64th poll also asks the event. */
+		uint64_t t = vc_now_ns() - t0;
+		if (poll_done(cb, gen, t > SPIN_NS && i % 64 == 0, &r))
+			return r;
+		if (t > YIELD_NS)
+			break;
+		if (t > SPIN_NS)
+			sched_yield();
+		else
+			cpu_relax();
+	}
+	return CU(cudaEventSynchronize(cb->ev));
+}
+
+/* --- open and close ----------------------------------------------------- */
+
+/* Batches are the owner's to finish (batch_fini) before close. */
+static void cu_close(struct vc_device *d)
+{
+	struct cu_dev *c = CUD(d);
+	if (cu_enter(c) == 0)
+		for (int i = 0; i < NSTREAMS; i++) {
+			(void)CU(cudaStreamSynchronize(c->streams[i]));
+			(void)CU(cudaStreamDestroy(c->streams[i]));
+		}
+	free(c);
+}
+
+static const struct vc_device_ops cu_ops = {
+	.name = "cuda",
+	.close = cu_close,
+	.host_alloc = cu_host_alloc,
+	.host_free = cu_host_free,
+	.mem_alloc = cu_mem_alloc,
+	.mem_free = cu_mem_free,
+	.batch_init = cu_batch_init,
+	.batch_fini = cu_batch_fini,
+	.batch_submit = cu_batch_submit,
+	.batch_wait = cu_batch_wait,
+	.memcpy_sync = cu_memcpy_sync,
+};
+
+/* " PCIe genG xW" from sysfs for the device's PCI address, or "" where
+ * sysfs does not say. The link may be trained down while the GPU idles. */
+static void pcie_desc(int ordinal, char *out, size_t len)
+{
+	char bus[32], path[128], speed[32] = "", width[16] = "";
+	out[0] = '\0';
+	if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return;
+	}
+	for (char *p = bus; *p; p++)
+		if (*p >= 'A' && *p <= 'F')
+			*p = (char)(*p - 'A' + 'a');
+	const char *names[2] = { "current_link_speed", "current_link_width" };
+	char *vals[2] = { speed, width };
+	size_t sizes[2] = { sizeof speed, sizeof width };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/%s", bus, names[i]);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			return;
+		if (!fgets(vals[i], (int)sizes[i], f))
+			vals[i][0] = '\0';
+		fclose(f);
+	}
+	double gts = atof(speed);
+	int gen = gts >= 60 ? 6 : gts >= 30 ? 5 : gts >= 15 ? 4 : gts >= 7 ? 3 : gts >= 4 ? 2 : 1;
+	int w = atoi(width);
+	if (gts > 0 && w > 0)
+		snprintf(out, len, ", PCIe gen%d x%d", gen, w);
+}
+
+static uint64_t memcpy_min_config(void)
+{
+	const char *s = getenv("VC_CUDA_MEMCPY_MIN");
+	if (!s || !*s)
+		return MEMCPY_MIN_DEFAULT;
+	if (strcmp(s, "off") == 0)
+		return UINT64_MAX;
+	return strtoull(s, NULL, 0);
+}
+
+int vc_cuda_open(int ordinal, struct vc_device **out)
+{
+	int count = 0, r = CU(cudaGetDeviceCount(&count));
+	if (r == -VC_ENODEVICE) {
+		char why[256];
+		snprintf(why, sizeof why, "%s", vc_last_error());
+		return vc_err(r, "cuda: no usable CUDA device (no GPU, or no driver that "
+				 "supports CUDA runtime %d.%d): %s",
+			      CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, why);
+	}
+	if (r < 0)
+		return r;
+	if (count == 0)
+		return vc_err(-VC_ENODEVICE, "cuda: the driver reports no CUDA device");
+	if (ordinal < 0 || ordinal >= count)
+		return vc_err(-VC_ENODEVICE, "cuda: device %d asked for, but only %d present", ordinal,
+			      count);
+	r = CU(cudaSetDevice(ordinal));
+	if (r < 0)
+		return r;
+	struct cudaDeviceProp p;
+	int uva = 0, host_ptr = 0, per_sm = 0;
+	if ((r = CU(cudaGetDeviceProperties(&p, ordinal))) < 0 ||
+	    (r = CU(cudaDeviceGetAttribute(&uva, cudaDevAttrUnifiedAddressing, ordinal))) < 0 ||
+	    (r = CU(cudaDeviceGetAttribute(&host_ptr, cudaDevAttrCanUseHostPointerForRegisteredMem,
+					   ordinal))) < 0 ||
+	    (r = CU((cudaError_t)vc_cuda_moves_blocks_per_sm(&per_sm))) < 0)
+		return r;
+	if (!p.canMapHostMemory)
+		return vc_err(-VC_ENODEVICE, "cuda: %s cannot map host memory", p.name);
+
+	struct cu_dev *c = calloc(1, sizeof *c);
+	if (!c)
+		return vc_err(-ENOMEM, "cuda: out of memory");
+	c->ordinal = ordinal;
+	c->host_ptr_ok = uva && host_ptr;
+	c->max_blocks = (uint32_t)(p.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
+	c->memcpy_min = memcpy_min_config();
+	for (int i = 0; i < NSTREAMS; i++) {
+		r = CU(cudaStreamCreateWithFlags(&c->streams[i], cudaStreamNonBlocking));
+		if (r < 0) {
+			while (i-- > 0)
+				(void)CU(cudaStreamDestroy(c->streams[i]));
+			free(c);
+			return r;
+		}
+	}
+	char pcie[48];
+	pcie_desc(ordinal, pcie, sizeof pcie);
+	snprintf(c->dev.desc, sizeof c->dev.desc, "%.60s (sm_%d%d, %d SMs, %zu GiB%s)", p.name,
+		 p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem >> 30, pcie);
+	c->dev.ops = &cu_ops;
+	*out = &c->dev;
+	return 0;
+}

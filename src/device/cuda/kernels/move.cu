@@ -1,0 +1,180 @@
+/* The page-move kernel: one launch moves a whole batch of pages.
+ *
+ * Work unit: a piece of min(page_size, 4 KiB), one warp per piece. A page
+ * of 4 KiB or less is one piece, so that is one warp per page; a larger page
+ * is split into 4 KiB pieces handled by different warps, so that a batch of
+ * a few 2 MiB pages still spreads over the whole GPU instead of leaving one
+ * warp to walk 512 serial rounds. Pieces are numbered page-major, so the
+ * warps of one block work on adjacent memory.
+ *
+ * Per piece, lane l moves the 16-byte words l, l+32, l+64, ...: each
+ * instruction of the warp covers 512 contiguous bytes (fully coalesced), and
+ * all V loads of the piece are issued before the first store, so a warp has
+ * a whole piece (4 KiB at V = 8) in flight. A SWAP loads both sides of the
+ * piece into registers and stores them crosswise; each lane only touches its
+ * own words, so the exchange has no ordering hazard. Pages of one batch are
+ * disjoint (device.h), so pieces are independent and need no ordering.
+ *
+ * The descriptors live in mapped host memory and are read in place; a
+ * warp fetches the next piece's descriptor before moving the current one,
+ * so the PCIe round trip of the descriptor read overlaps the data.
+ *
+ * Completion: each block, after a barrier, has thread 0 fence at system
+ * scope and count itself in *counter; the block that counts last resets the
+ * counter and writes gen to the host flag after another system fence. The
+ * fences are cumulative (PTX memory model: the barrier orders the block's
+ * stores before thread 0's fence, as in the cooperative-groups grid sync),
+ * so a host that reads gen also sees every store of the batch.
+ *
+ * Cost: bytes moved once each way (twice for a SWAP), plus one 24-byte
+ * descriptor read per piece and one atomic per block. Registers (ptxas,
+ * V = 8/4/2/1): 64/48/31/23 on sm_90, 62/39/30/24 on sm_80, no local
+ * memory; at 64, 4 blocks (32 warps, 128 KiB of loads) per SM. ptxas
+ * interleaves a SWAP's stores to one side with its remaining loads from
+ * that side (same lane, other offsets), which keeps V = 8 at 64 registers.
+ *
+ * Measured on an H200 (PCIe gen5 x16), 4 KiB pages scattered at random:
+ * 91-92% of a contiguous cudaMemcpyAsync of the same bytes host to device,
+ * 93-95% device to host, from 512 pages per batch. Neither L2::256B load
+ * hints nor Hopper bulk copies (cp.async.bulk through shared memory)
+ * changed this: the SMs' PCIe requests are smaller than the copy engine's.
+ */
+#include <cuda_runtime.h>
+
+#include "device/cuda/kernels/move.h"
+
+namespace {
+
+constexpr uint32_t WARPS_PER_BLOCK = VC_CUDA_MOVE_THREADS / 32;
+constexpr uint32_t MAX_V = 8; /* uint4 per lane per piece: 8 x 16 B x 32 = 4 KiB */
+constexpr unsigned FULL = 0xffffffffu;
+
+/* Lanes 0..2 load the three 8-byte words of descriptor p (src, dst, op|pad):
+ * one request instead of three; the others load nothing. */
+__device__ __forceinline__ uint64_t desc_word(const struct vc_move *moves, uint32_t p,
+					      uint32_t lane)
+{
+	const uint64_t *w = reinterpret_cast<const uint64_t *>(moves + p);
+	return lane < 3 ? w[lane] : 0;
+}
+
+/* Moves one piece of V*512 bytes; s and t already include this lane's
+ * offset. Streaming hints: the data is touched once. */
+template <int V>
+__device__ __forceinline__ void move_piece(uint4 *s, uint4 *t, bool swap)
+{
+	uint4 a[V];
+#pragma unroll
+	for (int k = 0; k < V; k++)
+		a[k] = __ldcs(s + 32 * k);
+	if (swap) {
+		uint4 b[V];
+#pragma unroll
+		for (int k = 0; k < V; k++)
+			b[k] = __ldcs(t + 32 * k);
+#pragma unroll
+		for (int k = 0; k < V; k++)
+			__stcs(s + 32 * k, b[k]);
+	}
+#pragma unroll
+	for (int k = 0; k < V; k++)
+		__stcs(t + 32 * k, a[k]);
+}
+
+/* nitems = n << shift pieces; piece i is part (i & mask) of page i >> shift.
+ * Grid-stride over pieces, one warp each. */
+template <int V>
+__global__ void __launch_bounds__(VC_CUDA_MOVE_THREADS)
+move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t shift,
+	    volatile uint32_t *flag, uint32_t gen, uint32_t *counter)
+{
+	constexpr uint32_t PIECE = V * 32 * 16;
+	const uint32_t lane = threadIdx.x & 31;
+	const uint32_t nwarps = gridDim.x * WARPS_PER_BLOCK;
+	const uint32_t mask = (1u << shift) - 1;
+	uint32_t it = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
+
+	if (it < nitems) {
+		uint64_t w = desc_word(moves, it >> shift, lane);
+		for (;;) {
+			const uint32_t nx = it + nwarps; /* no wrap: nitems <= 2^31 */
+			uint64_t wn = 0;
+			if (nx < nitems)
+				wn = desc_word(moves, nx >> shift, lane);
+			const uint64_t src = __shfl_sync(FULL, w, 0);
+			const uint64_t dst = __shfl_sync(FULL, w, 1);
+			const uint32_t op = (uint32_t)__shfl_sync(FULL, w, 2);
+			const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
+			/* Like emu: anything but COPY exchanges. */
+			move_piece<V>(reinterpret_cast<uint4 *>(src + off),
+				      reinterpret_cast<uint4 *>(dst + off), op != VC_MOVE_COPY);
+			if (nx >= nitems)
+				break;
+			it = nx;
+			w = wn;
+		}
+	}
+
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence_system();
+		if (atomicAdd(counter, 1u) == gridDim.x - 1) {
+			/* Every other block has fenced and counted: the batch is done.
+			 * The reset is seen by the next launch (stream order). */
+			*counter = 0;
+			__threadfence_system();
+			*flag = gen;
+		}
+	}
+}
+
+} // namespace
+
+extern "C" int vc_cuda_moves_blocks_per_sm(int *out)
+{
+	/* V = 8 holds the most registers, so it bounds the others. */
+	return (int)cudaOccupancyMaxActiveBlocksPerMultiprocessor(out, move_kernel<MAX_V>,
+								  VC_CUDA_MOVE_THREADS, 0);
+}
+
+extern "C" int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint32_t n, uint32_t page_size,
+				    uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
+				    uint32_t *counter_dev, void *stream)
+{
+	if (n == 0 || max_blocks == 0 || page_size < 512 || page_size > (2u << 20) ||
+	    (page_size & (page_size - 1)) != 0)
+		return (int)cudaErrorInvalidValue;
+	/* Pages up to 4 KiB: one piece of V = page_size/512 words per lane.
+	 * Larger: 2^shift pieces of 4 KiB. */
+	uint32_t v = MAX_V, shift = 0;
+	if (page_size < 4096)
+		v = page_size / 512;
+	else
+		shift = (uint32_t)__builtin_ctz(page_size / 4096);
+	const uint64_t items = (uint64_t)n << shift;
+	if (items > (1ull << 31))
+		return (int)cudaErrorInvalidValue;
+	uint64_t blocks = (items + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+	if (blocks > max_blocks)
+		blocks = max_blocks;
+
+	const dim3 grid((unsigned)blocks), block(VC_CUDA_MOVE_THREADS);
+	cudaStream_t s = static_cast<cudaStream_t>(stream);
+	const uint32_t ni = (uint32_t)items;
+	switch (v) {
+	case 1:
+		move_kernel<1><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		break;
+	case 2:
+		move_kernel<2><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		break;
+	case 4:
+		move_kernel<4><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		break;
+	default:
+		move_kernel<8><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		break;
+	}
+	/* Launch errors only; the kernel's own faults surface at the event. */
+	return (int)cudaGetLastError();
+}
