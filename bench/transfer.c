@@ -62,6 +62,7 @@ struct bench {
 	uint32_t *hperm, *dperm;
 	uint64_t g;             /* next move index: walks the permutations */
 	struct vc_ticket *tk;   /* WINDOW * MAXN */
+	struct vc_move *mv;     /* MAXN: moves of one batch being added */
 	struct vc_dbatch db[WINDOW];
 #ifdef VC_HAVE_CUDA
 	cudaStream_t s;
@@ -162,20 +163,14 @@ static double one_ours(struct bench *B, struct vc_batcher *bt, int dir, uint32_t
 		if (b < nb) {
 			struct vc_ticket *t = &B->tk[(size_t)(b % WINDOW) * n];
 			uint64_t a = vc_now_ns();
-			for (uint32_t i = 0; i < n; i++) {
-				struct vc_move m = move_at(B, dir, B->g++);
-				OK(vc_batcher_add(bt, &m, &t[i]));
-			}
+			for (uint32_t i = 0; i < n; i++)
+				B->mv[i] = move_at(B, dir, B->g++);
+			OK(vc_batcher_add_n(bt, B->mv, n, t));
 			cpu += vc_now_ns() - a;
 		}
 		if (b >= WINDOW - 1) {
 			uint32_t w = b - (WINDOW - 1);
-			struct vc_ticket *t = &B->tk[(size_t)(w % WINDOW) * n];
-			OK(vc_batcher_wait(bt, &t[0]));
-			uint64_t a = vc_now_ns();
-			for (uint32_t i = 1; i < n; i++)
-				OK(vc_batcher_wait(bt, &t[i]));
-			cpu += vc_now_ns() - a;
+			OK(vc_batcher_wait_n(bt, &B->tk[(size_t)(w % WINDOW) * n], n));
 		}
 	}
 	if (cpu_ns)
@@ -550,7 +545,8 @@ int main(int argc, char **argv)
 	B->hperm = malloc(pool * sizeof *B->hperm);
 	B->dperm = malloc(pool * sizeof *B->dperm);
 	B->tk = malloc((size_t)WINDOW * MAXN * sizeof *B->tk);
-	if (!B->hperm || !B->dperm || !B->tk)
+	B->mv = malloc((size_t)MAXN * sizeof *B->mv);
+	if (!B->hperm || !B->dperm || !B->tk || !B->mv)
 		die("malloc", -ENOMEM);
 	uint64_t seed = 42;
 	for (uint32_t i = 0; i < pool; i++)
@@ -723,6 +719,7 @@ int main(int argc, char **argv)
 	free(B->hperm);
 	free(B->dperm);
 	free(B->tk);
+	free(B->mv);
 	free(B);
 	return 0;
 }

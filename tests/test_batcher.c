@@ -193,6 +193,32 @@ static void *mover_main(void *arg)
 	return NULL;
 }
 
+/* One thread adds far more moves than all slots hold before it waits:
+ * adders reap the oldest batch themselves instead of waiting for a slot
+ * that only their own later waits would free. */
+static void add_more_than_slots(void)
+{
+	struct vc_batcher *b;
+	CHECK_OK(vc_batcher_create(dev, PS, 2, 100, &b));
+	enum { N = 100 };
+	struct vc_move mv[N];
+	struct vc_ticket t[N];
+	for (uint32_t i = 0; i < N; i++) {
+		fill_host(100 + i, 5000 + i);
+		memcpy(model + (size_t)(100 + i) * PS, host + (size_t)(100 + i) * PS, PS);
+		mv[i] = copy_h2d(100 + i, 100 + i);
+	}
+	for (uint32_t i = 0; i < N / 2; i++)
+		CHECK_OK(vc_batcher_add(b, &mv[i], &t[i]));
+	CHECK_OK(vc_batcher_add_n(b, &mv[N / 2], N / 2, &t[N / 2]));
+	CHECK_OK(vc_batcher_wait_n(b, t, N));
+	struct vc_batcher_stats st;
+	vc_batcher_get_stats(b, &st);
+	CHECK(st.batches == N / 2 && st.pages == N);
+	vc_batcher_destroy(b);
+	check_gpu();
+}
+
 static void many_threads(void)
 {
 	struct vc_batcher *b;
@@ -232,6 +258,7 @@ int main(void)
 	size_and_idle();
 	timeout_closes();
 	completion_submits();
+	add_more_than_slots();
 	many_threads();
 
 	dev->ops->mem_free(dev, gpu);

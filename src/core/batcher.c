@@ -1,12 +1,19 @@
 /* Batcher: see batcher.h for when a batch closes.
  *
- * State of a slot: FREE -> OPEN (filling) -> INFLIGHT (submitted) -> DONE
- * (status known) -> FREE once every adder has waited (refs == 0). At most
- * one slot is OPEN. All transitions happen under b->mu; the device wait
- * itself runs unlocked, and several threads may wait on one slot.
+ * State of a slot: FREE -> OPEN (filling) -> INFLIGHT (submitted) -> FREE
+ * once a thread has reaped it (waited on the device). At most one slot is
+ * OPEN. A ticket names (slot, generation); opening a slot bumps its
+ * generation, so a ticket whose generation is gone belongs to a batch that
+ * completed, and its status is the batcher's sticky error (a device fault
+ * breaks the device for good, so there is no per-batch status to lose).
+ * Slots never wait for their adders: an adder that finds no free slot
+ * reaps the oldest batch in flight itself, so adders holding unwaited
+ * tickets can never block one another.
  *
- * Cost: add is O(1) under the mutex; a submit (one kernel launch) also runs
- * under it, so adders queue behind a launch (a few microseconds).
+ * All transitions happen under b->mu; device waits run unlocked, and
+ * several threads may wait on one slot. Cost: add is O(1) under the mutex
+ * (add_n takes it once for n moves); a submit (one kernel launch) also runs
+ * under it.
  */
 #include "core/batcher.h"
 
@@ -24,14 +31,14 @@
  * More only helps when many threads each hold a full batch outstanding. */
 #define NSLOTS 8
 
-enum { SLOT_FREE, SLOT_OPEN, SLOT_INFLIGHT, SLOT_DONE };
+enum { SLOT_FREE, SLOT_OPEN, SLOT_INFLIGHT };
 
 struct slot {
 	struct vc_dbatch db;
 	int state;
-	int status;
+	int status;   /* of the generation last completed */
 	uint32_t gen;
-	uint32_t refs; /* adds not yet matched by a wait */
+	uint64_t seq; /* submission order, to reap the oldest first */
 	uint64_t open_ns;
 	uint64_t dev_addr; /* of db.moves */
 };
@@ -44,6 +51,8 @@ struct vc_batcher {
 	uint64_t timeout_ns;
 	int open; /* index of the OPEN slot, or -1 */
 	uint32_t inflight;
+	uint64_t seq;
+	int error; /* sticky: the first failed batch's status */
 	struct slot slots[NSLOTS];
 	struct vc_batcher_stats st;
 };
@@ -117,6 +126,11 @@ void vc_batcher_destroy(struct vc_batcher *b)
 		struct slot *s = &b->slots[i];
 		if (s->state == SLOT_INFLIGHT)
 			b->dev->ops->batch_wait(b->dev, &s->db);
+		else if (s->state == SLOT_OPEN && s->db.n) {
+			/* Adders broke the contract; run their moves anyway. */
+			if (b->dev->ops->batch_submit(b->dev, &s->db) == 0)
+				b->dev->ops->batch_wait(b->dev, &s->db);
+		}
 		b->dev->ops->batch_fini(b->dev, &s->db);
 		b->dev->ops->host_free(b->dev, s->db.moves);
 	}
@@ -132,56 +146,102 @@ static void submit(struct vc_batcher *b, int i)
 	if (b->open == i)
 		b->open = -1;
 	s->state = SLOT_INFLIGHT;
+	s->seq = ++b->seq;
 	b->inflight++;
 	b->st.batches++;
 	b->st.pages += s->db.n;
 	b->st.hist[hist_bucket(s->db.n)]++;
 	int r = b->dev->ops->batch_submit(b->dev, &s->db);
 	if (r < 0) {
-		s->state = SLOT_DONE;
+		s->state = SLOT_FREE;
 		s->status = r;
+		if (!b->error)
+			b->error = r;
 		b->inflight--;
 	}
 	pthread_cond_broadcast(&b->cv);
 }
 
-int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_ticket *t)
+/* Under b->mu, which it drops while waiting on the device: waits for the
+ * in-flight slot i, then frees it. */
+static void reap(struct vc_batcher *b, int i)
 {
+	struct slot *s = &b->slots[i];
+	uint32_t gen = s->gen;
+	pthread_mutex_unlock(&b->mu);
+	int r = b->dev->ops->batch_wait(b->dev, &s->db);
 	pthread_mutex_lock(&b->mu);
+	if (s->state != SLOT_INFLIGHT || s->gen != gen)
+		return; /* another waiter reaped it */
+	s->state = SLOT_FREE;
+	s->status = r;
+	if (r < 0 && !b->error)
+		b->error = r;
+	b->inflight--;
+	/* Work-conserving: the device just went idle and a batch is filling;
+	 * start it instead of waiting for its timeout. */
+	if (b->inflight == 0 && b->open >= 0 && b->slots[b->open].db.n > 0)
+		submit(b, b->open);
+	pthread_cond_broadcast(&b->cv);
+}
+
+/* Under b->mu: makes sure a slot is OPEN, reaping the oldest batch in
+ * flight when every slot is taken. */
+static void ensure_open(struct vc_batcher *b)
+{
 	while (b->open < 0) {
+		int oldest = -1;
 		for (int i = 0; i < NSLOTS; i++) {
 			struct slot *s = &b->slots[i];
 			if (s->state == SLOT_FREE) {
 				s->state = SLOT_OPEN;
-				s->status = 0;
 				s->gen++;
 				s->db.n = 0;
 				s->open_ns = vc_now_ns();
 				b->open = i;
-				break;
+				return;
 			}
+			if (s->state == SLOT_INFLIGHT &&
+			    (oldest < 0 || s->seq < b->slots[oldest].seq))
+				oldest = i;
 		}
-		if (b->open < 0)
-			pthread_cond_wait(&b->cv, &b->mu);
+		reap(b, oldest); /* NSLOTS > 1, so one is in flight */
 	}
-	int i = b->open;
-	struct slot *s = &b->slots[i];
-	s->db.moves[s->db.n++] = *m;
-	s->refs++;
-	t->slot = (uint32_t)i;
-	t->gen = s->gen;
-	if (s->db.n == b->max_pages)
-		submit(b, i);
+}
+
+int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_ticket *t)
+{
+	return vc_batcher_add_n(b, m, 1, t);
+}
+
+int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
+		     struct vc_ticket *t)
+{
+	pthread_mutex_lock(&b->mu);
+	for (uint32_t k = 0; k < n;) {
+		ensure_open(b);
+		int i = b->open;
+		struct slot *s = &b->slots[i];
+		uint32_t room = b->max_pages - s->db.n, take = n - k < room ? n - k : room;
+		memcpy(&s->db.moves[s->db.n], &m[k], take * sizeof *m);
+		s->db.n += take;
+		for (uint32_t j = 0; j < take; j++)
+			t[k + j] = (struct vc_ticket){ .slot = (uint32_t)i, .gen = s->gen };
+		k += take;
+		if (s->db.n == b->max_pages)
+			submit(b, i);
+	}
 	pthread_mutex_unlock(&b->mu);
 	return 0;
 }
 
-int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t)
+/* Under b->mu: waits for one ticket's batch; returns its status. */
+static int wait_locked(struct vc_batcher *b, const struct vc_ticket *t)
 {
-	uint64_t t0 = vc_now_ns();
-	pthread_mutex_lock(&b->mu);
 	struct slot *s = &b->slots[t->slot];
 	for (;;) {
+		if (s->gen != t->gen)
+			return b->error; /* completed, and the slot reused since */
 		if (s->state == SLOT_OPEN) {
 			uint64_t deadline = s->open_ns + b->timeout_ns;
 			if (b->inflight == 0 || vc_now_ns() >= deadline) {
@@ -194,27 +254,31 @@ int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t)
 			continue;
 		}
 		if (s->state == SLOT_INFLIGHT) {
-			pthread_mutex_unlock(&b->mu);
-			int r = b->dev->ops->batch_wait(b->dev, &s->db);
-			pthread_mutex_lock(&b->mu);
-			if (s->state == SLOT_INFLIGHT) {
-				s->state = SLOT_DONE;
-				s->status = r;
-				b->inflight--;
-				/* Work-conserving: the device just went idle and a batch
-				 * is filling; start it instead of waiting for its timeout. */
-				if (b->inflight == 0 && b->open >= 0 && b->slots[b->open].db.n > 0)
-					submit(b, b->open);
-				pthread_cond_broadcast(&b->cv);
-			}
+			reap(b, (int)t->slot);
 			continue;
 		}
-		break; /* DONE */
+		return s->status; /* FREE: completed, not yet reused */
 	}
-	int r = s->status;
-	if (--s->refs == 0) {
-		s->state = SLOT_FREE;
-		pthread_cond_broadcast(&b->cv);
+}
+
+int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t)
+{
+	return vc_batcher_wait_n(b, t, 1);
+}
+
+int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n)
+{
+	uint64_t t0 = vc_now_ns();
+	int r = 0;
+	pthread_mutex_lock(&b->mu);
+	for (uint32_t k = 0; k < n; k++) {
+		/* Tickets of one batch are adjacent when added together: wait
+		 * once per (slot, generation). */
+		if (k && t[k].slot == t[k - 1].slot && t[k].gen == t[k - 1].gen)
+			continue;
+		int e = wait_locked(b, &t[k]);
+		if (e < 0 && r == 0)
+			r = e;
 	}
 	b->st.wait_ns += vc_now_ns() - t0;
 	pthread_mutex_unlock(&b->mu);

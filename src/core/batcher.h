@@ -10,10 +10,11 @@
  * While a batch is in flight the next one fills, so under load batches grow
  * toward max_pages and the per-launch cost is amortised over them.
  *
- * Contract: every successful vc_batcher_add is followed by exactly one
- * vc_batcher_wait on its ticket (a batch's slot is reused only after all
- * its waits). Moves in flight at the same time must not touch the same
- * page (the engine guarantees it by marking pages busy).
+ * Contract: a thread that adds waits for its tickets before it relies on
+ * the data (a batch left open runs only when someone waits, at its
+ * timeout, or at destroy). Moves in flight at the same time must not touch
+ * the same page (the engine guarantees it by marking pages busy). Adders
+ * never deadlock on each other, whatever they hold unwaited.
  */
 #ifndef VC_BATCHER_H
 #define VC_BATCHER_H
@@ -44,6 +45,11 @@ void vc_batcher_destroy(struct vc_batcher *b);
 int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_ticket *t);
 /* Blocks until the move is done; returns the batch's status (0 or -VC_EDEVICE). */
 int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t);
+/* The same for n moves, taking the lock once: O(n) copying, one wait per
+ * batch the tickets span. */
+int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
+		     struct vc_ticket *t);
+int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
 
 void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st);
 

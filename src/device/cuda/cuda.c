@@ -533,8 +533,7 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	if (r == -VC_ENODEVICE) {
 		char why[256];
 		snprintf(why, sizeof why, "%s", vc_last_error());
-		return vc_err(r, "cuda: no usable CUDA device (no GPU, or no driver that "
-				 "supports CUDA runtime %d.%d): %s",
+		return vc_err(r, "cuda: no GPU, or no driver for CUDA runtime %d.%d: %s",
 			      CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, why);
 	}
 	if (r < 0)
