@@ -29,18 +29,6 @@ static inline double bench_quantile(double *v, int n, double q)
 	return v[i];
 }
 
-/* "auto" | "cuda" | "emu" -> enum vc_device_kind, or -1. */
-static inline int bench_device_arg(const char *s)
-{
-	if (strcmp(s, "auto") == 0)
-		return VC_DEVICE_AUTO;
-	if (strcmp(s, "cuda") == 0)
-		return VC_DEVICE_CUDA;
-	if (strcmp(s, "emu") == 0)
-		return VC_DEVICE_EMU;
-	return -1;
-}
-
 static inline void bench_json_num(FILE *f, double x)
 {
 	if (isfinite(x))

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gram_fig4: %s needs a value\n", a);
 			return 2;
 		}
-		if (strcmp(a, "--device") == 0 && (device = bench_device_arg(v)) >= 0)
+		if (strcmp(a, "--device") == 0 && (device = vc_device_parse(v)) >= 0)
 			;
 		else if (strcmp(a, "--accesses") == 0)
 			accesses = strtoull(v, NULL, 10);

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	const char *json = NULL;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--device") == 0)
-			device = bench_device_arg(argv[i + 1]);
+			device = vc_device_parse(argv[i + 1]);
 		else if (strcmp(argv[i], "--n") == 0)
 			n = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--json") == 0)

@@ -36,8 +36,10 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "bench.h"
 #include "core/batcher.h"
 #include "core/clock.h"
+#include "core/rand.h"
 #include "device/device.h"
 #include "vramcache.h"
 
@@ -100,26 +102,10 @@ static void die(const char *what, int r)
 	} while (0)
 #endif
 
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_quantile(v, n, 0.5);
 }
 
 /* Move g of direction dir: host slot hperm[g] <-> device slot dperm[g].
@@ -369,7 +355,7 @@ struct lat {
 
 static struct lat lat_of(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
 	return (struct lat){ v[n / 2], v[n * 99 / 100] };
 }
 
@@ -500,11 +486,7 @@ int main(int argc, char **argv)
 	uint32_t pool = 65536;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-			const char *s = argv[++i];
-			kind = strcmp(s, "cuda") == 0  ? VC_DEVICE_CUDA
-			       : strcmp(s, "emu") == 0 ? VC_DEVICE_EMU
-			       : strcmp(s, "auto") == 0 ? VC_DEVICE_AUTO
-							: -1;
+			kind = vc_device_parse(argv[++i]);
 			if (kind < 0)
 				usage();
 		} else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
@@ -552,10 +534,10 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < pool; i++)
 		B->hperm[i] = B->dperm[i] = i;
 	for (uint32_t i = pool - 1; i > 0; i--) {
-		uint32_t j = (uint32_t)(rnd(&seed) % (i + 1)), t = B->hperm[i];
+		uint32_t j = (uint32_t)(vc_rand64(&seed) % (i + 1)), t = B->hperm[i];
 		B->hperm[i] = B->hperm[j];
 		B->hperm[j] = t;
-		j = (uint32_t)(rnd(&seed) % (i + 1));
+		j = (uint32_t)(vc_rand64(&seed) % (i + 1));
 		t = B->dperm[i];
 		B->dperm[i] = B->dperm[j];
 		B->dperm[j] = t;

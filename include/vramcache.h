@@ -43,6 +43,9 @@ enum vc_device_kind {
 	VC_DEVICE_CUDA = 2, /* the CUDA runtime; fails with -VC_ENODEVICE without a GPU */
 };
 
+/* "auto", "cuda" or "emu" -> enum vc_device_kind; -EINVAL otherwise. */
+int vc_device_parse(const char *name);
+
 enum vc_write_mode {
 	VC_WRITE_THROUGH = 0, /* a write returns after the backing store has it */
 	VC_WRITE_BACK = 1,    /* dirty pages are written on eviction and on vc_flush */

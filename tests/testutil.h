@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/rand.h"
 #include "vramcache.h"
 
 #define T_SKIP 77
@@ -49,15 +50,9 @@ static inline void t_skip_if_absent(int r, const char *what)
 	}
 }
 
-/* xorshift64*: deterministic, seedable. */
 static inline uint64_t t_rand(uint64_t *s)
 {
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
+	return vc_rand64(s);
 }
 
 /* Makes a temporary backing file of `size` bytes of seeded random data;

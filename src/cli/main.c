@@ -47,17 +47,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int parse_device(const char *s)
-{
-	if (strcmp(s, "auto") == 0)
-		return VC_DEVICE_AUTO;
-	if (strcmp(s, "cuda") == 0)
-		return VC_DEVICE_CUDA;
-	if (strcmp(s, "emu") == 0)
-		return VC_DEVICE_EMU;
-	return -1;
-}
-
 static int parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
@@ -139,7 +128,7 @@ static int cmd_demo(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case O_DEVICE:
-			if ((o.device = parse_device(optarg)) < 0)
+			if ((o.device = vc_device_parse(optarg)) < 0)
 				goto bad;
 			break;
 		case O_LAT:

@@ -605,6 +605,16 @@ const char *vc_device_desc(const vc_cache *c)
 	return c->dev->desc;
 }
 
+/* Splits a byte range at page boundaries: the piece at pos, of at most
+ * `left` bytes, lies in page *pno from offset *in; returns its length. */
+static size_t piece(const struct vc_cache *c, uint64_t pos, size_t left, uint64_t *pno,
+		    uint32_t *in)
+{
+	*pno = pos >> c->pshift;
+	*in = (uint32_t)(pos & (c->page_size - 1));
+	return c->page_size - *in < left ? c->page_size - *in : left;
+}
+
 ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
 {
 	if (!c || (!buf && len))
@@ -615,10 +625,9 @@ ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
 		len = (size_t)(c->size - off);
 	size_t done = 0;
 	while (done < len) {
-		uint64_t pos = off + done;
-		uint64_t pno = pos >> c->pshift;
-		uint32_t in = (uint32_t)(pos & (c->page_size - 1));
-		size_t k = c->page_size - in < len - done ? c->page_size - in : len - done;
+		uint64_t pno;
+		uint32_t in;
+		size_t k = piece(c, off + done, len - done, &pno, &in);
 		struct vc_page *p;
 		int r = acquire(c, pno, ACQ_READ, true, &p);
 		if (r < 0)
@@ -643,10 +652,9 @@ ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
 	bool wb = c->write_mode == VC_WRITE_BACK;
 	size_t done = 0;
 	while (done < len) {
-		uint64_t pos = off + done;
-		uint64_t pno = pos >> c->pshift;
-		uint32_t in = (uint32_t)(pos & (c->page_size - 1));
-		size_t k = c->page_size - in < len - done ? c->page_size - in : len - done;
+		uint64_t pos = off + done, pno;
+		uint32_t in;
+		size_t k = piece(c, pos, len - done, &pno, &in);
 		int mode = (in == 0 && k == page_len(c, pno)) ? ACQ_WRITE_FULL : ACQ_WRITE;
 		struct vc_page *p;
 		int r = acquire(c, pno, mode, true, &p);
@@ -677,104 +685,141 @@ ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
 	return (ssize_t)len;
 }
 
+/* A round of flush or GPU prefetch: up to batch_pages pages, each with a
+ * backing request and, for pages that pass through the GPU tier, a bulk
+ * staging page. */
+struct bulk {
+	struct bulk_job {
+		struct vc_page *p;
+		uint32_t stage;
+		bool staged; /* holds a staging page */
+	} *jobs;
+	struct vc_bio *bios;
+	struct vc_move *moves;
+	struct vc_ticket *tickets;
+	unsigned n;
+};
+
+static void bulk_fini(struct bulk *b)
+{
+	free(b->jobs);
+	free(b->bios);
+	free(b->moves);
+	free(b->tickets);
+}
+
+static int bulk_init(struct vc_cache *c, struct bulk *b)
+{
+	b->n = 0;
+	b->jobs = calloc(c->batch_pages, sizeof *b->jobs);
+	b->bios = calloc(c->batch_pages, sizeof *b->bios);
+	b->moves = calloc(c->batch_pages, sizeof *b->moves);
+	b->tickets = calloc(c->batch_pages, sizeof *b->tickets);
+	if (b->jobs && b->bios && b->moves && b->tickets)
+		return 0;
+	bulk_fini(b);
+	return vc_err(-ENOMEM, "out of memory");
+}
+
+/* Unlocked: moves every staged job whose request has not failed between
+ * its GPU slot and its staging page (toward the staging page when
+ * to_stage), as one batch. On a device failure every such request fails. */
+static int bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
+{
+	uint32_t m = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		struct bulk_job *j = &b->jobs[i];
+		if (!j->staged || b->bios[i].result < 0)
+			continue;
+		uint64_t slot = slot_addr(c, j->p), st = vc_tier_addr(c->stage_bulk, j->stage);
+		b->moves[m++] = (struct vc_move){ .src = to_stage ? slot : st,
+						  .dst = to_stage ? st : slot,
+						  .op = VC_MOVE_COPY };
+	}
+	if (m == 0)
+		return 0;
+	int r = vc_batcher_add_n(c->bat, b->moves, m, b->tickets);
+	if (r == 0)
+		r = vc_batcher_wait_n(c->bat, b->tickets, m);
+	for (unsigned i = 0; r < 0 && i < b->n; i++)
+		if (b->jobs[i].staged)
+			b->bios[i].result = r;
+	return r;
+}
+
 /* One round of vc_flush: writes back up to batch_pages dirty pages found at
  * or after *pos in the entry pool, advancing *pos. Host pages are pinned
  * (readers go on, writers wait); GPU pages are busy while they travel
- * through the bulk staging pages. Returns pages written or -errno. */
+ * through the bulk staging pages. */
 static int flush_round(struct vc_cache *c, uint64_t *pos)
 {
-	struct job {
-		struct vc_page *p;
-		uint32_t stage; /* GPU pages only */
-		struct vc_ticket t;
-	} *jobs = calloc(c->batch_pages, sizeof *jobs);
-	struct vc_bio *bios = calloc(c->batch_pages, sizeof *bios);
-	if (!jobs || !bios) {
-		free(jobs);
-		free(bios);
-		return vc_err(-ENOMEM, "out of memory");
-	}
-	unsigned n = 0;
+	struct bulk b;
+	int r = bulk_init(c, &b);
+	if (r < 0)
+		return r;
 	pthread_mutex_lock(&c->mu);
-	while (*pos < c->ix.npool && n < c->batch_pages) {
+	while (*pos < c->ix.npool && b.n < c->batch_pages) {
 		struct vc_page *p = &c->ix.pool[*pos];
 		if (!p->used || !p->dirty) {
 			(*pos)++;
 			continue;
 		}
 		if (p->busy || p->excl) {
-			if (n)
+			if (b.n)
 				break; /* write what we hold before sleeping */
 			wait_cv(c);
 			continue;
 		}
-		struct job *j = &jobs[n];
+		struct bulk_job *j = &b.jobs[b.n];
+		struct vc_bio *io = &b.bios[b.n];
 		j->p = p;
 		if (p->tier == GPU) {
 			if (vc_tier_alloc(c->stage_bulk, &j->stage) < 0) {
-				if (n)
+				if (b.n)
 					break;
 				wait_cv(c); /* another flush or prefetch holds them */
 				continue;
 			}
+			j->staged = true;
 			p->busy = 1;
-			bios[n].buf = vc_tier_host(c->stage_bulk, j->stage);
+			io->buf = vc_tier_host(c->stage_bulk, j->stage);
 		} else {
 			p->pins++;
-			bios[n].buf = host_data(c, p);
+			io->buf = host_data(c, p);
 		}
-		bios[n].off = p->pno << c->pshift;
-		bios[n].len = page_len(c, p->pno);
-		bios[n].write = 1;
-		n++;
+		io->off = p->pno << c->pshift;
+		io->len = page_len(c, p->pno);
+		io->write = 1;
+		b.n++;
 		(*pos)++;
 	}
 	pthread_mutex_unlock(&c->mu);
 
-	int r = 0;
-	bool submitted = false;
-	for (unsigned i = 0; i < n; i++) {
-		if (jobs[i].p->tier != GPU)
-			continue;
-		struct vc_move m = { .src = slot_addr(c, jobs[i].p),
-				     .dst = vc_tier_addr(c->stage_bulk, jobs[i].stage),
-				     .op = VC_MOVE_COPY };
-		vc_batcher_add(c->bat, &m, &jobs[i].t);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		if (jobs[i].p->tier != GPU)
-			continue;
-		int e = vc_batcher_wait(c->bat, &jobs[i].t);
-		if (e < 0 && r == 0)
-			r = e;
-	}
-	if (r == 0 && n) {
-		r = vc_backing_submit(c->bk, bios, n);
-		submitted = true;
-	}
+	r = bulk_move(c, &b, true);
+	if (r == 0 && b.n)
+		r = vc_backing_submit(c->bk, b.bios, b.n);
 
 	pthread_mutex_lock(&c->mu);
-	for (unsigned i = 0; i < n; i++) {
-		struct vc_page *p = jobs[i].p;
-		if (p->tier == GPU) {
-			vc_tier_free(c->stage_bulk, jobs[i].stage);
+	for (unsigned i = 0; i < b.n; i++) {
+		struct vc_page *p = b.jobs[i].p;
+		if (b.jobs[i].staged) {
+			vc_tier_free(c->stage_bulk, b.jobs[i].stage);
 			c->st.d2h += c->page_size;
 			p->busy = 0;
 		} else {
 			p->pins--;
 		}
-		if (submitted && bios[i].result == 0) {
+		if (b.bios[i].result == 0) {
 			p->dirty = 0;
 			c->ndirty--;
 			c->st.writebacks++;
-			c->st.wr_bytes += bios[i].len;
+			c->st.wr_bytes += b.bios[i].len;
 		}
 	}
 	wake(c);
 	pthread_mutex_unlock(&c->mu);
-	free(jobs);
-	free(bios);
-	return r < 0 ? r : (int)n;
+	bulk_fini(&b);
+	return r;
 }
 
 int vc_flush(vc_cache *c)
@@ -848,28 +893,19 @@ int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags)
  * batch at a time, through the bulk staging pages. */
 static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 {
-	struct job {
-		struct vc_page *p;
-		uint32_t stage;
-		struct vc_ticket t;
-	} *jobs = calloc(c->batch_pages, sizeof *jobs);
-	struct vc_bio *bios = calloc(c->batch_pages, sizeof *bios);
-	if (!jobs || !bios) {
-		free(jobs);
-		free(bios);
-		return vc_err(-ENOMEM, "out of memory");
-	}
-	unsigned n = 0;
-	int r = 0;
+	struct bulk b;
+	int r = bulk_init(c, &b);
+	if (r < 0)
+		return r;
 	pthread_mutex_lock(&c->mu);
-	while (*pno <= p1 && n < c->batch_pages) {
+	while (*pno <= p1 && b.n < c->batch_pages) {
 		if (vc_index_find(&c->ix, *pno)) {
 			(*pno)++;
 			continue;
 		}
 		uint32_t s, g;
 		if (vc_tier_alloc(c->stage_bulk, &s) < 0) {
-			if (n)
+			if (b.n)
 				break;
 			wait_cv(c);
 			continue;
@@ -886,7 +922,7 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 			r = evict_gpu_one(c);
 			if (r == -EAGAIN) {
 				r = 0;
-				if (n)
+				if (b.n)
 					break;
 				wait_cv(c);
 			} else if (r < 0) {
@@ -906,56 +942,36 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 		p->tier = GPU;
 		p->slot = g;
 		p->busy = 1;
-		jobs[n].p = p;
-		jobs[n].stage = s;
-		bios[n].buf = vc_tier_host(c->stage_bulk, s);
-		bios[n].off = *pno << c->pshift;
-		bios[n].len = page_len(c, *pno);
-		bios[n].write = 0;
-		if (bios[n].len < c->page_size)
-			memset((char *)bios[n].buf + bios[n].len, 0, c->page_size - bios[n].len);
-		n++;
+		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
+		struct vc_bio *io = &b.bios[b.n];
+		io->buf = vc_tier_host(c->stage_bulk, s);
+		io->off = *pno << c->pshift;
+		io->len = page_len(c, *pno);
+		if (io->len < c->page_size)
+			memset((char *)io->buf + io->len, 0, c->page_size - io->len);
+		b.n++;
 		(*pno)++;
 	}
 	pthread_mutex_unlock(&c->mu);
 
-	int e = n ? vc_backing_submit(c->bk, bios, n) : 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (bios[i].result < 0)
-			continue;
-		struct vc_move m = { .src = vc_tier_addr(c->stage_bulk, jobs[i].stage),
-				     .dst = slot_addr(c, jobs[i].p),
-				     .op = VC_MOVE_COPY };
-		vc_batcher_add(c->bat, &m, &jobs[i].t);
-	}
-	int dev_r = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (bios[i].result < 0)
-			continue;
-		int w = vc_batcher_wait(c->bat, &jobs[i].t);
-		if (w < 0) {
-			bios[i].result = w;
-			if (!dev_r)
-				dev_r = w;
-		}
-	}
+	int e = b.n ? vc_backing_submit(c->bk, b.bios, b.n) : 0;
+	int dev_r = bulk_move(c, &b, false);
 	pthread_mutex_lock(&c->mu);
-	for (unsigned i = 0; i < n; i++) {
-		struct vc_page *p = jobs[i].p;
-		vc_tier_free(c->stage_bulk, jobs[i].stage);
+	for (unsigned i = 0; i < b.n; i++) {
+		struct vc_page *p = b.jobs[i].p;
+		vc_tier_free(c->stage_bulk, b.jobs[i].stage);
 		p->busy = 0;
-		if (bios[i].result < 0) {
+		if (b.bios[i].result < 0) {
 			page_drop(c, p);
 			continue;
 		}
 		pol_insert(c, p, GPU);
 		c->st.h2d += c->page_size;
-		c->st.rd_bytes += bios[i].len;
+		c->st.rd_bytes += b.bios[i].len;
 	}
 	wake(c);
 	pthread_mutex_unlock(&c->mu);
-	free(jobs);
-	free(bios);
+	bulk_fini(&b);
 	if (r == 0)
 		r = e < 0 ? e : dev_r;
 	return r;

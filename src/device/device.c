@@ -4,6 +4,7 @@
 #include "device/device.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "vramcache.h"
@@ -30,4 +31,14 @@ void vc_device_close(struct vc_device *d)
 {
 	if (d)
 		d->ops->close(d);
+}
+
+int vc_device_parse(const char *name)
+{
+	static const char *const names[] = { [VC_DEVICE_AUTO] = "auto", [VC_DEVICE_EMU] = "emu",
+					     [VC_DEVICE_CUDA] = "cuda" };
+	for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
+		if (name && strcmp(name, names[k]) == 0)
+			return k;
+	return vc_err(-EINVAL, "unknown device \"%s\" (auto, cuda or emu)", name ? name : "");
 }

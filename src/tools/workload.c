@@ -9,17 +9,9 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/rand.h"
 #include "core/error.h"
 
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
 
 int vc_wl_make_file(const char *path, uint64_t npages, uint32_t page_size)
 {
@@ -35,7 +27,7 @@ int vc_wl_make_file(const char *path, uint64_t npages, uint32_t page_size)
 	}
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (size_t i = 0; i + 8 <= chunk; i += 8) {
-		uint64_t v = rnd(&seed);
+		uint64_t v = vc_rand64(&seed);
 		memcpy(buf + i, &v, 8);
 	}
 	uint64_t per = chunk / page_size;
@@ -107,7 +99,7 @@ static int zipf_init(struct zipf *z, uint64_t n, double s)
 
 static uint64_t zipf_draw(const struct zipf *z, uint64_t *seed)
 {
-	double u = (double)(rnd(seed) >> 11) / 9007199254740992.0;
+	double u = (double)(vc_rand64(seed) >> 11) / 9007199254740992.0;
 	uint64_t lo = 0, hi = z->n - 1;
 	while (lo < hi) {
 		uint64_t mid = (lo + hi) / 2;
@@ -139,12 +131,12 @@ static void *wl_thread_main(void *arg)
 	}
 	uint64_t wthresh = (uint64_t)(t->p->write_ratio * 1e6);
 	for (uint64_t i = 0; i < t->n; i++) {
-		uint64_t pno = t->z ? zipf_draw(t->z, &t->seed) : rnd(&t->seed) % t->p->working_set;
+		uint64_t pno = t->z ? zipf_draw(t->z, &t->seed) : vc_rand64(&t->seed) % t->p->working_set;
 		uint64_t off = pno * ps;
 		ssize_t r;
-		if (rnd(&t->seed) % 1000000 < wthresh) {
+		if (vc_rand64(&t->seed) % 1000000 < wthresh) {
 			for (uint32_t k = 0; k < ps; k += 8) {
-				uint64_t v = k ? rnd(&t->seed) : pno;
+				uint64_t v = k ? vc_rand64(&t->seed) : pno;
 				memcpy(buf + k, &v, 8);
 			}
 			r = vc_write(t->c, buf, ps, off);
