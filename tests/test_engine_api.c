@@ -116,6 +116,36 @@ static void read_only(void)
 	CHECK_OK(vc_close(c));
 }
 
+/* A backing store given as an open fd: used, not closed by vc_close. */
+static void by_fd(void)
+{
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	struct vc_config cfg;
+	base_cfg(&cfg);
+	cfg.backing_path = NULL;
+	cfg.backing_fd = fd;
+	vc_cache *c;
+	CHECK_OK(vc_open(&cfg, &c));
+	unsigned char a[5000], b[5000];
+	for (size_t i = 0; i < sizeof a; i++)
+		a[i] = (unsigned char)(i * 13 + 1);
+	CHECK(vc_write(c, a, sizeof a, 70001) == (ssize_t)sizeof a);
+	CHECK_OK(vc_close(c));
+	CHECK(pread(fd, b, sizeof b, 70001) == (ssize_t)sizeof b); /* fd still open */
+	CHECK(memcmp(a, b, sizeof a) == 0);
+	close(fd);
+	/* A read-only fd cannot back a writable cache. */
+	fd = open(path, O_RDONLY);
+	cfg.backing_fd = fd;
+	CHECK(vc_open(&cfg, &c) < 0);
+	cfg.flags = VC_OPEN_READONLY;
+	CHECK_OK(vc_open(&cfg, &c));
+	CHECK(vc_read(c, b, 100, 70001) == 100 && memcmp(a, b, 100) == 0);
+	CHECK_OK(vc_close(c));
+	close(fd);
+}
+
 static void drop_and_prefetch(int write_mode)
 {
 	unsigned char orig[8192], mine[8192], got[8192];
@@ -205,6 +235,7 @@ int main(void)
 	t_make_file(path, sizeof path, SIZE, 7);
 	config_errors();
 	read_only();
+	by_fd();
 	drop_and_prefetch(VC_WRITE_BACK);
 	drop_and_prefetch(VC_WRITE_THROUGH);
 	unlink(path);
