@@ -103,6 +103,32 @@ static void evict_tail(void)
 	vc_ls_release(ls, seg, true);
 }
 
+static void order_desc(void *arg, struct vc_lsloc *l, uint32_t n)
+{
+	(void)arg;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = i + 1; j < n; j++)
+			if (vc_ls_meta(ls, l[j])->key > vc_ls_meta(ls, l[i])->key) {
+				struct vc_lsloc t = l[i];
+				l[i] = l[j];
+				l[j] = t;
+			}
+}
+
+/* vc_ls_clean's report: the model follows the pages. */
+static void moved(void *arg, const struct vc_lsloc *from, const struct vc_lsloc *to, uint32_t n)
+{
+	(void)arg;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t k = vc_ls_meta(ls, to[i])->key;
+		CHECK(model[k].live && model[k].loc.seg == from[i].seg &&
+		      model[k].loc.slot == from[i].slot);
+		model[k].loc = to[i];
+		if (i)
+			CHECK(k < vc_ls_meta(ls, to[i - 1])->key); /* the order given */
+	}
+}
+
 static void clean(int policy)
 {
 	uint32_t segs[2];
@@ -113,13 +139,7 @@ static void clean(int policy)
 	for (uint32_t i = 0; i < ns; i++)
 		n += vc_ls_live(ls, segs[i], from + n, PER_SEG);
 	/* The caller's order (here: by key, descending) decides the new order. */
-	for (uint32_t i = 0; i < n; i++)
-		for (uint32_t j = i + 1; j < n; j++)
-			if (vc_ls_meta(ls, from[j])->key > vc_ls_meta(ls, from[i])->key) {
-				struct vc_lsloc t = from[i];
-				from[i] = from[j];
-				from[j] = t;
-			}
+	order_desc(NULL, from, n);
 	struct vc_move mv[2 * PER_SEG];
 	int r = vc_ls_relocate(ls, n, from, to, mv);
 	if (r == -ENOSPC) { /* no room at the head: give the segments up instead */
@@ -217,9 +237,19 @@ int main(void)
 			if (t_rand(&seed) % 2) {
 				evict_tail();
 				evictions++;
-			} else {
+			} else if (t_rand(&seed) % 2) {
 				clean((int)(t_rand(&seed) % 2));
 				cleanings++;
+			} else {
+				int n = vc_ls_clean(ls, bat, (int)(t_rand(&seed) % 2), 3, order_desc,
+						    moved, NULL);
+				if (n == -ENOSPC) {
+					evict_tail();
+					evictions++;
+				} else {
+					CHECK_OK(n);
+					cleanings++;
+				}
 			}
 			if (!vc_ls_low(ls) && append(keys, n, &seed) == 0)
 				break;

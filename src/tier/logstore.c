@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/batcher.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_CLEANING };
@@ -235,6 +237,63 @@ int vc_ls_relocate(struct vc_ls *ls, uint32_t n, const struct vc_lsloc *from, st
 		vc_ls_orphan(ls, from[i]);
 	}
 	return 0;
+}
+
+int vc_ls_clean(struct vc_ls *ls, struct vc_batcher *bat, int policy, uint32_t max_segs,
+		void (*order)(void *arg, struct vc_lsloc *locs, uint32_t n),
+		void (*moved)(void *arg, const struct vc_lsloc *from, const struct vc_lsloc *to,
+			      uint32_t n),
+		void *arg)
+{
+	uint64_t t0 = vc_now_ns();
+	uint32_t *segs = malloc((max_segs ? max_segs : 1) * sizeof *segs);
+	if (!segs)
+		return vc_err(-ENOMEM, "out of memory");
+	uint32_t ns = vc_ls_pick(ls, policy, max_segs, segs);
+	uint64_t live = 0;
+	for (uint32_t i = 0; i < ns; i++)
+		live += ls->segs[segs[i]].live;
+	uint64_t room = (uint64_t)ls->nfree * ls->per_seg;
+	if (ls->head >= 0)
+		room += ls->per_seg - ls->segs[ls->head].used;
+	if (live > room) {
+		for (uint32_t i = 0; i < ns; i++)
+			ls->segs[segs[i]].state = SEG_SEALED;
+		free(segs);
+		return -ENOSPC;
+	}
+	struct vc_lsloc *from = malloc((live ? live : 1) * sizeof *from);
+	struct vc_lsloc *to = malloc((live ? live : 1) * sizeof *to);
+	struct vc_move *mv = malloc((live ? live : 1) * sizeof *mv);
+	struct vc_ticket *tk = malloc((live ? live : 1) * sizeof *tk);
+	int r = 0;
+	if (!from || !to || !mv || !tk)
+		r = vc_err(-ENOMEM, "out of memory");
+	uint32_t n = 0;
+	for (uint32_t i = 0; r == 0 && i < ns; i++)
+		n += vc_ls_live(ls, segs[i], from + n, (uint32_t)live - n);
+	if (r == 0 && order)
+		order(arg, from, n);
+	if (r == 0)
+		r = vc_ls_relocate(ls, n, from, to, mv);
+	if (r == 0 && n) {
+		r = vc_batcher_add_n(bat, mv, n, tk);
+		if (r == 0)
+			r = vc_batcher_wait_n(bat, tk, n);
+	}
+	if (r == 0) {
+		if (moved && n)
+			moved(arg, from, to, n);
+		for (uint32_t i = 0; i < ns; i++)
+			vc_ls_release(ls, segs[i], false);
+		vc_ls_note_gc(ls, n, vc_now_ns() - t0);
+	}
+	free(from);
+	free(to);
+	free(mv);
+	free(tk);
+	free(segs);
+	return r < 0 ? r : (int)n;
 }
 
 void vc_ls_note_gc(struct vc_ls *ls, uint64_t pages, uint64_t ns)

@@ -107,6 +107,21 @@ uint32_t vc_ls_pick(struct vc_ls *ls, int policy, uint32_t max, uint32_t *segs);
  * dead. -ENOSPC when the head cannot take them. */
 int vc_ls_relocate(struct vc_ls *ls, uint32_t n, const struct vc_lsloc *from, struct vc_lsloc *to,
 		   struct vc_move *moves);
+struct vc_batcher;
+
+/* One incremental cleaning step, the whole GC cycle for up to max_segs
+ * segments: picks them by `policy`, lets `order` arrange their live pages
+ * (the caller's LRU order, oldest first; NULL keeps slot order), moves the
+ * pages device-to-device to the head in batches through `bat`, reports the
+ * relocations to `moved` in bulk (the caller updates its index), and frees
+ * the segments. Returns pages moved; -ENOSPC, with nothing changed, when
+ * the head cannot take them. The pause is bounded by max_segs segments. */
+int vc_ls_clean(struct vc_ls *ls, struct vc_batcher *bat, int policy, uint32_t max_segs,
+		void (*order)(void *arg, struct vc_lsloc *locs, uint32_t n),
+		void (*moved)(void *arg, const struct vc_lsloc *from, const struct vc_lsloc *to,
+			      uint32_t n),
+		void *arg);
+
 /* Records a finished cleaning run: pages moved and time taken. */
 void vc_ls_note_gc(struct vc_ls *ls, uint64_t pages, uint64_t ns);
 /* Pages to release early once below the watermark: early_release of the
