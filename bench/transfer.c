@@ -480,13 +480,6 @@ static int contig_runs(struct bench *B, struct contig *out)
 
 /* --- main ------------------------------------------------------------ */
 
-static void json_num(FILE *f, double x)
-{
-	if (isnan(x))
-		fprintf(f, "null");
-	else
-		fprintf(f, "%.3f", x);
-}
 
 static void usage(void)
 {
@@ -636,14 +629,8 @@ int main(int argc, char **argv)
 	       met ? "met" : "NOT met", worst, kworst, (double)(vc_now_ns() - t_start) / 1e9);
 
 	if (json) {
-		FILE *f = fopen(json, "w");
-		if (!f)
-			die(json, -errno);
-		char date[32];
-		time_t now = time(NULL);
-		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-		fprintf(f, "{\n  \"bench\": \"transfer\",\n  \"device\": \"%s\",\n", B->d->ops->name);
-		fprintf(f, "  \"device_desc\": \"%s\",\n  \"date\": \"%s\",\n", B->d->desc, date);
+		FILE *f = bench_json_open(json, "transfer", B->d->desc);
+		fprintf(f, ",\n  \"backend\": \"%s\",\n", B->d->ops->name);
 		fprintf(f, "  \"page_size\": %u,\n  \"pool_pages\": %u,\n  \"window\": %u,\n", PAGE,
 			pool, WINDOW);
 		fprintf(f, "  \"reps\": %d,\n  \"unit\": \"GB/s (1e9 bytes/s)\",\n", B->reps);
@@ -652,59 +639,59 @@ int main(int argc, char **argv)
 		fprintf(f, "  \"goal\": {\"rule\": \"ours/bulk >= 0.90 for N >= 512\", \"met\": %s, "
 			   "\"worst_ratio\": ",
 			met ? "true" : "false");
-		json_num(f, worst);
+		bench_json_num(f, worst);
 		fprintf(f, ", \"kernel_worst_ratio\": ");
-		json_num(f, kworst);
+		bench_json_num(f, kworst);
 		fprintf(f, "},\n  \"peak\": {\"h2d\": ");
-		json_num(f, pk[H2D]);
+		bench_json_num(f, pk[H2D]);
 		fprintf(f, ", \"d2h\": ");
-		json_num(f, pk[D2H]);
+		bench_json_num(f, pk[D2H]);
 		fprintf(f, "},\n  \"rows\": [\n");
 		for (int i = 0; i < nrows; i++) {
 			struct row *x = &rows[i];
 			fprintf(f, "    {\"n\": %u, \"dir\": \"%s\", \"ours\": ", x->n, dir_name[x->dir]);
-			json_num(f, x->ours);
+			bench_json_num(f, x->ours);
 			fprintf(f, ", \"kernel\": ");
-			json_num(f, x->kernel);
+			bench_json_num(f, x->kernel);
 			fprintf(f, ", \"bulk\": ");
-			json_num(f, x->bulk);
+			bench_json_num(f, x->bulk);
 			fprintf(f, ", \"ratio\": ");
-			json_num(f, x->ours / x->bulk);
+			bench_json_num(f, x->ours / x->bulk);
 			fprintf(f, ", \"per_page\": ");
-			json_num(f, x->per_page);
+			bench_json_num(f, x->per_page);
 			fprintf(f, ", \"batch_async\": ");
-			json_num(f, x->batch_async);
+			bench_json_num(f, x->batch_async);
 			fprintf(f, ", \"batcher_cpu_ns_per_page\": ");
-			json_num(f, x->cpu_ns);
+			bench_json_num(f, x->cpu_ns);
 			fprintf(f, "}%s\n", i + 1 < nrows ? "," : "");
 		}
 		fprintf(f, "  ],\n  \"latency_us\": [\n");
 		for (int dir = 0; dir < NDIRS; dir++) {
 			fprintf(f, "    {\"dir\": \"%s\", \"batcher_p50\": ", dir_name[dir]);
-			json_num(f, lb[dir].p50);
+			bench_json_num(f, lb[dir].p50);
 			fprintf(f, ", \"batcher_p99\": ");
-			json_num(f, lb[dir].p99);
+			bench_json_num(f, lb[dir].p99);
 			fprintf(f, ", \"device_p50\": ");
-			json_num(f, ld[dir].p50);
+			bench_json_num(f, ld[dir].p50);
 			fprintf(f, ", \"device_p99\": ");
-			json_num(f, ld[dir].p99);
+			bench_json_num(f, ld[dir].p99);
 			fprintf(f, ", \"memcpy_p50\": ");
-			json_num(f, lm[dir].p50);
+			bench_json_num(f, lm[dir].p50);
 			fprintf(f, ", \"memcpy_p99\": ");
-			json_num(f, lm[dir].p99);
+			bench_json_num(f, lm[dir].p99);
 			fprintf(f, "}%s\n", dir + 1 < NDIRS ? "," : "");
 		}
 		fprintf(f, "  ],\n  \"contiguous\": [\n");
 		for (int i = 0; i < ncg; i++) {
 			fprintf(f, "    {\"n\": %u, \"dir\": \"%s\", \"kernel\": ", cg[i].n,
 				cg[i].dir == NDIRS ? "d2d" : dir_name[cg[i].dir]);
-			json_num(f, cg[i].kernel);
+			bench_json_num(f, cg[i].kernel);
 			fprintf(f, ", \"memcpy\": ");
-			json_num(f, cg[i].memcpy);
+			bench_json_num(f, cg[i].memcpy);
 			fprintf(f, "}%s\n", i + 1 < ncg ? "," : "");
 		}
-		fprintf(f, "  ]\n}\n");
-		fclose(f);
+		fprintf(f, "  ]");
+		bench_json_close(f);
 	}
 
 	batches_fini(B->d, B->db);
