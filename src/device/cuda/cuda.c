@@ -31,6 +31,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "index/atomics.h"
 #include "device/cuda/kernels/move.h"
 #include "device/device.h"
 #include "vramcache.h"
@@ -143,14 +144,6 @@ static int cu_check(cudaError_t e, const char *call, const char *func)
 
 #define CU(call) cu_check((call), #call, __func__)
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 static int cu_enter(struct cu_dev *c)
 {
@@ -452,7 +445,7 @@ static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 		if (t > SPIN_NS)
 			sched_yield();
 		else
-			cpu_relax();
+			vc_cpu_relax();
 	}
 	return CU(cudaEventSynchronize(cb->ev));
 }
