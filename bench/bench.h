@@ -37,6 +37,13 @@ static inline void bench_json_num(FILE *f, double x)
 		fputs("null", f);
 }
 
+/* Writes `,\n<indent>"key": value`: one numeric field of an open object. */
+static inline void bench_json_field(FILE *f, const char *indent, const char *key, double x)
+{
+	fprintf(f, ",\n%s\"%s\": ", indent, key);
+	bench_json_num(f, x);
+}
+
 /* Opens the JSON file and writes the fields every result carries; the
  * caller continues the object and closes it with bench_json_close. The
  * commit comes from $VC_COMMIT (scripts/gpu-check sets it). */

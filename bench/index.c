@@ -328,19 +328,14 @@ int main(int argc, char **argv)
 
 	if (json) {
 		FILE *f = bench_json_open(json, "index", model);
-		fprintf(f, ",\n  \"keys\": %llu,\n  \"slots\": %llu,\n  \"load\": ",
-			(unsigned long long)nkeys, (unsigned long long)slots);
-		bench_json_num(f, load);
-		fputs(",\n  \"bytes_per_key\": ", f);
-		bench_json_num(f, bytes / (double)nkeys);
-		fputs(",\n  \"fill_mputs_per_s\": ", f);
-		bench_json_num(f, fill_mops);
-		fputs(",\n  \"lookup_hit_m_per_s\": ", f);
-		bench_json_num(f, lk.hit);
-		fputs(",\n  \"lookup_miss_m_per_s\": ", f);
-		bench_json_num(f, lk.miss);
-		fputs(",\n  \"lookup_batch64_m_per_s\": ", f);
-		bench_json_num(f, lk.batch);
+		fprintf(f, ",\n  \"keys\": %llu,\n  \"slots\": %llu", (unsigned long long)nkeys,
+			(unsigned long long)slots);
+		bench_json_field(f, "  ", "load", load);
+		bench_json_field(f, "  ", "bytes_per_key", bytes / (double)nkeys);
+		bench_json_field(f, "  ", "fill_mputs_per_s", fill_mops);
+		bench_json_field(f, "  ", "lookup_hit_m_per_s", lk.hit);
+		bench_json_field(f, "  ", "lookup_miss_m_per_s", lk.miss);
+		bench_json_field(f, "  ", "lookup_batch64_m_per_s", lk.batch);
 		fprintf(f, ",\n  \"ops_per_point\": %llu,\n  \"fig4\": [",
 			(unsigned long long)ops_per_point);
 		for (int t = 1; t <= tmax; t++) {

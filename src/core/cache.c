@@ -431,9 +431,13 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 	return r;
 }
 
-static void release(struct vc_cache *c, struct vc_page *p, int mode, bool dirtied)
+/* Ends an acquire. `written`: bytes the caller wrote through to the
+ * backing store, counted here so a write takes the lock once per page. */
+static void release(struct vc_cache *c, struct vc_page *p, int mode, bool dirtied,
+		    uint64_t written)
 {
 	pthread_mutex_lock(&c->mu);
+	c->st.wr_bytes += written;
 	if (mode == ACQ_READ)
 		p->pins--;
 	else
@@ -633,7 +637,7 @@ ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
 		if (r < 0)
 			return r;
 		memcpy((char *)buf + done, host_data(c, p) + in, k);
-		release(c, p, ACQ_READ, false);
+		release(c, p, ACQ_READ, false, 0);
 		done += k;
 	}
 	return (ssize_t)len;
@@ -675,11 +679,8 @@ ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
 				pthread_mutex_unlock(&c->mu);
 				return r;
 			}
-			pthread_mutex_lock(&c->mu);
-			c->st.wr_bytes += k;
-			pthread_mutex_unlock(&c->mu);
 		}
-		release(c, p, mode, wb);
+		release(c, p, mode, wb, wb ? 0 : k);
 		done += k;
 	}
 	return (ssize_t)len;
@@ -1003,7 +1004,7 @@ int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
 		int r = acquire(c, pno, ACQ_READ, false, &p);
 		if (r < 0)
 			return r;
-		release(c, p, ACQ_READ, false);
+		release(c, p, ACQ_READ, false, 0);
 	}
 	return 0;
 }
