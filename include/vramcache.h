@@ -60,9 +60,16 @@ enum vc_tier {
 /* Open flags. */
 #define VC_OPEN_READONLY (1u << 0) /* writes fail with -EROFS */
 
+/* How the GPU tier's log cleaner chooses segments (vc_config.gc_policy). */
+enum vc_gc_policy {
+	VC_GC_OLDEST = 0,       /* BAG: the oldest segments first */
+	VC_GC_COST_BENEFIT = 1, /* RAMCloud: (1 - u) * age / (1 + u), u = live share */
+	VC_GC_OFF = 2,          /* never clean: space comes back by tail eviction only */
+};
+
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 1
+#define VC_CONFIG_VERSION 2
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -88,6 +95,21 @@ struct vc_config {
 	/* Test and model knob: extra latency added to every backing read and
 	 * write (nanoseconds), to emulate a slower device. Default 0. */
 	uint64_t backing_latency_ns;
+
+	/* Version 2: the GPU tier is a log of segments (BAG). Space comes back
+	 * by evicting whole segments from the tail (dirty pages written back
+	 * first) or by cleaning: live pages of fragmented segments move to
+	 * the head, in LRU order, on the device. */
+	uint32_t seg_bytes;      /* power of two >= page_size; 0 (default): 4 MiB, or
+				    less so that the tier has at least 16 segments */
+	int gc_policy;           /* enum vc_gc_policy; default VC_GC_COST_BENEFIT */
+	uint32_t gc_segments;    /* segments per cleaning step: bounds a pause; default 4 */
+	double gc_watermark;     /* reclaim when free segments fall below this share;
+				    default 0.10 */
+	double gc_fragmentation; /* clean rather than evict when dead slots exceed this
+				    share of used ones; default 0.25 */
+	double early_release;    /* once below the watermark, evict up to this share of
+				    the GPU tier's live pages ahead of need; default 0.10 */
 };
 
 void vc_config_init(struct vc_config *cfg);
@@ -130,7 +152,7 @@ const char *vc_device_name(const vc_cache *c);
 const char *vc_device_desc(const vc_cache *c);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
-#define VC_STATS_VERSION 1
+#define VC_STATS_VERSION 2
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -149,6 +171,13 @@ struct vc_stats {
 	uint64_t pages_cached[VC_TIER_COUNT]; /* occupancy now */
 	uint64_t pages_capacity[VC_TIER_COUNT];
 	uint64_t dirty_pages; /* now */
+
+	/* Version 2: the GPU tier's log. */
+	uint64_t gpu_segments, gpu_segments_free; /* now */
+	double gpu_fragmentation;                 /* now: dead share of used slots */
+	uint64_t gc_runs, gc_pages_moved, gc_ns;  /* cleaning steps, pages they moved, time */
+	uint64_t gpu_segments_evicted;            /* segments dropped from the tail */
+	uint64_t early_releases;                  /* pages evicted ahead of need */
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */

@@ -7,7 +7,10 @@
  * the shadow. Another thread flushes, drops and prefetches at random, which
  * must not change any byte. Tiers are tiny and batches small, so pages move
  * between tiers, get evicted and written back all the time. Runs for both
- * write modes and two page sizes, on the device named by VC_TEST_DEVICE.
+ * write modes and two page sizes, on the device named by VC_TEST_DEVICE,
+ * and with the GPU log's cleaner forced to run often (tiny segments, high
+ * watermarks, low fragmentation thresholds) under both cleaning policies,
+ * and switched off.
  * After each run the backing file itself must equal the shadow.
  */
 #include <errno.h>
@@ -176,7 +179,18 @@ static void big_ops(struct run *r, uint64_t *seed)
 	free(buf);
 }
 
-static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
+/* How the GPU log is set up for a run. */
+struct gcv {
+	const char *name;
+	uint32_t seg_pages; /* 0: the default */
+	int policy;
+	uint32_t segments;
+	double watermark, frag;
+};
+
+static const struct gcv gc_default = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.10, 0.25 };
+
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv)
 {
 	/* Not page aligned: the last page is partial. */
 	uint64_t size = 3 * 1024 * 1024 + 1234;
@@ -199,6 +213,11 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
 	cfg.write_mode = write_mode;
 	cfg.batch_pages = 8;
 	cfg.batch_timeout_us = 20;
+	cfg.seg_bytes = gv->seg_pages * page_size;
+	cfg.gc_policy = gv->policy;
+	cfg.gc_segments = gv->segments;
+	cfg.gc_watermark = gv->watermark;
+	cfg.gc_fragmentation = gv->frag;
 	int e = vc_open(&cfg, &r.c);
 	t_skip_if_absent(e, "engine model test on CUDA");
 	CHECK_OK(e);
@@ -224,21 +243,33 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
 	struct vc_stats st = { .size = sizeof st };
 	CHECK_OK(vc_get_stats(r.c, &st));
 	fprintf(stderr,
-		"%s %s ps=%u: hits host %llu gpu %llu, misses %llu, evict host %llu gpu %llu, "
-		"writebacks %llu, h2d %llu d2h %llu, batches %llu (%llu pages), dirty %llu\n",
-		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size,
+		"%s %s ps=%u log %s: hits host %llu gpu %llu, misses %llu, evict host %llu gpu %llu, "
+		"writebacks %llu, h2d %llu d2h %llu, batches %llu (%llu pages), dirty %llu, "
+		"gc runs %llu moved %llu, segments evicted %llu, early releases %llu, "
+		"fragmentation %.2f\n",
+		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size, gv->name,
 		(unsigned long long)st.hits[0], (unsigned long long)st.hits[1],
 		(unsigned long long)st.misses, (unsigned long long)st.evictions[0],
 		(unsigned long long)st.evictions[1], (unsigned long long)st.writebacks,
 		(unsigned long long)st.h2d_bytes, (unsigned long long)st.d2h_bytes,
 		(unsigned long long)st.batches, (unsigned long long)st.batch_pages,
-		(unsigned long long)st.dirty_pages);
+		(unsigned long long)st.dirty_pages, (unsigned long long)st.gc_runs,
+		(unsigned long long)st.gc_pages_moved, (unsigned long long)st.gpu_segments_evicted,
+		(unsigned long long)st.early_releases, st.gpu_fragmentation);
 	/* The run must really have exercised both tiers. */
 	CHECK(st.hits[VC_TIER_HOST] > 0 && st.hits[VC_TIER_GPU] > 0 && st.misses > 0);
 	CHECK(st.evictions[VC_TIER_HOST] > 0 && st.evictions[VC_TIER_GPU] > 0);
 	CHECK(st.h2d_bytes > 0 && st.d2h_bytes > 0 && st.batches > 0);
 	CHECK(st.pages_cached[VC_TIER_HOST] <= st.pages_capacity[VC_TIER_HOST]);
 	CHECK(st.pages_cached[VC_TIER_GPU] <= st.pages_capacity[VC_TIER_GPU]);
+	CHECK(st.gpu_segments_evicted > 0 && st.gpu_segments_free <= st.gpu_segments);
+	CHECK(st.gpu_segments * (gv->seg_pages ? gv->seg_pages : 4) == st.pages_capacity[VC_TIER_GPU]);
+	if (gv->policy == VC_GC_OFF)
+		CHECK(st.gc_runs == 0 && st.gc_pages_moved == 0);
+	else if (gv != &gc_default)
+		CHECK(st.gc_runs > 0 && st.gc_pages_moved > 0);
+	if (gv->watermark >= 0.2)
+		CHECK(st.early_releases > 0);
 	if (write_mode == VC_WRITE_BACK)
 		CHECK(st.writebacks > 0);
 	CHECK(strcmp(vc_device_name(r.c), kind == VC_DEVICE_CUDA ? "cuda" : "emu") == 0);
@@ -264,9 +295,16 @@ int main(void)
 {
 	int kind = t_device_kind();
 	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : 4000;
+	static const struct gcv forced[] = {
+		{ "oldest/2-page segments", 2, VC_GC_OLDEST, 3, 0.3, 0.0 },
+		{ "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25, 0.01 },
+		{ "off", 2, VC_GC_OFF, 4, 0.2, 0.0 },
+	};
 	for (int wm = 0; wm < 2; wm++) {
-		one_run(kind, wm, 4096, ops);
-		one_run(kind, wm, 512, ops);
+		one_run(kind, wm, 4096, ops, &gc_default);
+		one_run(kind, wm, 512, ops, &gc_default);
+		for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
+			one_run(kind, wm, i == 1 ? 512 : 4096, ops, &forced[i]);
 	}
 	fprintf(stderr, "engine model: all runs match\n");
 	return 0;

@@ -1,8 +1,8 @@
 /* The log-structured GPU store against a model: appends (batches land in
  * the head, rewrites orphan old slots), tail eviction, and cleaning with
- * both policies, where live pages move device-to-device through the
- * batcher in the order the caller gives. Every live page's bytes are
- * checked on the device named by VC_TEST_DEVICE. */
+ * both policies, where the device moves live pages to the head in stamp
+ * order. Every live page's bytes, owner and stamp are checked on the
+ * device named by VC_TEST_DEVICE. */
 #include <errno.h>
 
 #include "core/batcher.h"
@@ -18,13 +18,15 @@
 static struct vc_device *dev;
 static struct vc_batcher *bat;
 static struct vc_ls *ls;
-static unsigned char *pin; /* PER_SEG * NSEG pages of pinned staging */
+static unsigned char *pin; /* PER_SEG * 2 pages of pinned staging */
 static uint64_t pin_dev;
+static uint64_t clock_now; /* stamps */
 
-static struct {
+static struct mpage {
 	int live;
-	struct vc_lsloc loc;
-	uint64_t seed; /* the page's bytes */
+	uint32_t g;     /* global slot */
+	uint64_t stamp; /* LRU stamp given at append */
+	uint64_t seed;  /* the page's bytes */
 } model[NKEYS];
 
 static void fill(unsigned char *p, uint64_t seed)
@@ -49,41 +51,41 @@ static void verify(void)
 	struct vc_ls_stats st;
 	vc_ls_get_stats(ls, &st);
 	uint64_t live = 0;
-	for (int k = 0; k < NKEYS; k++) {
+	for (uint32_t k = 0; k < NKEYS; k++) {
 		if (!model[k].live)
 			continue;
 		live++;
-		CHECK(vc_ls_meta(ls, model[k].loc)->key == (uint64_t)k);
-		CHECK_OK(dev->ops->memcpy_sync(dev, pin_dev, vc_ls_addr(ls, model[k].loc), PS));
+		CHECK(vc_ls_key(ls, model[k].g) == k);
+		CHECK_OK(dev->ops->memcpy_sync(dev, pin_dev, vc_ls_addr(ls, model[k].g), PS));
 		fill(want, model[k].seed);
 		CHECK(memcmp(pin, want, PS) == 0);
 	}
-	CHECK(st.slots_live == live);
+	CHECK(st.slots_live == live && vc_ls_live_total(ls) == live);
 	CHECK(st.fragmentation >= 0 && st.fragmentation <= 1);
 	CHECK(st.segs_free + st.segs_live + st.segs_cleaning == st.segs_total);
 }
 
 /* Appends keys (rewriting those already live) and writes their data with
  * one batch: the slots of one head segment are contiguous. */
-static int append(const uint64_t *keys, uint32_t n, uint64_t *seed)
+static int append(const uint32_t *keys, uint32_t n, uint64_t *seed)
 {
-	struct vc_lsloc loc[PER_SEG * 2];
-	int r = vc_ls_append(ls, n, keys, loc);
+	uint32_t g[PER_SEG * 2];
+	uint64_t stamp = ++clock_now;
+	int r = vc_ls_append(ls, n, keys, stamp, g);
 	if (r < 0)
 		return r;
 	struct vc_move mv[PER_SEG * 2];
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t k = keys[i];
+		uint32_t k = keys[i];
 		if (model[k].live)
-			vc_ls_orphan(ls, model[k].loc);
-		model[k].live = 1;
-		model[k].loc = loc[i];
-		model[k].seed = t_rand(seed);
+			vc_ls_orphan(ls, model[k].g);
+		model[k] = (struct mpage){ .live = 1, .g = g[i], .stamp = stamp,
+					       .seed = t_rand(seed) };
 		fill(pin + (size_t)i * PS, model[k].seed);
 		mv[i] = (struct vc_move){ .src = pin_dev + (uint64_t)i * PS,
-					  .dst = vc_ls_addr(ls, loc[i]), .op = VC_MOVE_COPY };
-		if (i && loc[i].seg == loc[i - 1].seg)
-			CHECK(vc_ls_addr(ls, loc[i]) == vc_ls_addr(ls, loc[i - 1]) + PS);
+					  .dst = vc_ls_addr(ls, g[i]), .op = VC_MOVE_COPY };
+		if (i && g[i] / PER_SEG == g[i - 1] / PER_SEG)
+			CHECK(vc_ls_addr(ls, g[i]) == vc_ls_addr(ls, g[i - 1]) + PS);
 	}
 	run_moves(mv, n);
 	return 0;
@@ -92,113 +94,97 @@ static int append(const uint64_t *keys, uint32_t n, uint64_t *seed)
 static void evict_tail(void)
 {
 	uint32_t seg;
-	CHECK_OK(vc_ls_tail(ls, &seg));
-	struct vc_lsloc live[PER_SEG];
+	CHECK_OK(vc_ls_take_tail(ls, &seg));
+	uint32_t live[PER_SEG];
 	uint32_t n = vc_ls_live(ls, seg, live, PER_SEG);
+	CHECK(n == vc_ls_seg_live(ls, seg));
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t k = vc_ls_meta(ls, live[i])->key;
-		CHECK(model[k].live && model[k].loc.seg == seg);
+		uint32_t k = vc_ls_key(ls, live[i]);
+		CHECK(k < NKEYS && model[k].live && model[k].g == live[i]);
 		model[k].live = 0;
 	}
 	vc_ls_release(ls, seg, true);
 }
 
-static void order_desc(void *arg, struct vc_lsloc *l, uint32_t n)
+/* vc_ls_clean's report: the model follows the pages, which arrive in
+ * stamp order (oldest first) in consecutive slots. */
+static uint64_t last_stamp;
+static uint32_t last_g, nmoved;
+static void moved(void *arg, uint32_t k, uint32_t g)
 {
-	(void)arg;
-	for (uint32_t i = 0; i < n; i++)
-		for (uint32_t j = i + 1; j < n; j++)
-			if (vc_ls_meta(ls, l[j])->key > vc_ls_meta(ls, l[i])->key) {
-				struct vc_lsloc t = l[i];
-				l[i] = l[j];
-				l[j] = t;
-			}
-}
-
-/* vc_ls_clean's report: the model follows the pages. */
-static void moved(void *arg, const struct vc_lsloc *from, const struct vc_lsloc *to, uint32_t n)
-{
-	(void)arg;
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t k = vc_ls_meta(ls, to[i])->key;
-		CHECK(model[k].live && model[k].loc.seg == from[i].seg &&
-		      model[k].loc.slot == from[i].slot);
-		model[k].loc = to[i];
-		if (i)
-			CHECK(k < vc_ls_meta(ls, to[i - 1])->key); /* the order given */
-	}
+	uint32_t *segs = arg;
+	CHECK(k < NKEYS && model[k].live);
+	CHECK(model[k].g / PER_SEG == segs[0] || model[k].g / PER_SEG == segs[1] ||
+	      model[k].g / PER_SEG == segs[2]);
+	CHECK(nmoved == 0 || model[k].stamp >= last_stamp);
+	CHECK(nmoved == 0 || g / PER_SEG != last_g / PER_SEG || g == last_g + 1);
+	last_stamp = model[k].stamp;
+	last_g = g;
+	nmoved++;
+	model[k].g = g;
 }
 
 static void clean(int policy)
 {
-	uint32_t segs[2];
-	uint32_t ns = vc_ls_pick(ls, policy, 2, segs);
-	CHECK(ns > 0);
-	struct vc_lsloc from[2 * PER_SEG], to[2 * PER_SEG];
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < ns; i++)
-		n += vc_ls_live(ls, segs[i], from + n, PER_SEG);
-	/* The caller's order (here: by key, descending) decides the new order. */
-	order_desc(NULL, from, n);
-	struct vc_move mv[2 * PER_SEG];
-	int r = vc_ls_relocate(ls, n, from, to, mv);
-	if (r == -ENOSPC) { /* no room at the head: give the segments up instead */
-		for (uint32_t i = 0; i < n; i++)
-			model[vc_ls_meta(ls, from[i])->key].live = 0;
-		for (uint32_t i = 0; i < ns; i++)
-			vc_ls_release(ls, segs[i], true);
+	uint32_t segs[3] = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
+	uint32_t ns = vc_ls_pick(ls, policy, 1 + (uint32_t)(clock_now % 3), segs);
+	if (ns == 0)
+		return;
+	int64_t gain = vc_ls_clean_gain(ls, ns, segs);
+	nmoved = 0;
+	int n = vc_ls_clean(ls, ns, segs, moved, segs);
+	if (n == -ENOSPC) { /* no room at the head: give the segments up instead */
+		CHECK(gain < 0);
+		vc_ls_unpick(ls, ns, segs);
 		return;
 	}
-	CHECK_OK(r);
-	run_moves(mv, n);
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t k = vc_ls_meta(ls, to[i])->key;
-		model[k].loc = to[i];
-		if (i)
-			CHECK(vc_ls_meta(ls, to[i])->key < vc_ls_meta(ls, to[i - 1])->key);
-	}
-	for (uint32_t i = 0; i < ns; i++)
-		vc_ls_release(ls, segs[i], false);
-	vc_ls_note_gc(ls, n, 1);
+	CHECK_OK(n);
+	CHECK((uint32_t)n == nmoved);
 }
 
 /* Deterministic picks: cost-benefit prefers the emptiest old segment,
- * oldest prefers the lowest log sequence number. */
+ * oldest prefers the lowest log sequence number; gains and -ENOSPC. */
 static void picks(void)
 {
 	struct vc_ls_config cfg = { .page_size = PS, .seg_bytes = PS * 4, .total_bytes = PS * 4 * 4,
 				    .free_watermark = 0.25, .early_release = 0.1 };
 	struct vc_ls *s;
 	CHECK_OK(vc_ls_open(dev, &cfg, &s));
-	uint64_t keys[12];
-	struct vc_lsloc loc[12];
-	for (int i = 0; i < 12; i++)
-		keys[i] = (uint64_t)i;
-	CHECK_OK(vc_ls_append(s, 12, keys, loc)); /* segments A(0-3) B(4-7) C(8-11) */
-	CHECK(loc[0].seg == loc[3].seg && loc[4].seg != loc[3].seg);
+	uint32_t keys[16], g[16];
+	for (uint32_t i = 0; i < 16; i++)
+		keys[i] = i;
+	CHECK_OK(vc_ls_append(s, 12, keys, 5, g)); /* segments A(0-3) B(4-7) C(8-11) */
+	CHECK(g[0] / 4 == g[3] / 4 && g[4] / 4 != g[3] / 4 && g[1] == g[0] + 1);
 	CHECK(!vc_ls_low(s)); /* 1 free of 4, watermark 1 */
-	uint64_t k13 = 12;
-	struct vc_lsloc l13;
-	CHECK_OK(vc_ls_append(s, 1, &k13, &l13)); /* seals C, opens D */
+	CHECK_OK(vc_ls_append(s, 1, keys + 12, 6, g + 12)); /* seals C, opens D */
 	CHECK(vc_ls_low(s));
-	uint64_t more[3] = { 13, 14, 15 };
-	struct vc_lsloc lm[3];
-	CHECK_OK(vc_ls_append(s, 3, more, lm));
-	CHECK(vc_ls_append(s, 1, more, lm) == -ENOSPC);
+	CHECK_OK(vc_ls_append(s, 3, keys + 13, 7, g + 13));
+	CHECK(vc_ls_append(s, 1, keys, 8, g) == -ENOSPC);
 	CHECK(vc_ls_early_budget(s) == 1); /* 10% of 16 live */
+	CHECK(vc_ls_key(s, g[5]) == 5);
 	for (int i = 4; i < 7; i++)
-		vc_ls_orphan(s, loc[i]); /* B is 1/4 live */
-	vc_ls_orphan(s, loc[4]);       /* twice is harmless */
-	uint32_t tail, pick;
-	CHECK_OK(vc_ls_tail(s, &tail));
-	CHECK(tail == loc[0].seg);
-	CHECK(vc_ls_pick(s, VC_LS_CLEAN_COST_BENEFIT, 1, &pick) == 1 && pick == loc[4].seg);
-	CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &pick) == 1 && pick == loc[0].seg);
-	CHECK_OK(vc_ls_tail(s, &tail));
-	CHECK(tail == loc[8].seg); /* cleaning segments are not the tail */
+		vc_ls_orphan(s, g[i]); /* B is 1/4 live */
+	vc_ls_orphan(s, g[4]);         /* twice is harmless */
+	CHECK(vc_ls_key(s, g[5]) == VC_LS_DEAD);
+	CHECK(vc_ls_fragmentation(s) == 3.0 / 16);
+	uint32_t pick[2];
+	CHECK(vc_ls_pick(s, VC_LS_CLEAN_COST_BENEFIT, 1, pick) == 1 && pick[0] == g[4] / 4);
+	CHECK(vc_ls_clean_gain(s, 1, pick) == -1); /* no free segment, full head */
+	CHECK(vc_ls_clean(s, 1, pick, NULL, NULL) == -ENOSPC);
+	vc_ls_unpick(s, 1, pick);
+	for (int i = 0; i < 3; i++)
+		vc_ls_orphan(s, g[i]); /* A is 1/4 live too */
+	/* Full segments are never picked; the oldest policy takes A first. */
+	CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 2, pick) == 2 && pick[0] == g[0] / 4 &&
+	      pick[1] == g[4] / 4);
+	uint32_t tail;
+	CHECK_OK(vc_ls_take_tail(s, &tail));
+	CHECK(tail == g[8] / 4); /* segments being cleaned are not the tail */
 	struct vc_ls_stats st;
 	vc_ls_get_stats(s, &st);
-	CHECK(st.segs_cleaning == 2 && st.slots_live == 13 && st.slots_dead == 3);
+	CHECK(st.segs_cleaning == 3 && st.slots_live == 10 && st.slots_dead == 6);
+	vc_ls_release(s, tail, true);
+	CHECK(vc_ls_clean_gain(s, 2, pick) == 1); /* 2 live pages fill one segment */
 	vc_ls_close(s);
 
 	cfg.seg_bytes = 3000;
@@ -219,6 +205,7 @@ int main(void)
 				    .free_watermark = 0.2, .early_release = 0.1 };
 	CHECK_OK(vc_ls_open(dev, &cfg, &ls));
 	CHECK(vc_ls_slots_per_seg(ls) == PER_SEG);
+	CHECK(vc_ls_capacity(ls) == PER_SEG * NSEG);
 	void *p;
 	CHECK_OK(dev->ops->host_alloc(dev, (size_t)PS * PER_SEG * 2, &p, &pin_dev));
 	pin = p;
@@ -228,29 +215,27 @@ int main(void)
 	int evictions = 0, cleanings = 0;
 	for (int round = 0; round < 600; round++) {
 		uint32_t n = 1 + (uint32_t)(t_rand(&seed) % 20);
-		uint64_t keys[20];
-		for (uint32_t i = 0; i < n; i++) {
-			/* distinct keys in one append */
-			keys[i] = (t_rand(&seed) % (NKEYS / 20)) * 20 + i;
-		}
+		uint32_t keys[20];
+		for (uint32_t i = 0; i < n; i++) /* distinct keys in one append */
+			keys[i] = (uint32_t)(t_rand(&seed) % (NKEYS / 20)) * 20 + i;
 		while (vc_ls_low(ls) || append(keys, n, &seed) == -ENOSPC) {
+			uint64_t before = vc_ls_capacity(ls);
+			struct vc_ls_stats s0, s1;
+			vc_ls_get_stats(ls, &s0);
 			if (t_rand(&seed) % 2) {
 				evict_tail();
 				evictions++;
-			} else if (t_rand(&seed) % 2) {
-				clean((int)(t_rand(&seed) % 2));
-				cleanings++;
 			} else {
-				int n = vc_ls_clean(ls, bat, (int)(t_rand(&seed) % 2), 3, order_desc,
-						    moved, NULL);
-				if (n == -ENOSPC) {
+				clean((int)(t_rand(&seed) % 2));
+				vc_ls_get_stats(ls, &s1);
+				if (s1.gc_runs > s0.gc_runs)
+					cleanings++;
+				else if (s1.segs_free == s0.segs_free) {
 					evict_tail();
 					evictions++;
-				} else {
-					CHECK_OK(n);
-					cleanings++;
 				}
 			}
+			CHECK(vc_ls_capacity(ls) == before);
 			if (!vc_ls_low(ls) && append(keys, n, &seed) == 0)
 				break;
 		}
@@ -265,7 +250,7 @@ int main(void)
 		evictions, cleanings, (unsigned long long)st.gc_pages_moved, st.segs_free,
 		st.segs_total, st.fragmentation);
 	CHECK(evictions > 0 && cleanings > 0 && st.gc_pages_moved > 0);
-	CHECK(st.segs_evicted > 0);
+	CHECK(st.segs_evicted > 0 && st.gc_runs == (uint64_t)cleanings);
 
 	vc_batcher_destroy(bat);
 	dev->ops->host_free(dev, pin);

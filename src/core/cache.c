@@ -12,12 +12,34 @@
  * So the host queue and the GPU queue form one virtual LRU queue, and the GPU
  * tier is a victim cache. Every host<->GPU move goes through the batcher.
  *
- * Locking: one mutex (c->mu) guards the index, the policy, the tiers' slot
- * stacks and the page flags. Data never moves under it: a page whose data
- * is in flight is `busy`, and anyone who needs it sleeps on c->cv and looks
- * it up again on waking (its entry may have been freed and reused). A
- * reader pins the host slot (shared), a writer owns it (`excl`); a pinned,
- * owned or busy page is never chosen as a victim.
+ * The GPU tier is a log of segments (BAG; tier/logstore.h). Host victims
+ * append at its head with their demotion stamp; a page that leaves the GPU
+ * tier orphans its slot; a swap hands the slot to the host victim, which
+ * takes a fresh stamp. Space comes back by reclaim(): cleaning (the device
+ * moves the live pages of fragmented segments to the head in stamp order,
+ * i.e. LRU order) when the log is fragmented enough for it to gain, else
+ * eviction of the whole tail segment, dirty pages written back first. Below
+ * the watermark, the thread that notices releases up to early_release of
+ * the live pages at once, so that later demotions find room.
+ *
+ * Locking: one mutex (c->mu) guards changes to the index, the tiers' slot
+ * stacks, the log and page entries. Data never moves under it: a page
+ * whose data is in flight is BUSY, and anyone who needs it sleeps on c->cv
+ * and looks it up again on waking (its entry may have been freed and
+ * reused). A reader pins the host slot (shared), a writer owns it (EXCL); a
+ * pinned, owned or busy page is never chosen as a victim.
+ *
+ * The hot path takes no lock (BAG): a read that hits the host tier finds
+ * the page in the concurrent index (index/cindex.h, lock-free lookups),
+ * pins it with one compare-and-swap on its state word (core/page.h says
+ * why that is safe against eviction and reuse), records the hit in its
+ * thread's queue of policy updates (policy/opqueue.h: the LRU list is only
+ * touched in stamp-ordered batches) and unpins with one atomic add. The
+ * locked paths record their policy calls through one handle of their own
+ * (c->lk, used only under c->mu) and ask for victims through the queue
+ * layer, which drains first so the order is exact. An unpin wakes sleepers
+ * only when there are any; a sleeper that checked a pin just before it
+ * dropped re-checks within WAIT_GUARD_NS.
  *
  * Deadlock freedom: a thread holds at most one pin or ownership while it
  * may wait for a victim, and nobody waits for anything while a page it
@@ -28,6 +50,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backing/backing.h"
 #include "core/batcher.h"
@@ -36,6 +59,7 @@
 #include "core/page.h"
 #include "device/device.h"
 #include "policy/policy.h"
+#include "tier/logstore.h"
 #include "tier/tier.h"
 #include "vramcache.h"
 
@@ -52,10 +76,23 @@
  * or evictions could find nothing to evict; 16 keeps small tests honest. */
 #define MIN_HOST_PAGES 16
 
+/* Longest sleep on c->cv before re-checking: bounds the cost of a wakeup
+ * lost to a lock-free unpin racing with a sleeper's check. */
+#define WAIT_GUARD_NS 2000000
+
+/* Handles for threads' policy-update queues; threads past this many take
+ * the lock for their hits. */
+#define MAX_QUEUE_THREADS 128
+
 struct vc_cache {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* page flags or slots changed */
-	uint32_t nwaiters;
+	_Atomic uint32_t nwaiters;
+	struct vc_opq *opq;      /* queued policy updates over pol */
+	struct vc_opq_local *lk; /* the lock holders' queue handle */
+	pthread_key_t tls;       /* each thread's own handle */
+	bool tls_ok;
+	_Atomic uint64_t lf_hits; /* host hits on the lock-free path */
 
 	uint32_t page_size;
 	unsigned pshift;
@@ -66,7 +103,14 @@ struct vc_cache {
 
 	struct vc_device *dev;
 	struct vc_backing *bk;
-	struct vc_tiermem *tier[VC_TIER_COUNT];
+	struct vc_tiermem *host;
+	struct vc_ls *ls; /* the GPU tier; NULL when it is disabled */
+	bool gpu_off;     /* the device failed while cleaning: no more demotions */
+	bool reclaiming;  /* a thread is releasing early */
+	uint64_t clock;   /* demotion stamps: the GPU tier's LRU order */
+	int gc_policy;
+	uint32_t gc_segments;
+	double gc_frag;
 	struct vc_tiermem *stage_wb;   /* see WB_STAGING_PAGES */
 	struct vc_tiermem *stage_bulk; /* flush and GPU prefetch; batch_pages pages */
 	struct vc_batcher *bat;
@@ -84,15 +128,48 @@ struct vc_cache {
 
 static void wait_cv(struct vc_cache *c)
 {
-	c->nwaiters++;
-	pthread_cond_wait(&c->cv, &c->mu);
-	c->nwaiters--;
+	atomic_fetch_add(&c->nwaiters, 1);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += WAIT_GUARD_NS;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	atomic_fetch_sub(&c->nwaiters, 1);
 }
 
 static void wake(struct vc_cache *c)
 {
-	if (c->nwaiters)
+	if (atomic_load(&c->nwaiters))
 		pthread_cond_broadcast(&c->cv);
+}
+
+static uint64_t st_of(const struct vc_page *p)
+{
+	return vc_page_st(p);
+}
+
+static void st_set(struct vc_page *p, uint64_t bits)
+{
+	atomic_fetch_or_explicit(&p->st, bits, memory_order_acq_rel);
+}
+
+static void st_clear(struct vc_page *p, uint64_t bits)
+{
+	atomic_fetch_and_explicit(&p->st, ~bits, memory_order_acq_rel);
+}
+
+/* Drops a pin; lock-free. */
+static void unpin(struct vc_cache *c, struct vc_page *p)
+{
+	atomic_fetch_sub(&p->st, VC_ST_PIN1);
+	if (atomic_load(&c->nwaiters)) {
+		pthread_mutex_lock(&c->mu);
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+	}
 }
 
 /* Bytes of page pno that lie inside the backing store. */
@@ -105,43 +182,69 @@ static uint32_t page_len(const struct vc_cache *c, uint64_t pno)
 
 static uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
 {
-	return vc_tier_addr(c->tier[p->tier], p->slot);
+	return p->tier == GPU ? vc_ls_addr(c->ls, p->slot) : vc_tier_addr(c->host, p->slot);
 }
 
 static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
 {
-	return vc_tier_host(c->tier[HOST], p->slot);
+	return vc_tier_host(c->host, p->slot);
 }
 
+/* A page's id: its entry's place in the pool, stable while it is cached.
+ * The GPU log names slot owners by it. */
+static uint32_t page_id(const struct vc_cache *c, const struct vc_page *p)
+{
+	return (uint32_t)(p - c->ix.pool);
+}
+
+static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
+{
+	p->dirty = 0;
+	c->ndirty--;
+	c->st.writebacks++;
+	c->st.wr_bytes += len;
+}
+
+/* Policy calls of lock holders, queued through c->lk. */
 static void pol_insert(struct vc_cache *c, struct vc_page *p, int tier)
 {
-	c->pol->ops->insert(c->pol, &p->pn, tier);
+	vc_opq_insert(c->lk, &p->qn, tier);
 }
 
 static void pol_remove(struct vc_cache *c, struct vc_page *p)
 {
-	if (p->pn.tier != VC_PNODE_NONE)
-		c->pol->ops->remove(c->pol, &p->pn);
+	uint32_t g = vc_opq_gen(&p->qn);
+	if (vc_opq_gen_live(g))
+		vc_opq_remove(c->lk, &p->qn, g);
+}
+
+static void pol_hit(struct vc_cache *c, struct vc_page *p)
+{
+	vc_opq_hit(c->lk, &p->qn, vc_opq_gen(&p->qn));
 }
 
 static bool unevictable(const struct vc_pnode *n, void *arg)
 {
 	(void)arg;
-	const struct vc_page *p = (const struct vc_page *)n;
-	return p->busy || p->pins || p->excl;
+	return st_of((const struct vc_page *)n) & (VC_ST_PINS | VC_ST_BUSY | VC_ST_EXCL);
 }
 
-static struct vc_page *victim(struct vc_cache *c, int tier)
+/* The host tier's victim (the GPU tier evicts by segment, not by page).
+ * Exact LRU: the queue layer drains first. */
+static struct vc_page *host_victim(struct vc_cache *c)
 {
-	struct vc_pnode *n = c->pol->ops->victim(c->pol, tier, unevictable, NULL);
-	return n ? vc_page_of(n) : NULL;
+	struct vc_opq_node *n = vc_opq_victim(c->opq, HOST, unevictable, NULL);
+	return n ? vc_page_of(&n->pn) : NULL;
 }
 
 /* Forgets a page: policy, slot, index. Its data is gone. */
 static void page_drop(struct vc_cache *c, struct vc_page *p)
 {
 	pol_remove(c, p);
-	vc_tier_free(c->tier[p->tier], p->slot);
+	if (p->tier == GPU)
+		vc_ls_orphan(c->ls, p->slot);
+	else
+		vc_tier_free(c->host, p->slot);
 	if (p->dirty)
 		c->ndirty--;
 	vc_index_remove(&c->ix, p);
@@ -177,7 +280,11 @@ static int writeback_page(struct vc_cache *c, struct vc_page *p)
 	bool on_gpu = p->tier == GPU;
 	if (on_gpu && vc_tier_alloc(c->stage_wb, &s) < 0)
 		return -EAGAIN;
-	p->busy = 1;
+	if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* a lock-free reader pinned it */
+		if (on_gpu)
+			vc_tier_free(c->stage_wb, s);
+		return -EAGAIN;
+	}
 	uint64_t pno = p->pno, src = slot_addr(c, p);
 	unsigned char *buf = on_gpu ? vc_tier_host(c->stage_wb, s) : host_data(c, p);
 	pthread_mutex_unlock(&c->mu);
@@ -189,35 +296,231 @@ static int writeback_page(struct vc_cache *c, struct vc_page *p)
 		vc_tier_free(c->stage_wb, s);
 		c->st.d2h += c->page_size;
 	}
-	p->busy = 0;
-	if (r == 0) {
-		p->dirty = 0;
-		c->ndirty--;
-		c->st.writebacks++;
-		c->st.wr_bytes += page_len(c, pno);
-	}
+	st_clear(p, VC_ST_BUSY);
+	if (r == 0)
+		note_written(c, p, page_len(c, pno));
 	wake(c);
 	return r;
 }
 
-/* Frees one GPU slot by dropping the GPU tier's victim (written back first
- * if dirty). -EAGAIN: nothing evictable now; wait and retry. */
-static int evict_gpu_one(struct vc_cache *c)
+/* Writes back dirty GPU pages that the caller marked busy, WB_STAGING_PAGES
+ * at a time: one device batch to the staging pages, then one backing
+ * submission. Unlocked while data moves. done[i] tells which succeeded;
+ * returns the first error. Never sleeps holding staging pages. */
+static int writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done)
 {
-	struct vc_page *w = victim(c, GPU);
-	if (!w)
-		return -EAGAIN;
-	if (w->dirty) {
-		int r = writeback_page(c, w);
-		if (r < 0)
-			return r;
-		/* Unlocked meanwhile: it may have been used again; let the
-		 * caller retry, which picks the current victim. */
-		if (w->pn.tier != GPU || w->pins || w->excl || w->busy)
-			return 0;
+	struct vc_move mv[WB_STAGING_PAGES];
+	struct vc_ticket tk[WB_STAGING_PAGES];
+	struct vc_bio io[WB_STAGING_PAGES];
+	uint32_t st[WB_STAGING_PAGES];
+	int err = 0;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t k = 0;
+		while (k < WB_STAGING_PAGES && i + k < n && vc_tier_alloc(c->stage_wb, &st[k]) == 0)
+			k++;
+		if (k == 0) { /* single-page write-backs hold them; they never wait */
+			wait_cv(c);
+			continue;
+		}
+		for (uint32_t j = 0; j < k; j++) {
+			struct vc_page *p = pages[i + j];
+			mv[j] = (struct vc_move){ .src = slot_addr(c, p),
+						  .dst = vc_tier_addr(c->stage_wb, st[j]),
+						  .op = VC_MOVE_COPY };
+			io[j] = (struct vc_bio){ .buf = vc_tier_host(c->stage_wb, st[j]),
+						 .off = p->pno << c->pshift,
+						 .len = page_len(c, p->pno),
+						 .write = 1 };
+		}
+		pthread_mutex_unlock(&c->mu);
+		int r = vc_batcher_add_n(c->bat, mv, k, tk);
+		if (r == 0)
+			r = vc_batcher_wait_n(c->bat, tk, k);
+		if (r == 0)
+			r = vc_backing_submit(c->bk, io, k);
+		pthread_mutex_lock(&c->mu);
+		for (uint32_t j = 0; j < k; j++) {
+			vc_tier_free(c->stage_wb, st[j]);
+			done[i + j] = r == 0 && io[j].result == 0;
+			if (done[i + j])
+				note_written(c, pages[i + j], io[j].len);
+			else if (!err)
+				err = r < 0 ? r : io[j].result;
+		}
+		c->st.d2h += (uint64_t)k * c->page_size;
+		i += k;
 	}
-	page_drop(c, w);
-	c->st.evictions[GPU]++;
+	wake(c);
+	return err;
+}
+
+/* Evicts the GPU log's tail segment: clean pages are dropped at once,
+ * dirty ones written back in batches first. -EAGAIN when there is no
+ * sealed segment or one of its pages is in flight (the caller waits, or,
+ * holding busy pages of its own, gives up); *evicted counts pages. */
+static int evict_tail(struct vc_cache *c, uint64_t *evicted)
+{
+	uint32_t seg;
+	if (vc_ls_take_tail(c->ls, &seg) < 0)
+		return -EAGAIN;
+	uint32_t per = vc_ls_slots_per_seg(c->ls);
+	uint32_t *g = malloc(per * sizeof *g);
+	struct vc_page **dirty = malloc(per * sizeof *dirty);
+	bool *done = malloc(per * sizeof *done);
+	if (!g || !dirty || !done) {
+		vc_ls_unpick(c->ls, 1, &seg);
+		free(g);
+		free(dirty);
+		free(done);
+		return vc_err(-ENOMEM, "out of memory");
+	}
+	uint32_t n = vc_ls_live(c->ls, seg, g, per), nd = 0;
+	int r = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (st_of(&c->ix.pool[vc_ls_key(c->ls, g[i])]) & VC_ST_BUSY)
+			r = -EAGAIN;
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		struct vc_page *p = &c->ix.pool[vc_ls_key(c->ls, g[i])];
+		if (p->dirty) {
+			st_set(p, VC_ST_BUSY); /* GPU pages have no pins */
+			dirty[nd++] = p;
+		} else {
+			page_drop(c, p);
+			(*evicted)++;
+			c->st.evictions[GPU]++;
+		}
+	}
+	if (r == 0 && nd) {
+		r = writeback_gpu(c, dirty, nd, done);
+		for (uint32_t i = 0; i < nd; i++) {
+			st_clear(dirty[i], VC_ST_BUSY);
+			if (done[i]) {
+				page_drop(c, dirty[i]);
+				(*evicted)++;
+				c->st.evictions[GPU]++;
+			}
+		}
+	}
+	/* Pages whose write-back failed keep the segment. */
+	if (vc_ls_seg_live(c->ls, seg) == 0) {
+		vc_ls_release(c->ls, seg, true);
+	} else {
+		vc_ls_unpick(c->ls, 1, &seg);
+	}
+	free(g);
+	free(dirty);
+	free(done);
+	wake(c);
+	return r;
+}
+
+static void gc_moved(void *arg, uint32_t key, uint32_t g)
+{
+	struct vc_cache *c = arg;
+	c->ix.pool[key].slot = g;
+}
+
+/* One cleaning step: up to gc_segments segments chosen by the policy, if
+ * cleaning them frees space and none of their pages is in flight (else
+ * -EAGAIN). Runs under c->mu: the pause is one device job over those
+ * segments' live pages. */
+static int gc_step(struct vc_cache *c)
+{
+	uint32_t segs[64];
+	uint32_t max = c->gc_segments < 64 ? c->gc_segments : 64;
+	uint32_t n = vc_ls_pick(c->ls, c->gc_policy == VC_GC_OLDEST ? VC_LS_CLEAN_OLDEST
+								   : VC_LS_CLEAN_COST_BENEFIT,
+				max, segs);
+	/* The best segments first: drop the worst ones until cleaning the
+	 * rest fits the free space and frees some. */
+	while (n > 0 && vc_ls_clean_gain(c->ls, n, segs) <= 0)
+		vc_ls_unpick(c->ls, 1, &segs[--n]);
+	if (n == 0)
+		return -EAGAIN;
+	bool ok = true;
+	uint32_t per = vc_ls_slots_per_seg(c->ls);
+	for (uint32_t i = 0; i < n && ok; i++)
+		for (uint32_t s = 0; s < per && ok; s++) {
+			uint32_t k = vc_ls_key(c->ls, segs[i] * per + s);
+			ok = k == VC_LS_DEAD || !(st_of(&c->ix.pool[k]) & VC_ST_BUSY);
+		}
+	if (!ok) {
+		vc_ls_unpick(c->ls, n, segs);
+		return -EAGAIN;
+	}
+	int r = vc_ls_clean(c->ls, n, segs, gc_moved, c);
+	if (r == -ENOSPC) {
+		vc_ls_unpick(c->ls, n, segs);
+		return -EAGAIN;
+	}
+	if (r < 0) {
+		/* The device failed mid-job: which copy of these pages is
+		 * current is unknown. Forget them (dirty data in them is lost,
+		 * as in promote) and demote nothing more. */
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t s = 0; s < per; s++) {
+				uint32_t k = vc_ls_key(c->ls, segs[i] * per + s);
+				if (k == VC_LS_DEAD)
+					continue;
+				struct vc_page *p = &c->ix.pool[k];
+				pol_remove(c, p);
+				if (p->dirty)
+					c->ndirty--;
+				vc_index_remove(&c->ix, p);
+			}
+		c->gpu_off = true;
+		wake(c);
+		return r;
+	}
+	wake(c);
+	return 0;
+}
+
+/* Frees GPU log space once: a cleaning step when the log is fragmented
+ * past gc_fragmentation and cleaning gains, else the tail segment's
+ * eviction. -EAGAIN: nothing can be freed now. */
+static int reclaim(struct vc_cache *c, uint64_t *evicted)
+{
+	if (c->gc_policy != VC_GC_OFF && vc_ls_fragmentation(c->ls) >= c->gc_frag) {
+		int r = gc_step(c);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return evict_tail(c, evicted);
+}
+
+/* Makes room for `need` slots at the GPU log's head; may sleep and drop
+ * the lock. Below the watermark, one thread at a time releases early: up
+ * to early_release of the live pages, or until the watermark is met.
+ * `holding`: the caller has busy pages of its own in flight, so it must
+ * not sleep for pages to settle: -EAGAIN instead. */
+static int gpu_room(struct vc_cache *c, uint32_t need, bool holding)
+{
+	if (vc_ls_low(c->ls) && !c->reclaiming) {
+		c->reclaiming = true;
+		uint64_t budget = vc_ls_early_budget(c->ls), released = 0;
+		int r = 0;
+		while (vc_ls_low(c->ls) && released <= budget && r == 0) {
+			uint64_t ev = 0;
+			r = reclaim(c, &ev);
+			released += ev;
+		}
+		vc_ls_note_early_release(c->ls, released);
+		c->reclaiming = false;
+		if (r < 0 && r != -EAGAIN)
+			return r;
+	}
+	while (vc_ls_room(c->ls) < need) {
+		uint64_t ev = 0;
+		int r = reclaim(c, &ev);
+		if (r == -EAGAIN) {
+			if (holding)
+				return r;
+			wait_cv(c);
+		} else if (r < 0) {
+			return r;
+		}
+	}
 	return 0;
 }
 
@@ -225,47 +528,47 @@ static int evict_gpu_one(struct vc_cache *c)
  * (or is dropped, after a write-back if dirty, when there is no GPU tier). */
 static int evict_host_one(struct vc_cache *c)
 {
-	struct vc_tiermem *gt = c->tier[GPU];
-	uint32_t g = 0;
 	int r;
-	bool to_gpu = vc_tier_capacity(gt) > 0;
-	if (to_gpu) {
-		while (vc_tier_alloc(gt, &g) < 0) {
-			r = evict_gpu_one(c);
-			if (r < 0)
-				return r;
-		}
-	}
-	struct vc_page *v = victim(c, HOST);
-	if (!v) {
-		if (to_gpu)
-			vc_tier_free(gt, g);
+	bool to_gpu = c->ls && !c->gpu_off;
+	if (to_gpu && (r = gpu_room(c, 1, false)) < 0)
+		return r;
+	struct vc_page *v = host_victim(c);
+	if (!v)
 		return -EAGAIN;
-	}
 	if (!to_gpu) {
 		if (v->dirty) {
 			r = writeback_page(c, v);
-			if (r < 0 || v->pins || v->excl || v->busy)
+			if (r < 0)
 				return r;
 		}
+		/* Unlocked meanwhile: drop it only if still unused. */
+		if (!v->used || v->tier != HOST || v->dirty || !vc_page_claim(v, 0, VC_ST_HOST))
+			return 0;
 		page_drop(c, v);
 		c->st.evictions[HOST]++;
 		return 0;
 	}
-	v->busy = 1;
+	if (!vc_page_claim(v, VC_ST_BUSY, 0))
+		return -EAGAIN; /* a lock-free reader pinned it since */
+	uint32_t key = page_id(c, v), g;
+	if (vc_ls_append(c->ls, 1, &key, ++c->clock, &g) < 0) {
+		st_clear(v, VC_ST_BUSY);
+		return -EAGAIN; /* not reached: gpu_room made room under this hold */
+	}
 	pol_remove(c, v);
 	uint64_t src = slot_addr(c, v);
 	pthread_mutex_unlock(&c->mu);
-	r = move1(c, VC_MOVE_COPY, src, vc_tier_addr(gt, g));
+	r = move1(c, VC_MOVE_COPY, src, vc_ls_addr(c->ls, g));
 	pthread_mutex_lock(&c->mu);
-	v->busy = 0;
 	if (r < 0) {
-		vc_tier_free(gt, g);
+		vc_ls_orphan(c->ls, g);
 		pol_insert(c, v, HOST);
+		st_clear(v, VC_ST_BUSY);
 		wake(c);
 		return r;
 	}
-	vc_tier_free(c->tier[HOST], v->slot);
+	st_clear(v, VC_ST_BUSY | VC_ST_HOST);
+	vc_tier_free(c->host, v->slot);
 	v->tier = GPU;
 	v->slot = g;
 	pol_insert(c, v, GPU);
@@ -279,7 +582,7 @@ static int evict_host_one(struct vc_cache *c)
 static int host_slot_get(struct vc_cache *c, uint32_t *s)
 {
 	for (;;) {
-		if (vc_tier_alloc(c->tier[HOST], s) == 0)
+		if (vc_tier_alloc(c->host, s) == 0)
 			return 0;
 		int r = evict_host_one(c);
 		if (r == -EAGAIN)
@@ -294,28 +597,24 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 {
 	uint32_t s = 0;
 	struct vc_page *v = NULL;
-	if (vc_tier_alloc(c->tier[HOST], &s) < 0) {
-		v = victim(c, HOST);
-		if (!v)
+	if (vc_tier_alloc(c->host, &s) < 0) {
+		v = host_victim(c);
+		if (!v || !vc_page_claim(v, VC_ST_BUSY, 0))
 			return -EAGAIN;
-		v->busy = 1;
 		pol_remove(c, v);
 	}
-	p->busy = 1;
+	st_set(p, VC_ST_BUSY); /* a GPU page: no pins */
 	pol_remove(c, p);
 	uint64_t gaddr = slot_addr(c, p);
-	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->tier[HOST], s);
+	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->host, s);
 	pthread_mutex_unlock(&c->mu);
 	int r = v ? move1(c, VC_MOVE_SWAP, haddr, gaddr) : move1(c, VC_MOVE_COPY, gaddr, haddr);
 	pthread_mutex_lock(&c->mu);
-	p->busy = 0;
-	if (v)
-		v->busy = 0;
 	if (r < 0) {
 		/* The device failed mid-move: the slots' contents are unknown, so
 		 * neither page can be trusted. Dirty data in them is lost. */
 		if (!v)
-			vc_tier_free(c->tier[HOST], s);
+			vc_tier_free(c->host, s);
 		page_drop(c, p);
 		if (v)
 			page_drop(c, v);
@@ -323,19 +622,25 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 		return r;
 	}
 	if (v) {
+		/* The host victim took p's GPU slot: it owns it from now, with
+		 * a fresh stamp (its place in the log is p's, an approximation
+		 * that cleaning corrects: it orders by stamp). */
 		uint32_t hs = v->slot;
+		st_clear(v, VC_ST_BUSY | VC_ST_HOST);
 		v->tier = GPU;
 		v->slot = p->slot;
+		vc_ls_rekey(c->ls, v->slot, page_id(c, v), ++c->clock);
 		pol_insert(c, v, GPU);
 		c->st.evictions[HOST]++;
 		c->st.h2d += c->page_size;
 		s = hs;
 	} else {
-		vc_tier_free(c->tier[GPU], p->slot);
+		vc_ls_orphan(c->ls, p->slot);
 	}
 	p->tier = HOST;
 	p->slot = s;
 	pol_insert(c, p, HOST);
+	atomic_store_explicit(&p->st, VC_ST_HOST, memory_order_release); /* not busy */
 	c->st.d2h += c->page_size;
 	wake(c);
 	return 0;
@@ -349,12 +654,60 @@ enum acq_mode {
 	ACQ_WRITE_FULL, /* exclusive, old data not needed */
 };
 
-static void grab(struct vc_page *p, int mode)
+/* Pins (READ) or owns (WRITE*) a host page that is not busy or owned,
+ * under c->mu. A writer needs it unpinned: false if a lock-free reader
+ * holds a pin (wait and retry). */
+static bool grab(struct vc_page *p, int mode)
 {
-	if (mode == ACQ_READ)
-		p->pins++;
-	else
-		p->excl = 1;
+	if (mode != ACQ_READ)
+		return vc_page_claim(p, VC_ST_EXCL, 0);
+	atomic_fetch_add(&p->st, VC_ST_PIN1); /* BUSY and EXCL change only under c->mu */
+	return true;
+}
+
+/* The calling thread's policy-update queue for c, or NULL when every
+ * handle is taken. */
+static struct vc_opq_local *local_queue(struct vc_cache *c)
+{
+	if (!c->tls_ok)
+		return NULL;
+	struct vc_opq_local *l = pthread_getspecific(c->tls);
+	if (!l && (l = vc_opq_attach(c->opq)) != NULL)
+		pthread_setspecific(c->tls, l);
+	return l;
+}
+
+/* The hot path: page pno pinned if it sits in the host tier, not busy or
+ * owned, found and pinned without the lock; else NULL (take acquire()).
+ * Lock-free: an index lookup, one compare-and-swap, a queued hit. */
+static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
+{
+	struct vc_page *p = vc_index_peek(&c->ix, pno);
+	if (!p)
+		return NULL;
+	uint64_t s = st_of(p);
+	do {
+		if ((s & (VC_ST_HOST | VC_ST_BUSY | VC_ST_EXCL)) != VC_ST_HOST ||
+		    (s & VC_ST_PINS) == VC_ST_PINS)
+			return NULL;
+	} while (!atomic_compare_exchange_weak_explicit(&p->st, &s, s + VC_ST_PIN1,
+							memory_order_acq_rel, memory_order_acquire));
+	/* Pinned: the entry cannot be freed or reused now, but it may have
+	 * been reused for another page between the lookup and the pin. */
+	if (p->pno != pno) {
+		unpin(c, p);
+		return NULL;
+	}
+	struct vc_opq_local *l = local_queue(c);
+	if (l) {
+		vc_opq_hit(l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
+	} else {
+		pthread_mutex_lock(&c->mu);
+		pol_hit(c, p);
+		pthread_mutex_unlock(&c->mu);
+	}
+	atomic_fetch_add_explicit(&c->lf_hits, 1, memory_order_relaxed);
+	return p;
 }
 
 /* Returns page pno in the host tier, pinned (READ) or owned (WRITE*).
@@ -366,14 +719,18 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 	for (;;) {
 		struct vc_page *p = vc_index_find(&c->ix, pno);
 		if (p) {
-			if (p->busy || p->excl || (mode != ACQ_READ && p->pins)) {
+			uint64_t st = st_of(p);
+			if ((st & (VC_ST_BUSY | VC_ST_EXCL)) || (mode != ACQ_READ && (st & VC_ST_PINS))) {
 				wait_cv(c);
 				continue;
 			}
 			if (p->tier == HOST) {
-				c->pol->ops->hit(c->pol, &p->pn);
+				if (!grab(p, mode)) {
+					wait_cv(c);
+					continue;
+				}
+				pol_hit(c, p);
 				c->st.hits[HOST] += count;
-				grab(p, mode);
 				*out = p;
 				break;
 			}
@@ -392,7 +749,11 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 			if (r < 0)
 				break;
 			c->st.hits[GPU] += count;
-			grab(p, mode);
+			count = false;
+			if (!grab(p, mode)) { /* a lock-free reader came first */
+				wait_cv(c);
+				continue;
+			}
 			*out = p;
 			break;
 		}
@@ -401,7 +762,7 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 		if (r < 0)
 			break;
 		if (vc_index_find(&c->ix, pno)) { /* loaded by another thread meanwhile */
-			vc_tier_free(c->tier[HOST], s);
+			vc_tier_free(c->host, s);
 			continue;
 		}
 		p = vc_index_insert(&c->ix, pno);
@@ -409,11 +770,10 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 		p->slot = s;
 		c->st.misses += count;
 		if (mode != ACQ_WRITE_FULL) {
-			p->busy = 1;
+			atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
 			pthread_mutex_unlock(&c->mu);
 			r = load_page(c, pno, host_data(c, p));
 			pthread_mutex_lock(&c->mu);
-			p->busy = 0;
 			if (r < 0) {
 				page_drop(c, p);
 				wake(c);
@@ -422,7 +782,9 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 			c->st.rd_bytes += page_len(c, pno);
 		}
 		pol_insert(c, p, HOST);
-		grab(p, mode);
+		/* Ours alone until now: nobody pins a BUSY or HOST-less page. */
+		atomic_store_explicit(&p->st, VC_ST_HOST | (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL),
+				      memory_order_release);
 		wake(c);
 		*out = p;
 		break;
@@ -431,21 +793,18 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 	return r;
 }
 
-/* Ends an acquire. `written`: bytes the caller wrote through to the
- * backing store, counted here so a write takes the lock once per page. */
-static void release(struct vc_cache *c, struct vc_page *p, int mode, bool dirtied,
-		    uint64_t written)
+/* Ends a write's ownership. `written`: bytes the caller wrote through to
+ * the backing store, counted here so a write takes the lock once per page. */
+static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, uint64_t written)
 {
 	pthread_mutex_lock(&c->mu);
 	c->st.wr_bytes += written;
-	if (mode == ACQ_READ)
-		p->pins--;
-	else
-		p->excl = 0;
+	p->version++;
 	if (dirtied && !p->dirty) {
 		p->dirty = 1;
 		c->ndirty++;
 	}
+	st_clear(p, VC_ST_EXCL);
 	wake(c);
 	pthread_mutex_unlock(&c->mu);
 }
@@ -465,6 +824,23 @@ void vc_config_init(struct vc_config *cfg)
 	cfg->write_mode = VC_WRITE_THROUGH;
 	cfg->batch_pages = 256;
 	cfg->batch_timeout_us = 50;
+	cfg->gc_policy = VC_GC_COST_BENEFIT;
+	cfg->gc_segments = 4;
+	cfg->gc_watermark = 0.10;
+	cfg->gc_fragmentation = 0.25;
+	cfg->early_release = 0.10;
+}
+
+/* The GPU log's segment size: the configured one, or 4 MiB halved until
+ * the tier has 16 segments (not below one page). */
+static uint32_t seg_bytes(const struct vc_config *cfg)
+{
+	if (cfg->seg_bytes)
+		return cfg->seg_bytes;
+	uint32_t sb = 4u << 20;
+	while (sb > cfg->page_size && cfg->gpu_bytes / sb < 16)
+		sb >>= 1;
+	return sb < cfg->page_size ? cfg->page_size : sb;
 }
 
 /* Reads the caller's config, which may be older (smaller) than ours: the
@@ -505,6 +881,23 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "no backing store: set backing_path or backing_fd");
 	if (!vc_policy_find(cfg->policy))
 		return vc_err(-EINVAL, "unknown replacement policy \"%s\"", cfg->policy);
+	uint32_t sb = seg_bytes(cfg);
+	if (cfg->gpu_bytes && (sb < ps || (sb & (sb - 1)) || cfg->gpu_bytes / sb < 2))
+		return vc_err(-EINVAL, "GPU tier of %llu bytes in segments of %u bytes: segments must "
+				       "be a power of two >= the page size, and the tier must hold "
+				       "at least 2", (unsigned long long)cfg->gpu_bytes, sb);
+	if ((cfg->host_bytes + cfg->gpu_bytes) / ps >= UINT32_MAX)
+		return vc_err(-EINVAL, "tiers of %llu pages: at most 2^32 - 2 pages in all",
+			      (unsigned long long)((cfg->host_bytes + cfg->gpu_bytes) / ps));
+	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
+		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
+	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)
+		return vc_err(-EINVAL, "GC step of %u segments: must be 1 to 64", cfg->gc_segments);
+	if (!(cfg->gc_watermark >= 0 && cfg->gc_watermark < 1) ||
+	    !(cfg->gc_fragmentation >= 0 && cfg->gc_fragmentation <= 1) ||
+	    !(cfg->early_release >= 0 && cfg->early_release <= 1))
+		return vc_err(-EINVAL, "GC watermark must be in [0, 1), fragmentation threshold and "
+				       "early-release share in [0, 1]");
 	return 0;
 }
 
@@ -522,12 +915,19 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	if (!c)
 		return vc_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	c->page_size = cfg.page_size;
 	c->pshift = (unsigned)__builtin_ctz(cfg.page_size);
 	c->write_mode = cfg.write_mode;
 	c->readonly = cfg.flags & VC_OPEN_READONLY;
 	c->batch_pages = cfg.batch_pages;
+	c->gc_policy = cfg.gc_policy;
+	c->gc_segments = cfg.gc_segments;
+	c->gc_frag = cfg.gc_fragmentation;
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
 	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;
 
@@ -538,9 +938,17 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		r = vc_device_open(cfg.device, cfg.device_ordinal, &c->dev);
 	}
 	if (r == 0)
-		r = vc_tier_open(c->dev, HOST, host_pages, c->page_size, &c->tier[HOST]);
-	if (r == 0)
-		r = vc_tier_open(c->dev, GPU, gpu_pages, c->page_size, &c->tier[GPU]);
+		r = vc_tier_open(c->dev, HOST, host_pages, c->page_size, &c->host);
+	if (r == 0 && cfg.gpu_bytes) {
+		struct vc_ls_config lc = { .page_size = c->page_size,
+					   .seg_bytes = seg_bytes(&cfg),
+					   .total_bytes = cfg.gpu_bytes,
+					   .free_watermark = cfg.gc_watermark,
+					   .early_release = cfg.early_release };
+		r = vc_ls_open(c->dev, &lc, &c->ls);
+		if (r == 0)
+			gpu_pages = vc_ls_capacity(c->ls);
+	}
 	if (r == 0)
 		r = vc_tier_open(c->dev, HOST, WB_STAGING_PAGES, c->page_size, &c->stage_wb);
 	if (r == 0)
@@ -552,9 +960,16 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		r = vc_index_init(&c->ix, host_pages + gpu_pages);
 	if (r == 0) {
 		uint64_t cap[VC_TIER_COUNT] = { host_pages, gpu_pages };
-		c->pol = vc_policy_find(cfg.policy)->create(cap, VC_TIER_COUNT);
+		const struct vc_policy_ops *ops = vc_policy_find(cfg.policy);
+		c->pol = ops->create(cap, VC_TIER_COUNT);
 		if (!c->pol)
 			r = vc_err(-ENOMEM, "out of memory for the policy");
+		if (r == 0)
+			r = vc_opq_create(ops, c->pol, MAX_QUEUE_THREADS + 1, 0, &c->opq);
+		if (r == 0 && !(c->lk = vc_opq_attach(c->opq)))
+			r = vc_err(-ENOMEM, "out of memory for the policy queues");
+		if (r == 0)
+			c->tls_ok = pthread_key_create(&c->tls, (void (*)(void *))vc_opq_detach) == 0;
 	}
 	if (r < 0) {
 		c->write_mode = VC_WRITE_THROUGH; /* nothing to flush */
@@ -570,8 +985,14 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
-	if (c->pol && c->ndirty)
+	if (c->lk && c->ndirty)
 		r = vc_flush(c);
+	/* After the key's deletion no thread's handle is detached at its
+	 * exit: vc_opq_destroy frees them all. */
+	if (c->tls_ok)
+		pthread_key_delete(c->tls);
+	if (c->opq)
+		vc_opq_destroy(c->opq);
 	if (c->pol)
 		c->pol->ops->destroy(c->pol);
 	if (c->ix.pool)
@@ -579,8 +1000,8 @@ int vc_close(vc_cache *c)
 	vc_batcher_destroy(c->bat);
 	vc_tier_close(c->stage_bulk);
 	vc_tier_close(c->stage_wb);
-	vc_tier_close(c->tier[GPU]);
-	vc_tier_close(c->tier[HOST]);
+	vc_ls_close(c->ls);
+	vc_tier_close(c->host);
 	vc_device_close(c->dev);
 	vc_backing_close(c->bk);
 	pthread_cond_destroy(&c->cv);
@@ -632,12 +1053,14 @@ ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
 		uint64_t pno;
 		uint32_t in;
 		size_t k = piece(c, off + done, len - done, &pno, &in);
-		struct vc_page *p;
-		int r = acquire(c, pno, ACQ_READ, true, &p);
-		if (r < 0)
-			return r;
+		struct vc_page *p = acquire_fast(c, pno);
+		if (!p) {
+			int r = acquire(c, pno, ACQ_READ, true, &p);
+			if (r < 0)
+				return r;
+		}
 		memcpy((char *)buf + done, host_data(c, p) + in, k);
-		release(c, p, ACQ_READ, false, 0);
+		unpin(c, p);
 		done += k;
 	}
 	return (ssize_t)len;
@@ -673,14 +1096,13 @@ ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
 			if (r < 0) {
 				/* The cache must not hold what the store refused. */
 				pthread_mutex_lock(&c->mu);
-				p->excl = 0;
-				page_drop(c, p);
+				page_drop(c, p); /* ours (EXCL): nobody else holds it */
 				wake(c);
 				pthread_mutex_unlock(&c->mu);
 				return r;
 			}
 		}
-		release(c, p, mode, wb, wb ? 0 : k);
+		release_write(c, p, wb, wb ? 0 : k);
 		done += k;
 	}
 	return (ssize_t)len;
@@ -765,7 +1187,7 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 			(*pos)++;
 			continue;
 		}
-		if (p->busy || p->excl) {
+		if (st_of(p) & (VC_ST_BUSY | VC_ST_EXCL)) {
 			if (b.n)
 				break; /* write what we hold before sleeping */
 			wait_cv(c);
@@ -782,10 +1204,10 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 				continue;
 			}
 			j->staged = true;
-			p->busy = 1;
+			st_set(p, VC_ST_BUSY); /* a GPU page: no pins */
 			io->buf = vc_tier_host(c->stage_bulk, j->stage);
 		} else {
-			p->pins++;
+			atomic_fetch_add(&p->st, VC_ST_PIN1); /* readers go on, writers wait */
 			io->buf = host_data(c, p);
 		}
 		io->off = p->pno << c->pshift;
@@ -806,16 +1228,12 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 		if (b.jobs[i].staged) {
 			vc_tier_free(c->stage_bulk, b.jobs[i].stage);
 			c->st.d2h += c->page_size;
-			p->busy = 0;
+			st_clear(p, VC_ST_BUSY);
 		} else {
-			p->pins--;
+			atomic_fetch_sub(&p->st, VC_ST_PIN1);
 		}
-		if (b.bios[i].result == 0) {
-			p->dirty = 0;
-			c->ndirty--;
-			c->st.writebacks++;
-			c->st.wr_bytes += b.bios[i].len;
-		}
+		if (b.bios[i].result == 0)
+			note_written(c, p, b.bios[i].len);
 	}
 	wake(c);
 	pthread_mutex_unlock(&c->mu);
@@ -845,7 +1263,7 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 		struct vc_page *p = vc_index_find(&c->ix, pno);
 		if (!p)
 			return 0;
-		if (p->busy || p->pins || p->excl) {
+		if (st_of(p) & (VC_ST_BUSY | VC_ST_PINS | VC_ST_EXCL)) {
 			wait_cv(c);
 			continue;
 		}
@@ -855,6 +1273,10 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 				wait_cv(c);
 			else if (r < 0)
 				return r;
+			continue;
+		}
+		if (!vc_page_claim(p, 0, VC_ST_HOST)) { /* a lock-free reader pinned it */
+			wait_cv(c);
 			continue;
 		}
 		page_drop(c, p);
@@ -911,38 +1333,28 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 			wait_cv(c);
 			continue;
 		}
-		/* A free GPU slot. With pages of this round in flight (busy,
-		 * unqueued) a tiny GPU tier may have no victim but them, so
+		/* Room at the log's head. With pages of this round in flight
+		 * (busy, unqueued) reclaiming may find nothing but them, so
 		 * write those first instead of sleeping on ourselves. */
-		bool have = false;
-		for (;;) {
-			if (vc_tier_alloc(c->tier[GPU], &g) == 0) {
-				have = true;
-				break;
-			}
-			r = evict_gpu_one(c);
-			if (r == -EAGAIN) {
+		r = gpu_room(c, 1, b.n > 0);
+		if (r < 0 || vc_index_find(&c->ix, *pno)) { /* or raced while reclaiming */
+			vc_tier_free(c->stage_bulk, s);
+			if (r == -EAGAIN)
 				r = 0;
-				if (b.n)
-					break;
-				wait_cv(c);
-			} else if (r < 0) {
+			if (r < 0 || b.n)
 				break;
-			}
-		}
-		if (!have) {
-			vc_tier_free(c->stage_bulk, s);
-			break;
-		}
-		if (vc_index_find(&c->ix, *pno)) { /* raced while evicting */
-			vc_tier_free(c->stage_bulk, s);
-			vc_tier_free(c->tier[GPU], g);
 			continue;
 		}
 		struct vc_page *p = vc_index_insert(&c->ix, *pno);
+		uint32_t key = page_id(c, p);
+		if (vc_ls_append(c->ls, 1, &key, ++c->clock, &g) < 0) {
+			vc_index_remove(&c->ix, p); /* not reached: room was made under this hold */
+			vc_tier_free(c->stage_bulk, s);
+			break;
+		}
 		p->tier = GPU;
 		p->slot = g;
-		p->busy = 1;
+		atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
 		io->buf = vc_tier_host(c->stage_bulk, s);
@@ -961,7 +1373,7 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
 		vc_tier_free(c->stage_bulk, b.jobs[i].stage);
-		p->busy = 0;
+		st_clear(p, VC_ST_BUSY);
 		if (b.bios[i].result < 0) {
 			page_drop(c, p);
 			continue;
@@ -984,8 +1396,11 @@ int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
 		return vc_err(-EINVAL, "vc_prefetch: NULL cache");
 	if (tier != HOST && tier != GPU)
 		return vc_err(-EINVAL, "prefetch: unknown tier %d", tier);
-	if (tier == GPU && vc_tier_capacity(c->tier[GPU]) == 0)
+	if (tier == GPU && !c->ls)
 		return vc_err(-EINVAL, "prefetch into the GPU tier, but it is disabled (size 0)");
+	if (tier == GPU && c->gpu_off)
+		return vc_err(-VC_EDEVICE, "prefetch into the GPU tier, but it is off after a device "
+					   "failure");
 	if (off >= c->size || len == 0)
 		return 0;
 	if (len > c->size - off)
@@ -1004,7 +1419,7 @@ int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
 		int r = acquire(c, pno, ACQ_READ, false, &p);
 		if (r < 0)
 			return r;
-		release(c, p, ACQ_READ, false, 0);
+		unpin(c, p);
 	}
 	return 0;
 }
@@ -1021,10 +1436,24 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	vc_batcher_get_stats(c->bat, &bs);
 	pthread_mutex_lock(&c->mu);
 	for (int t = 0; t < VC_TIER_COUNT; t++) {
-		st.hits[t] = c->st.hits[t];
+		st.hits[t] = c->st.hits[t] + (t == HOST ? atomic_load(&c->lf_hits) : 0);
 		st.evictions[t] = c->st.evictions[t];
-		st.pages_cached[t] = vc_tier_used(c->tier[t]);
-		st.pages_capacity[t] = vc_tier_capacity(c->tier[t]);
+	}
+	st.pages_cached[HOST] = vc_tier_used(c->host);
+	st.pages_capacity[HOST] = vc_tier_capacity(c->host);
+	if (c->ls) {
+		struct vc_ls_stats ls;
+		vc_ls_get_stats(c->ls, &ls);
+		st.pages_cached[GPU] = ls.slots_live;
+		st.pages_capacity[GPU] = vc_ls_capacity(c->ls);
+		st.gpu_segments = ls.segs_total;
+		st.gpu_segments_free = ls.segs_free;
+		st.gpu_fragmentation = ls.fragmentation;
+		st.gc_runs = ls.gc_runs;
+		st.gc_pages_moved = ls.gc_pages_moved;
+		st.gc_ns = ls.gc_ns;
+		st.gpu_segments_evicted = ls.segs_evicted;
+		st.early_releases = ls.early_releases;
 	}
 	st.misses = c->st.misses;
 	st.writebacks = c->st.writebacks;

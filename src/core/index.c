@@ -4,32 +4,23 @@
 
 #include "core/error.h"
 #include "core/page.h"
-
-static uint64_t bucket_of(const struct vc_index *ix, uint64_t pno)
-{
-	/* Fibonacci hashing: sequential page numbers spread over buckets. */
-	return (pno * 0x9E3779B97F4A7C15ull >> 20) & ix->mask;
-}
+#include "index/cindex.h"
 
 int vc_index_init(struct vc_index *ix, uint64_t npool)
 {
 	memset(ix, 0, sizeof *ix);
-	uint64_t nb = 16;
-	while (nb < 2 * npool)
-		nb <<= 1;
 	ix->pool = calloc(npool ? npool : 1, sizeof *ix->pool);
-	ix->buckets = calloc(nb, sizeof *ix->buckets);
-	if (!ix->pool || !ix->buckets) {
+	int r = ix->pool ? vc_cindex_create(npool ? npool : 1, &ix->map) : -ENOMEM;
+	if (r < 0) {
 		free(ix->pool);
-		free(ix->buckets);
-		return vc_err(-ENOMEM, "out of memory for an index of %llu pages",
+		return vc_err(r, "out of memory for an index of %llu pages",
 			      (unsigned long long)npool);
 	}
 	ix->npool = npool;
-	ix->mask = nb - 1;
 	for (uint64_t i = npool; i-- > 0;) {
-		ix->pool[i].hnext = ix->free;
-		ix->pool[i].pn.tier = VC_PNODE_NONE;
+		ix->pool[i].next_free = ix->free;
+		ix->pool[i].qn.pn.tier = VC_PNODE_NONE;
+		vc_opq_node_init(&ix->pool[i].qn);
 		ix->free = &ix->pool[i];
 	}
 	return 0;
@@ -37,17 +28,20 @@ int vc_index_init(struct vc_index *ix, uint64_t npool)
 
 void vc_index_fini(struct vc_index *ix)
 {
+	vc_cindex_destroy(ix->map);
 	free(ix->pool);
-	free(ix->buckets);
 	memset(ix, 0, sizeof *ix);
+}
+
+struct vc_page *vc_index_peek(const struct vc_index *ix, uint64_t pno)
+{
+	uint64_t id;
+	return vc_cindex_lookup(ix->map, vc_ikey(0, pno), &id) ? &ix->pool[id] : NULL;
 }
 
 struct vc_page *vc_index_find(const struct vc_index *ix, uint64_t pno)
 {
-	for (struct vc_page *p = ix->buckets[bucket_of(ix, pno)]; p; p = p->hnext)
-		if (p->pno == pno)
-			return p;
-	return NULL;
+	return vc_index_peek(ix, pno);
 }
 
 struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno)
@@ -55,26 +49,26 @@ struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno)
 	struct vc_page *p = ix->free;
 	if (!p)
 		return NULL;
-	ix->free = p->hnext;
-	memset(p, 0, sizeof *p);
-	p->pn.tier = VC_PNODE_NONE;
+	/* Puts succeed up to the capacity, which the pool never exceeds. */
+	if (vc_cindex_put(ix->map, vc_ikey(0, pno), (uint64_t)(p - ix->pool)) < 0)
+		return NULL;
+	ix->free = p->next_free;
+	p->next_free = NULL;
 	p->pno = pno;
+	p->slot = 0;
+	p->tier = 0;
+	p->dirty = 0;
 	p->used = 1;
-	struct vc_page **b = &ix->buckets[bucket_of(ix, pno)];
-	p->hnext = *b;
-	*b = p;
 	ix->live++;
 	return p;
 }
 
 void vc_index_remove(struct vc_index *ix, struct vc_page *p)
 {
-	struct vc_page **pp = &ix->buckets[bucket_of(ix, p->pno)];
-	while (*pp != p)
-		pp = &(*pp)->hnext;
-	*pp = p->hnext;
+	vc_cindex_delete(ix->map, vc_ikey(0, p->pno));
+	atomic_store_explicit(&p->st, 0, memory_order_release);
 	p->used = 0;
-	p->hnext = ix->free;
+	p->next_free = ix->free;
 	ix->free = p;
 	ix->live--;
 }

@@ -3,48 +3,90 @@
  * Every entry holds exactly one tier slot (a page moving between tiers holds
  * its source slot until the move completes, and the destination slot is
  * reserved by the mover), so host_pages + gpu_pages entries always suffice
- * and the pool never grows.
+ * and the pool never grows. An entry's place in the pool is the page's id:
+ * the index maps page numbers to ids, and the GPU log names slot owners by
+ * id, so cleaning moves a page by rewriting its entry, not the index.
+ *
+ * Page state `st` is one atomic word: pins, BUSY, EXCL and HOST. Everything
+ * else in the entry is guarded by the engine lock. Readers that find a page
+ * through the index without the lock pin it with one compare-and-swap, and
+ * only while HOST is set and BUSY and EXCL are clear; the engine sets BUSY or
+ * EXCL, or clears HOST, only with a compare-and-swap that sees no pins
+ * (vc_page_claim). So a pinned page's tier, slot, data and number stay put
+ * until it is unpinned, and an entry being freed or reused cannot be pinned.
  */
 #ifndef VC_PAGE_H
 #define VC_PAGE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "policy/policy.h"
+#include "policy/opqueue.h"
+
+#define VC_ST_PIN1 1ull
+#define VC_ST_PINS 0xffffull           /* readers copying out of the host slot */
+#define VC_ST_BUSY (1ull << 16)        /* data in flight (load, move, write-back): wait */
+#define VC_ST_EXCL (1ull << 17)        /* a writer owns the host slot */
+#define VC_ST_HOST (1ull << 18)        /* in the host tier: lock-free readers may pin */
 
 struct vc_page {
-	struct vc_pnode pn; /* first: policy nodes map back to pages by cast */
+	struct vc_opq_node qn; /* first: policy nodes map back to pages by cast */
 	uint64_t pno;
-	struct vc_page *hnext; /* hash chain, or free list */
-	uint32_t slot;         /* slot in `tier` */
-	uint16_t pins;         /* readers copying out of the host slot */
-	uint8_t tier;          /* VC_TIER_HOST or VC_TIER_GPU */
-	uint8_t busy : 1;      /* data in flight (load, move, write-back): wait */
-	uint8_t excl : 1;      /* a writer owns the host slot */
-	uint8_t dirty : 1;     /* newer than the backing store (write-back only) */
-	uint8_t used : 1;      /* entry is live (in the index) */
+	_Atomic uint64_t st;
+	struct vc_page *next_free;
+	uint32_t slot;    /* slot in `tier` (the GPU log's global slot number) */
+	uint32_t version; /* bumped on every write: the consistency version */
+	uint8_t tier;     /* VC_TIER_HOST or VC_TIER_GPU */
+	uint8_t dirty : 1; /* newer than the backing store (write-back only) */
+	uint8_t used : 1;  /* entry is live (in the index) */
 };
+
+/* Per-page metadata of features still to come (dedup: content signature
+ * and block pointer; encryption: tweak) lives in arrays indexed by page id,
+ * allocated by the feature that needs it, so entries stay small. */
 
 static inline struct vc_page *vc_page_of(struct vc_pnode *n)
 {
 	return (struct vc_page *)n;
 }
 
-/* Chained hash over a fixed pool. Not thread safe (engine lock). Lookup is
- * O(1) expected: buckets are a power of two >= 2x the pool. */
+static inline uint64_t vc_page_st(const struct vc_page *p)
+{
+	return atomic_load_explicit(&p->st, memory_order_acquire);
+}
+
+/* Sets `set` and clears `clear` in p->st if it has no pins, BUSY or EXCL;
+ * false (nothing changed) if it has. */
+static inline bool vc_page_claim(struct vc_page *p, uint64_t set, uint64_t clear)
+{
+	uint64_t s = vc_page_st(p);
+	do {
+		if (s & (VC_ST_PINS | VC_ST_BUSY | VC_ST_EXCL))
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&p->st, &s, (s | set) & ~clear,
+							memory_order_acq_rel, memory_order_acquire));
+	return true;
+}
+
+/* The pool, its free list (engine lock) and the concurrent index over it
+ * (lock-free lookups; writers hold the engine lock). */
+struct vc_cindex;
 struct vc_index {
 	struct vc_page *pool;
 	uint64_t npool;
 	struct vc_page *free;
-	struct vc_page **buckets;
-	uint64_t mask;
+	struct vc_cindex *map; /* page number -> page id */
 	uint64_t live;
 };
 
 int vc_index_init(struct vc_index *ix, uint64_t npool);
 void vc_index_fini(struct vc_index *ix);
+/* Under the engine lock. */
 struct vc_page *vc_index_find(const struct vc_index *ix, uint64_t pno);
+/* Lock-free: the entry the index names for pno, or NULL. The caller must
+ * pin it and check its number before trusting anything in it. */
+struct vc_page *vc_index_peek(const struct vc_index *ix, uint64_t pno);
 /* Takes a free entry, keys it and links it; NULL when the pool is empty. */
 struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno);
 void vc_index_remove(struct vc_index *ix, struct vc_page *p);

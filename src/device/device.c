@@ -1,6 +1,7 @@
-/* Backend selection. AUTO prefers CUDA and falls back to emu only when CUDA
- * is absent (not built, or no usable device); a CUDA device that exists but
- * fails is an error, not a silent fallback. */
+/* Backend selection, and the argument checks both backends share. AUTO
+ * prefers CUDA and falls back to emu only when CUDA is absent (not built,
+ * or no usable device); a CUDA device that exists but fails is an error,
+ * not a silent fallback. */
 #include "device/device.h"
 
 #include <errno.h>
@@ -41,4 +42,30 @@ int vc_device_parse(const char *name)
 		if (name && strcmp(name, names[k]) == 0)
 			return k;
 	return vc_err(-EINVAL, "unknown device \"%s\" (auto, cuda or emu)", name ? name : "");
+}
+
+int vc_gc_check(const struct vc_gc_job *j)
+{
+	const uint32_t ps = j->page_size;
+	if (ps < 512 || ps > (2u << 20) || (ps & (ps - 1)) != 0)
+		return vc_err(-EINVAL, "gc: page size %u is not a power of two in 512 B .. 2 MiB", ps);
+	if (j->base % 16 != 0)
+		return vc_err(-EINVAL, "gc: store base %#llx is not 16-byte aligned",
+			      (unsigned long long)j->base);
+	if (j->per_seg == 0)
+		return vc_err(-EINVAL, "gc: no slots per segment");
+	const uint64_t pieces = ps > 4096 ? ps / 4096 : 1;
+	if ((uint64_t)j->nsrc * j->per_seg * pieces > VC_GC_MAX_SLOTS)
+		return vc_err(-EINVAL, "gc: %u segments of %u slots of %u bytes exceed one job", j->nsrc,
+			      j->per_seg, ps);
+	if (j->nsrc && (!j->src || !j->key || !j->stamp || !j->key_dev || !j->stamp_dev))
+		return vc_err(-EINVAL, "gc: a job with sources needs src, key and stamp");
+	if (j->ndst > VC_GC_MAX_SLOTS)
+		return vc_err(-EINVAL, "gc: %u destination segments", j->ndst);
+	if (j->ndst && !j->dst)
+		return vc_err(-EINVAL, "gc: a job with destinations needs dst");
+	if (j->ndst ? j->dst_first >= j->per_seg : j->dst_first != 0)
+		return vc_err(-EINVAL, "gc: first destination slot %u of %u segments of %u slots",
+			      j->dst_first, j->ndst, j->per_seg);
+	return 0;
 }

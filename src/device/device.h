@@ -44,6 +44,55 @@ struct vc_dbatch {
 	void *priv; /* backend state, set by batch_init */
 };
 
+/* A log-store cleaning job (BAG's GPU garbage collector), run on the device.
+ *
+ * The store is nseg segments of per_seg slots of page_size bytes at `base`;
+ * global slot g = seg * per_seg + slot lives at base + g * page_size. Two
+ * per-slot tables live in mapped pinned host memory (host_alloc), so the
+ * host keeps them current on every append at no transfer cost and the
+ * device reads and writes them in place:
+ *   key[g]    the owner of slot g (the engine's page id), VC_GC_DEAD if garbage
+ *   stamp[g]  the owner's LRU stamp: smaller is older
+ * The job takes every live slot of the source segments (src[0..nsrc)),
+ * orders them by stamp, oldest first (stable: equal stamps keep source
+ * order, src[0] first, then slot order), and moves rank r to destination
+ * position dst_first + r, where position q is slot q % per_seg of segment
+ * dst[q / per_seg]. For every moved page it copies the data and writes key
+ * and stamp of the destination slot, and marks the source slot's key dead.
+ * `moved` returns the number of pages moved.
+ *
+ * Preconditions (the caller's, not checked on the device): destination
+ * slots are free and outside the sources; no batch in flight touches a
+ * source or destination page; ndst segments hold dst_first + (live pages).
+ * Cost: O(live pages) device work in a few launches, plus O(nsrc + ndst)
+ * host work; synchronous: the data and both tables are final on return. */
+#define VC_GC_DEAD UINT32_MAX
+struct vc_gc_job {
+	uint64_t base;
+	uint32_t page_size, per_seg;
+	uint32_t *key;     /* host view of key[] (host_alloc) */
+	uint64_t key_dev;  /* its device-visible address */
+	uint64_t *stamp;   /* host view of stamp[] (host_alloc) */
+	uint64_t stamp_dev;
+	const uint32_t *src; /* host arrays of segment numbers */
+	const uint32_t *dst;
+	uint32_t nsrc, ndst;
+	uint32_t dst_first; /* first free slot of dst[0] */
+	uint32_t moved;     /* out */
+};
+
+/* Bounds of one job: source positions (nsrc * per_seg) times 4 KiB pieces
+ * per page (1 up to 4 KiB pages); destination segments. */
+#define VC_GC_MAX_SLOTS (1u << 30)
+
+/* Checks what a backend can check of a job before touching anything:
+ * page_size a power of two in 512 B .. 2 MiB, base 16-byte aligned,
+ * per_seg >= 1, the bounds above, the arrays present, dst_first <
+ * per_seg (0 without destinations). 0 or -EINVAL. Both backends also
+ * return -ENOSPC, changing nothing, when the live pages turn out not to
+ * fit the destination. */
+int vc_gc_check(const struct vc_gc_job *job);
+
 struct vc_device_ops {
 	const char *name;
 	void (*close)(struct vc_device *d);
@@ -68,6 +117,9 @@ struct vc_device_ops {
 	/* Synchronous copy between device-visible addresses, for bulk data,
 	 * tests and benchmarks. */
 	int (*memcpy_sync)(struct vc_device *d, uint64_t dst, uint64_t src, size_t len);
+
+	/* Runs a cleaning job (struct vc_gc_job) to completion. */
+	int (*gc_run)(struct vc_device *d, struct vc_gc_job *job);
 };
 
 struct vc_device {

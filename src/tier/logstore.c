@@ -4,33 +4,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/batcher.h"
 #include "core/clock.h"
 #include "core/error.h"
 
-enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_CLEANING };
+enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN };
 
 struct seg {
-	uint64_t lsn;       /* log order: larger is younger */
+	uint64_t lsn;        /* log order: larger is younger */
 	uint64_t last_clock; /* append clock of its last append: its age */
-	uint32_t used;      /* slots handed out, from 0 */
-	uint32_t live;      /* of those, not orphaned */
+	uint32_t used;       /* slots handed out, from 0 */
+	uint32_t live;       /* of those, not orphaned */
 	uint32_t state;
 	uint32_t _pad;
 };
 
+/* Invariants: live_total and used_total are the sums of the segments'
+ * live and used counts; a slot's key is VC_LS_DEAD unless it is one of its
+ * segment's `live` slots; the head, if any, is the only SEG_OPEN segment. */
 struct vc_ls {
 	struct vc_device *dev;
 	uint64_t base; /* device address of segment 0 */
 	uint32_t nseg, per_seg, page_size, seg_bytes;
-	uint32_t min_free; /* watermark, in segments */
+	unsigned seg_shift; /* log2(per_seg) */
+	uint32_t min_free;  /* watermark, in segments */
 	double early_release;
 	struct seg *segs;
-	struct vc_lsmeta *meta; /* nseg * per_seg */
-	uint32_t *free;         /* stack of free segments */
+	uint32_t *key; /* per global slot, mapped pinned */
+	uint64_t key_dev;
+	uint64_t *stamp; /* per global slot, mapped pinned */
+	uint64_t stamp_dev;
+	uint32_t *free; /* stack of free segments */
 	uint32_t nfree;
 	int64_t head; /* open segment, or -1 */
 	uint64_t lsn, clock;
+	uint64_t live_total, used_total;
 	struct vc_ls_stats st;
 };
 
@@ -41,40 +48,43 @@ int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_
 		return vc_err(-EINVAL, "log store: segment size %u must be a power of two >= the "
 				       "page size %u", sb, ps);
 	uint64_t nseg = cfg->total_bytes / sb;
-	if (nseg < 2 || nseg > UINT32_MAX)
+	if (nseg < 2 || nseg * (sb / ps) >= VC_LS_DEAD)
 		return vc_err(-EINVAL, "log store: %llu bytes make %llu segments of %u bytes; need "
-				       "at least 2", (unsigned long long)cfg->total_bytes,
-			      (unsigned long long)nseg, sb);
+				       "at least 2 and fewer than 2^32 slots",
+			      (unsigned long long)cfg->total_bytes, (unsigned long long)nseg, sb);
 	struct vc_ls *ls = calloc(1, sizeof *ls);
 	if (!ls)
 		return vc_err(-ENOMEM, "out of memory");
 	ls->dev = dev;
 	ls->nseg = (uint32_t)nseg;
 	ls->per_seg = sb / ps;
+	ls->seg_shift = (unsigned)__builtin_ctz(ls->per_seg);
 	ls->page_size = ps;
 	ls->seg_bytes = sb;
 	double wm = cfg->free_watermark > 0 ? cfg->free_watermark : 0;
 	ls->min_free = (uint32_t)(wm * (double)nseg + 0.999);
 	ls->early_release = cfg->early_release;
 	ls->head = -1;
+	size_t nslot = (size_t)nseg * ls->per_seg;
 	ls->segs = calloc(nseg, sizeof *ls->segs);
-	ls->meta = malloc(nseg * ls->per_seg * sizeof *ls->meta);
 	ls->free = malloc(nseg * sizeof *ls->free);
 	int r = 0;
-	if (!ls->segs || !ls->meta || !ls->free)
+	if (!ls->segs || !ls->free)
 		r = vc_err(-ENOMEM, "log store: out of memory for %llu segments",
 			   (unsigned long long)nseg);
 	if (r == 0)
+		r = dev->ops->host_alloc(dev, nslot * sizeof *ls->key, (void **)&ls->key, &ls->key_dev);
+	if (r == 0)
+		r = dev->ops->host_alloc(dev, nslot * sizeof *ls->stamp, (void **)&ls->stamp,
+					 &ls->stamp_dev);
+	if (r == 0)
 		r = dev->ops->mem_alloc(dev, nseg * (size_t)sb, &ls->base);
 	if (r < 0) {
-		free(ls->segs);
-		free(ls->meta);
-		free(ls->free);
-		free(ls);
+		vc_ls_close(ls);
 		return r;
 	}
-	for (uint64_t i = 0; i < nseg * ls->per_seg; i++)
-		ls->meta[i] = (struct vc_lsmeta){ .key = VC_LS_DEAD };
+	memset(ls->key, 0xff, nslot * sizeof *ls->key);
+	memset(ls->stamp, 0, nslot * sizeof *ls->stamp);
 	for (uint32_t i = 0; i < nseg; i++)
 		ls->free[ls->nfree++] = (uint32_t)(nseg - 1 - i);
 	*out = ls;
@@ -85,9 +95,13 @@ void vc_ls_close(struct vc_ls *ls)
 {
 	if (!ls)
 		return;
-	ls->dev->ops->mem_free(ls->dev, ls->base);
+	if (ls->base)
+		ls->dev->ops->mem_free(ls->dev, ls->base);
+	if (ls->key)
+		ls->dev->ops->host_free(ls->dev, ls->key);
+	if (ls->stamp)
+		ls->dev->ops->host_free(ls->dev, ls->stamp);
 	free(ls->segs);
-	free(ls->meta);
 	free(ls->free);
 	free(ls);
 }
@@ -97,47 +111,89 @@ uint32_t vc_ls_slots_per_seg(const struct vc_ls *ls)
 	return ls->per_seg;
 }
 
-uint64_t vc_ls_addr(const struct vc_ls *ls, struct vc_lsloc loc)
+uint64_t vc_ls_capacity(const struct vc_ls *ls)
 {
-	return ls->base + (uint64_t)loc.seg * ls->seg_bytes + (uint64_t)loc.slot * ls->page_size;
+	return (uint64_t)ls->nseg * ls->per_seg;
 }
 
-struct vc_lsmeta *vc_ls_meta(struct vc_ls *ls, struct vc_lsloc loc)
+uint64_t vc_ls_live_total(const struct vc_ls *ls)
 {
-	return &ls->meta[(size_t)loc.seg * ls->per_seg + loc.slot];
+	return ls->live_total;
 }
 
-int vc_ls_append(struct vc_ls *ls, uint32_t n, const uint64_t *keys, struct vc_lsloc *out)
+uint64_t vc_ls_addr(const struct vc_ls *ls, uint32_t g)
 {
-	uint64_t room = (uint64_t)ls->nfree * ls->per_seg;
+	return ls->base + (uint64_t)g * ls->page_size;
+}
+
+uint32_t vc_ls_key(const struct vc_ls *ls, uint32_t g)
+{
+	return ls->key[g];
+}
+
+uint64_t vc_ls_room(const struct vc_ls *ls)
+{
+	uint64_t n = (uint64_t)ls->nfree * ls->per_seg;
 	if (ls->head >= 0)
-		room += ls->per_seg - ls->segs[ls->head].used;
-	if (n > room)
+		n += ls->per_seg - ls->segs[ls->head].used;
+	return n;
+}
+
+/* The head, opening a free segment when there is none. The caller has
+ * checked the room. A head is sealed as soon as it fills (seal_full), so
+ * the tail can be any full segment. */
+static uint32_t head_seg(struct vc_ls *ls)
+{
+	if (ls->head < 0) {
+		uint32_t s = ls->free[--ls->nfree];
+		ls->segs[s] = (struct seg){ .lsn = ++ls->lsn, .state = SEG_OPEN };
+		ls->head = s;
+	}
+	return (uint32_t)ls->head;
+}
+
+static void seal_full(struct vc_ls *ls)
+{
+	if (ls->head >= 0 && ls->segs[ls->head].used == ls->per_seg) {
+		ls->segs[ls->head].state = SEG_SEALED;
+		ls->head = -1;
+	}
+}
+
+int vc_ls_append(struct vc_ls *ls, uint32_t n, const uint32_t *keys, uint64_t stamp,
+		 uint32_t *out)
+{
+	if (n > vc_ls_room(ls))
 		return -ENOSPC;
 	for (uint32_t i = 0; i < n; i++) {
-		if (ls->head < 0 || ls->segs[ls->head].used == ls->per_seg) {
-			if (ls->head >= 0)
-				ls->segs[ls->head].state = SEG_SEALED;
-			uint32_t s = ls->free[--ls->nfree];
-			ls->segs[s] = (struct seg){ .lsn = ++ls->lsn, .state = SEG_OPEN };
-			ls->head = s;
-		}
-		struct seg *sg = &ls->segs[ls->head];
-		out[i] = (struct vc_lsloc){ (uint32_t)ls->head, sg->used++ };
+		uint32_t s = head_seg(ls);
+		struct seg *sg = &ls->segs[s];
+		uint32_t g = (s << ls->seg_shift) + sg->used++;
 		sg->live++;
 		sg->last_clock = ++ls->clock;
-		*vc_ls_meta(ls, out[i]) = (struct vc_lsmeta){ .key = keys[i] };
+		ls->key[g] = keys[i];
+		ls->stamp[g] = stamp;
+		out[i] = g;
+		seal_full(ls);
 	}
+	ls->live_total += n;
+	ls->used_total += n;
 	return 0;
 }
 
-void vc_ls_orphan(struct vc_ls *ls, struct vc_lsloc loc)
+void vc_ls_orphan(struct vc_ls *ls, uint32_t g)
 {
-	struct vc_lsmeta *m = vc_ls_meta(ls, loc);
-	if (m->key == VC_LS_DEAD)
+	if (ls->key[g] == VC_LS_DEAD)
 		return;
-	m->key = VC_LS_DEAD;
-	ls->segs[loc.seg].live--;
+	ls->key[g] = VC_LS_DEAD;
+	ls->segs[g >> ls->seg_shift].live--;
+	ls->live_total--;
+}
+
+void vc_ls_rekey(struct vc_ls *ls, uint32_t g, uint32_t key, uint64_t stamp)
+{
+	ls->key[g] = key;
+	ls->stamp[g] = stamp;
 }
 
 bool vc_ls_low(const struct vc_ls *ls)
@@ -145,7 +201,13 @@ bool vc_ls_low(const struct vc_ls *ls)
 	return ls->nfree < ls->min_free;
 }
 
-int vc_ls_tail(const struct vc_ls *ls, uint32_t *seg)
+double vc_ls_fragmentation(const struct vc_ls *ls)
+{
+	return ls->used_total ? (double)(ls->used_total - ls->live_total) / (double)ls->used_total
+			      : 0;
+}
+
+int vc_ls_take_tail(struct vc_ls *ls, uint32_t *seg)
 {
 	int64_t best = -1;
 	for (uint32_t i = 0; i < ls->nseg; i++)
@@ -153,32 +215,45 @@ int vc_ls_tail(const struct vc_ls *ls, uint32_t *seg)
 			best = i;
 	if (best < 0)
 		return -ENOENT;
+	ls->segs[best].state = SEG_TAKEN;
 	*seg = (uint32_t)best;
 	return 0;
 }
 
-uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, struct vc_lsloc *out, uint32_t max)
+uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_t max)
 {
-	uint32_t k = 0;
-	const struct vc_lsmeta *m = &ls->meta[(size_t)seg * ls->per_seg];
+	uint32_t k = 0, g0 = seg << ls->seg_shift;
 	for (uint32_t s = 0; s < ls->segs[seg].used && k < max; s++)
-		if (m[s].key != VC_LS_DEAD)
-			out[k++] = (struct vc_lsloc){ seg, s };
+		if (ls->key[g0 + s] != VC_LS_DEAD)
+			out[k++] = g0 + s;
 	return k;
+}
+
+uint32_t vc_ls_seg_live(const struct vc_ls *ls, uint32_t seg)
+{
+	return ls->segs[seg].live;
 }
 
 void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted)
 {
 	struct seg *sg = &ls->segs[seg];
-	struct vc_lsmeta *m = &ls->meta[(size_t)seg * ls->per_seg];
+	uint32_t g0 = seg << ls->seg_shift;
 	for (uint32_t s = 0; s < sg->used; s++)
-		m[s].key = VC_LS_DEAD;
+		ls->key[g0 + s] = VC_LS_DEAD;
+	ls->live_total -= sg->live;
+	ls->used_total -= sg->used;
 	if (ls->head == (int64_t)seg)
 		ls->head = -1;
 	*sg = (struct seg){ .state = SEG_FREE };
 	ls->free[ls->nfree++] = seg;
 	if (evicted)
 		ls->st.segs_evicted++;
+}
+
+void vc_ls_unpick(struct vc_ls *ls, uint32_t n, const uint32_t *segs)
+{
+	for (uint32_t i = 0; i < n; i++)
+		ls->segs[segs[i]].state = SEG_SEALED;
 }
 
 /* Higher is a better segment to clean. */
@@ -201,9 +276,10 @@ uint32_t vc_ls_pick(struct vc_ls *ls, int policy, uint32_t max, uint32_t *segs)
 		int64_t best = -1;
 		double bs = 0;
 		for (uint32_t i = 0; i < ls->nseg; i++) {
-			if (ls->segs[i].state != SEG_SEALED)
+			const struct seg *sg = &ls->segs[i];
+			if (sg->state != SEG_SEALED || sg->live == ls->per_seg)
 				continue;
-			double sc = clean_score(ls, &ls->segs[i], policy);
+			double sc = clean_score(ls, sg, policy);
 			if (best < 0 || sc > bs) {
 				best = i;
 				bs = sc;
@@ -211,104 +287,115 @@ uint32_t vc_ls_pick(struct vc_ls *ls, int policy, uint32_t max, uint32_t *segs)
 		}
 		if (best < 0)
 			break;
-		ls->segs[best].state = SEG_CLEANING;
+		ls->segs[best].state = SEG_TAKEN;
 		segs[k++] = (uint32_t)best;
 	}
 	return k;
 }
 
-int vc_ls_relocate(struct vc_ls *ls, uint32_t n, const struct vc_lsloc *from, struct vc_lsloc *to,
-		   struct vc_move *moves)
+static uint64_t live_of(const struct vc_ls *ls, uint32_t n, const uint32_t *segs)
 {
-	uint64_t *keys = calloc(n ? n : 1, sizeof *keys);
-	if (!keys)
-		return vc_err(-ENOMEM, "out of memory");
+	uint64_t live = 0;
 	for (uint32_t i = 0; i < n; i++)
-		keys[i] = vc_ls_meta(ls, from[i])->key;
-	int r = vc_ls_append(ls, n, keys, to);
-	free(keys);
-	if (r < 0)
-		return r;
-	for (uint32_t i = 0; i < n; i++) {
-		*vc_ls_meta(ls, to[i]) = *vc_ls_meta(ls, from[i]);
-		moves[i] = (struct vc_move){ .src = vc_ls_addr(ls, from[i]),
-					     .dst = vc_ls_addr(ls, to[i]),
-					     .op = VC_MOVE_COPY };
-		vc_ls_orphan(ls, from[i]);
-	}
-	return 0;
+		live += ls->segs[segs[i]].live;
+	return live;
 }
 
-int vc_ls_clean(struct vc_ls *ls, struct vc_batcher *bat, int policy, uint32_t max_segs,
-		void (*order)(void *arg, struct vc_lsloc *locs, uint32_t n),
-		void (*moved)(void *arg, const struct vc_lsloc *from, const struct vc_lsloc *to,
-			      uint32_t n),
-		void *arg)
+int64_t vc_ls_clean_gain(const struct vc_ls *ls, uint32_t n, const uint32_t *segs)
+{
+	uint64_t live = live_of(ls, n, segs);
+	if (live > vc_ls_room(ls))
+		return -1;
+	uint64_t head_left = ls->head >= 0 ? ls->per_seg - ls->segs[ls->head].used : 0;
+	uint64_t fresh = live > head_left ? (live - head_left + ls->per_seg - 1) / ls->per_seg : 0;
+	return (int64_t)n - (int64_t)fresh;
+}
+
+int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
+		void (*moved)(void *arg, uint32_t key, uint32_t g), void *arg)
 {
 	uint64_t t0 = vc_now_ns();
-	uint32_t *segs = malloc((max_segs ? max_segs : 1) * sizeof *segs);
-	if (!segs)
-		return vc_err(-ENOMEM, "out of memory");
-	uint32_t ns = vc_ls_pick(ls, policy, max_segs, segs);
-	uint64_t live = 0;
-	for (uint32_t i = 0; i < ns; i++)
-		live += ls->segs[segs[i]].live;
-	uint64_t room = (uint64_t)ls->nfree * ls->per_seg;
-	if (ls->head >= 0)
-		room += ls->per_seg - ls->segs[ls->head].used;
-	if (live > room) {
-		for (uint32_t i = 0; i < ns; i++)
-			ls->segs[segs[i]].state = SEG_SEALED;
-		free(segs);
+	uint64_t live = live_of(ls, n, segs);
+	if (live > vc_ls_room(ls))
 		return -ENOSPC;
+	/* Destinations: the rest of the head, then as many free segments as
+	 * the live pages fill. */
+	uint32_t first = 0, nd = 0;
+	uint64_t left = live;
+	uint32_t *dst = malloc(((live + ls->per_seg - 1) / ls->per_seg + 1) * sizeof *dst);
+	if (!dst)
+		return vc_err(-ENOMEM, "out of memory");
+	if (ls->head >= 0 && ls->segs[ls->head].used < ls->per_seg) {
+		struct seg *h = &ls->segs[ls->head];
+		first = h->used;
+		dst[nd++] = (uint32_t)ls->head;
 	}
-	struct vc_lsloc *from = malloc((live ? live : 1) * sizeof *from);
-	struct vc_lsloc *to = malloc((live ? live : 1) * sizeof *to);
-	struct vc_move *mv = malloc((live ? live : 1) * sizeof *mv);
-	struct vc_ticket *tk = malloc((live ? live : 1) * sizeof *tk);
-	int r = 0;
-	if (!from || !to || !mv || !tk)
-		r = vc_err(-ENOMEM, "out of memory");
-	uint32_t n = 0;
-	for (uint32_t i = 0; r == 0 && i < ns; i++)
-		n += vc_ls_live(ls, segs[i], from + n, (uint32_t)live - n);
-	if (r == 0 && order)
-		order(arg, from, n);
-	if (r == 0)
-		r = vc_ls_relocate(ls, n, from, to, mv);
-	if (r == 0 && n) {
-		r = vc_batcher_add_n(bat, mv, n, tk);
-		if (r == 0)
-			r = vc_batcher_wait_n(bat, tk, n);
+	uint64_t fit = nd ? ls->per_seg - first : 0;
+	while (fit < left) {
+		/* Fresh segments: every one but the last fills and is sealed
+		 * below; the last stays the head. */
+		if (ls->head >= 0)
+			ls->segs[ls->head].state = SEG_SEALED;
+		ls->head = -1;
+		dst[nd++] = head_seg(ls);
+		fit += ls->per_seg;
 	}
-	if (r == 0) {
-		if (moved && n)
-			moved(arg, from, to, n);
-		for (uint32_t i = 0; i < ns; i++)
-			vc_ls_release(ls, segs[i], false);
-		vc_ls_note_gc(ls, n, vc_now_ns() - t0);
+	struct vc_gc_job job = {
+		.base = ls->base,
+		.page_size = ls->page_size,
+		.per_seg = ls->per_seg,
+		.key = ls->key,
+		.key_dev = ls->key_dev,
+		.stamp = ls->stamp,
+		.stamp_dev = ls->stamp_dev,
+		.src = segs,
+		.dst = dst,
+		.nsrc = n,
+		.ndst = nd,
+		.dst_first = first,
+	};
+	int r = live ? ls->dev->ops->gc_run(ls->dev, &job) : 0;
+	if (r == 0 && job.moved != live)
+		r = vc_err(-EIO, "log store: cleaner moved %u pages, %llu were live", job.moved,
+			   (unsigned long long)live);
+	if (r < 0) {
+		/* The device failed mid-way: which copy of a page is current is
+		 * unknown. The caller drops the GPU tier's pages. */
+		free(dst);
+		return r;
 	}
-	free(from);
-	free(to);
-	free(mv);
-	free(tk);
-	free(segs);
-	return r < 0 ? r : (int)n;
-}
-
-void vc_ls_note_gc(struct vc_ls *ls, uint64_t pages, uint64_t ns)
-{
+	/* Fill the destination segments' counts, then report. */
+	uint64_t q = first;
+	for (uint32_t i = 0; i < nd; i++) {
+		struct seg *sg = &ls->segs[dst[i]];
+		uint32_t take = (uint32_t)((q + left > ls->per_seg ? ls->per_seg : q + left) - q);
+		sg->used += take;
+		sg->live += take;
+		sg->last_clock = ++ls->clock;
+		uint32_t g0 = (dst[i] << ls->seg_shift) + (uint32_t)q;
+		for (uint32_t s = 0; s < take && moved; s++)
+			moved(arg, ls->key[g0 + s], g0 + s);
+		left -= take;
+		q = 0;
+	}
+	seal_full(ls);
+	/* The pages changed segments: live_total stays, used_total grows by
+	 * the destination slots; the device killed the source keys. */
+	ls->used_total += live;
+	for (uint32_t i = 0; i < n; i++) {
+		ls->segs[segs[i]].live = 0;
+		vc_ls_release(ls, segs[i], false);
+	}
+	free(dst);
 	ls->st.gc_runs++;
-	ls->st.gc_pages_moved += pages;
-	ls->st.gc_ns += ns;
+	ls->st.gc_pages_moved += live;
+	ls->st.gc_ns += vc_now_ns() - t0;
+	return (int)live;
 }
 
 uint64_t vc_ls_early_budget(const struct vc_ls *ls)
 {
-	uint64_t live = 0;
-	for (uint32_t i = 0; i < ls->nseg; i++)
-		live += ls->segs[i].live;
-	return (uint64_t)(ls->early_release * (double)live);
+	return (uint64_t)(ls->early_release * (double)ls->live_total);
 }
 
 void vc_ls_note_early_release(struct vc_ls *ls, uint64_t pages)
@@ -322,16 +409,14 @@ void vc_ls_get_stats(const struct vc_ls *ls, struct vc_ls_stats *st)
 	st->segs_total = ls->nseg;
 	st->segs_free = ls->nfree;
 	st->segs_live = st->segs_cleaning = 0;
-	st->slots_live = st->slots_dead = 0;
 	for (uint32_t i = 0; i < ls->nseg; i++) {
 		const struct seg *sg = &ls->segs[i];
 		if (sg->state == SEG_OPEN || sg->state == SEG_SEALED)
 			st->segs_live++;
-		else if (sg->state == SEG_CLEANING)
+		else if (sg->state == SEG_TAKEN)
 			st->segs_cleaning++;
-		st->slots_live += sg->live;
-		st->slots_dead += sg->used - sg->live;
 	}
-	uint64_t used = st->slots_live + st->slots_dead;
-	st->fragmentation = used ? (double)st->slots_dead / (double)used : 0;
+	st->slots_live = ls->live_total;
+	st->slots_dead = ls->used_total - ls->live_total;
+	st->fragmentation = vc_ls_fragmentation(ls);
 }

@@ -5,25 +5,30 @@
  * MiB), which form a log ordered by their log sequence number (lsn): the
  * head is the open segment that appends fill, the tail the oldest sealed
  * one. A batch of appended pages lands in contiguous slots of the head, so
- * it can travel as one DMA copy.
+ * it can travel as one DMA copy. Slots are named by their global number
+ * g = seg * slots_per_seg + slot.
  *
  *   append     reserves slots at the head (opening free segments as needed)
+ *              for owners with an LRU stamp each
  *   orphan     a re-written or invalidated page leaves its old slot dead;
  *              each segment keeps a live count
- *   tail       eviction drops whole aged segments from the tail; the caller
- *              first writes back the dirty live pages it lists
+ *   tail       eviction takes whole aged segments from the tail; the caller
+ *              writes back the dirty live pages and releases the segment
  *   clean      the cleaner picks segments (oldest first, or RAMCloud's
- *              cost-benefit: (1 - u) * age / (1 + u)), and plans device-to-
- *              device moves of their live pages to the head in the order the
- *              caller gives (its LRU order), so the tail stays the oldest
+ *              cost-benefit: (1 - u) * age / (1 + u)) and the device moves
+ *              their live pages to the head in stamp (LRU) order, oldest
+ *              first, so the tail stays the oldest (device op gc_run)
  *
- * Per-slot metadata keeps room for what comes next: the page key, a version
- * for consistency, a content signature and block pointer for dedup, and a
- * tweak for encryption.
+ * Per-slot metadata is the owner (the engine's page id) and its stamp, in
+ * mapped pinned host memory: the host writes them on append at no transfer
+ * cost, and the device cleaner reads and rewrites them in place. Per-page
+ * metadata that must not move with the data (content signature, block
+ * pointer, encryption tweak, version) belongs to the owner, not the slot.
  *
- * Not thread safe: the engine calls it under its lock. Costs: append and
- * orphan O(1) per page; tail and pick O(segments); a cleaning plan O(live
- * pages moved). Metadata: 48 bytes per slot, 32 per segment.
+ * Not thread safe: the engine calls it under its lock. Costs: append,
+ * orphan and rekey O(1) per page; tail and pick O(segments); clean O(live
+ * pages moved) on the device plus one callback per moved page. Metadata:
+ * 12 bytes per slot (pinned), 40 per segment.
  */
 #ifndef VC_LOGSTORE_H
 #define VC_LOGSTORE_H
@@ -33,22 +38,7 @@
 
 #include "device/device.h"
 
-#define VC_LS_DEAD UINT64_MAX /* key of an orphaned or never-written slot */
-
-struct vc_lsloc {
-	uint32_t seg;
-	uint32_t slot;
-};
-
-struct vc_lsmeta {
-	uint64_t key;     /* page key, VC_LS_DEAD when the slot is garbage */
-	uint32_t version; /* bumped by the owner on every rewrite */
-	uint32_t flags;   /* VC_LSF_* */
-	uint8_t sig[16];  /* content signature (dedup) */
-	uint64_t block;   /* dedup block pointer */
-	uint64_t tweak;   /* encryption tweak / IV */
-};
-#define VC_LSF_DIRTY 1u
+#define VC_LS_DEAD VC_GC_DEAD /* owner of an orphaned or never-written slot */
 
 enum vc_ls_clean_policy {
 	VC_LS_CLEAN_OLDEST = 0,       /* BAG: age order, whole tail first */
@@ -57,10 +47,10 @@ enum vc_ls_clean_policy {
 
 struct vc_ls_config {
 	uint32_t page_size;
-	uint32_t seg_bytes;     /* power of two, >= page_size */
-	uint64_t total_bytes;   /* rounded down to whole segments */
-	double free_watermark;  /* clean / release when free segments fall below this share */
-	double early_release;   /* share of aged pages released early (BAG: 0.10) */
+	uint32_t seg_bytes;    /* power of two, >= page_size */
+	uint64_t total_bytes;  /* rounded down to whole segments; >= 2 segments */
+	double free_watermark; /* "low" when free segments fall below this share */
+	double early_release;  /* share of live pages released early when low (BAG: 0.10) */
 };
 
 struct vc_ls_stats {
@@ -75,55 +65,63 @@ struct vc_ls;
 int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_ls **out);
 void vc_ls_close(struct vc_ls *ls);
 
-/* Reserves n slots at the head for the given keys, in order; out[i] is
- * key i's slot. Consecutive slots of one segment are contiguous in device
- * memory. -ENOSPC (nothing reserved) when the free segments cannot hold
- * them: evict or clean first. */
-int vc_ls_append(struct vc_ls *ls, uint32_t n, const uint64_t *keys, struct vc_lsloc *out);
+/* Reserves n slots at the head for owners keys[0..n), all with `stamp`;
+ * out[i] is owner i's global slot. Consecutive slots of one segment are
+ * contiguous in device memory. -ENOSPC (nothing reserved) when the free
+ * segments cannot hold them: evict or clean first. */
+int vc_ls_append(struct vc_ls *ls, uint32_t n, const uint32_t *keys, uint64_t stamp,
+		 uint32_t *out);
 /* The slot is garbage from now on. */
-void vc_ls_orphan(struct vc_ls *ls, struct vc_lsloc loc);
+void vc_ls_orphan(struct vc_ls *ls, uint32_t g);
+/* The live slot g changes owner in place (a swap put another page's data
+ * there), with a new stamp. */
+void vc_ls_rekey(struct vc_ls *ls, uint32_t g, uint32_t key, uint64_t stamp);
 
-uint64_t vc_ls_addr(const struct vc_ls *ls, struct vc_lsloc loc);
-struct vc_lsmeta *vc_ls_meta(struct vc_ls *ls, struct vc_lsloc loc);
+uint64_t vc_ls_addr(const struct vc_ls *ls, uint32_t g);
+/* Owner of slot g, VC_LS_DEAD if garbage. */
+uint32_t vc_ls_key(const struct vc_ls *ls, uint32_t g);
 uint32_t vc_ls_slots_per_seg(const struct vc_ls *ls);
+uint64_t vc_ls_capacity(const struct vc_ls *ls); /* slots */
+uint64_t vc_ls_live_total(const struct vc_ls *ls);
+/* Slots that appends can take now: the free segments and the rest of the head. */
+uint64_t vc_ls_room(const struct vc_ls *ls);
 
 /* True when free segments are below the watermark. */
 bool vc_ls_low(const struct vc_ls *ls);
-/* The tail: the oldest sealed segment not being cleaned; -ENOENT if none. */
-int vc_ls_tail(const struct vc_ls *ls, uint32_t *seg);
+/* Share of dead slots among used ones. O(1). */
+double vc_ls_fragmentation(const struct vc_ls *ls);
+/* Takes the tail, the oldest sealed segment, for eviction (it is no longer
+ * sealed: nobody else takes or cleans it); -ENOENT if none. */
+int vc_ls_take_tail(struct vc_ls *ls, uint32_t *seg);
 /* Live slots of a segment, in slot order; returns how many were written
  * to out (at most max). */
-uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, struct vc_lsloc *out, uint32_t max);
-/* Drops a whole segment (its live pages are gone: the caller has written
- * back or re-homed them) and returns it to the free pool. */
+uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_t max);
+/* Live pages in a segment. */
+uint32_t vc_ls_seg_live(const struct vc_ls *ls, uint32_t seg);
+/* Drops a whole taken segment (its live pages are gone: the caller has
+ * written back or re-homed them) and returns it to the free pool. */
 void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted);
+/* Gives taken or picked segments back, sealed, unchanged. */
+void vc_ls_unpick(struct vc_ls *ls, uint32_t n, const uint32_t *segs);
 
-/* Chooses up to max sealed segments to clean, best first, and marks them
- * cleaning. Returns how many. */
+/* Chooses up to max sealed segments to clean, best first, and takes them.
+ * Returns how many. Only segments whose cleaning frees space are chosen
+ * (live < slots per segment). O(segments * max). */
 uint32_t vc_ls_pick(struct vc_ls *ls, int policy, uint32_t max, uint32_t *segs);
-/* Plans moving the live pages `from` (in the caller's order, typically LRU
- * from oldest to newest) to fresh slots at the head: fills moves[i] (device
- * to device COPY), to[i] and copies their metadata. The old slots become
- * dead. -ENOSPC when the head cannot take them. */
-int vc_ls_relocate(struct vc_ls *ls, uint32_t n, const struct vc_lsloc *from, struct vc_lsloc *to,
-		   struct vc_move *moves);
-struct vc_batcher;
+/* Segments the cleaning of segs[0..n) would free: n minus the segments its
+ * live pages fill at the head. <= 0 means cleaning them gains nothing;
+ * -1 also when the free pool cannot take their live pages. */
+int64_t vc_ls_clean_gain(const struct vc_ls *ls, uint32_t n, const uint32_t *segs);
+/* Cleans taken segments: the device moves their live pages to the head in
+ * stamp order (oldest first), then `moved` hears of each page's new slot
+ * (the caller updates its index: the old slot is dead), and the segments
+ * return to the free pool. The caller guarantees that nothing is in flight
+ * on those pages. Returns pages moved, or -ENOSPC with nothing changed
+ * (segments still taken) when the head cannot take them. The pause is
+ * O(live pages of the n segments). */
+int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
+		void (*moved)(void *arg, uint32_t key, uint32_t g), void *arg);
 
-/* One incremental cleaning step, the whole GC cycle for up to max_segs
- * segments: picks them by `policy`, lets `order` arrange their live pages
- * (the caller's LRU order, oldest first; NULL keeps slot order), moves the
- * pages device-to-device to the head in batches through `bat`, reports the
- * relocations to `moved` in bulk (the caller updates its index), and frees
- * the segments. Returns pages moved; -ENOSPC, with nothing changed, when
- * the head cannot take them. The pause is bounded by max_segs segments. */
-int vc_ls_clean(struct vc_ls *ls, struct vc_batcher *bat, int policy, uint32_t max_segs,
-		void (*order)(void *arg, struct vc_lsloc *locs, uint32_t n),
-		void (*moved)(void *arg, const struct vc_lsloc *from, const struct vc_lsloc *to,
-			      uint32_t n),
-		void *arg);
-
-/* Records a finished cleaning run: pages moved and time taken. */
-void vc_ls_note_gc(struct vc_ls *ls, uint64_t pages, uint64_t ns);
 /* Pages to release early once below the watermark: early_release of the
  * live pages (BAG: up to 10%), so later evictions need not stall. */
 uint64_t vc_ls_early_budget(const struct vc_ls *ls);

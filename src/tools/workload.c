@@ -217,6 +217,11 @@ int vc_wl_run(vc_cache *c, const struct vc_wl_params *p, struct vc_wl_result *ou
 	d->batch_wait_ns -= s0.batch_wait_ns;
 	for (int k = 0; k < VC_BATCH_HIST; k++)
 		d->batch_hist[k] -= s0.batch_hist[k];
+	d->gc_runs -= s0.gc_runs;
+	d->gc_pages_moved -= s0.gc_pages_moved;
+	d->gc_ns -= s0.gc_ns;
+	d->gpu_segments_evicted -= s0.gpu_segments_evicted;
+	d->early_releases -= s0.early_releases;
 
 	double acc = (double)(d->hits[0] + d->hits[1] + d->misses);
 	if (acc > 0) {

@@ -16,12 +16,17 @@
  * Batches may complete out of submission order (emu completes them in
  * order).
  *
+ * Cleaning jobs (gc_run, kernels/gc.cu) run on a stream of their own, one
+ * at a time per device, with scratch that grows to the largest job seen and
+ * lives until close.
+ *
  * Every CUDA call goes through CU(), which records a message naming the
  * call and maps the result to our codes. The runtime keeps the current
  * device per thread and engine threads are arbitrary, so every entry point
  * first makes this device current (a thread-local store in the runtime).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +37,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "index/atomics.h"
+#include "device/cuda/kernels/gc.h"
 #include "device/cuda/kernels/move.h"
 #include "device/device.h"
 #include "vramcache.h"
@@ -78,6 +84,24 @@
 #endif
 #define NSTREAMS VC_CUDA_STREAMS
 
+/* Cleaning-job state, set up by the first job. Scratch capacities only
+ * grow, so a steady engine allocates nothing per job. */
+struct cu_gc {
+	bool ready;
+	cudaStream_t stream;
+	uint32_t gather_blocks, move_blocks; /* grid caps: SMs x resident blocks */
+	uint32_t slot_cap;  /* source positions the scratch holds */
+	uint32_t list_cap;  /* segment numbers (src + dst) the lists hold */
+	void *slot_mem;     /* device: vc_cuda_gc_carve's arrays */
+	void *sort_mem;     /* device: CUB's temporary storage */
+	uint32_t *list_dev; /* device: the lists, filled by the gather */
+	uint32_t *list_host; /* pinned, mapped: the lists staged by the host */
+	uint32_t *list_host_dev;
+	struct vc_cuda_gc_count *count; /* pinned, mapped: the gather's report */
+	struct vc_cuda_gc_count *count_dev;
+	struct vc_cuda_gc_scratch s;
+};
+
 struct cu_dev {
 	struct vc_device dev;
 	int ordinal;
@@ -86,6 +110,9 @@ struct cu_dev {
 	uint32_t max_blocks; /* move-kernel grid cap: SMs x resident blocks per SM */
 	uint64_t memcpy_min; /* fast-path threshold in bytes; UINT64_MAX = off */
 	bool host_ptr_ok;    /* the GPU reaches host memory at the CPU's address */
+	uint32_t sms;
+	pthread_mutex_t gc_mu; /* one cleaning job at a time; guards gc */
+	struct cu_gc gc;
 };
 
 /* How the last submission of a batch signals completion. */
@@ -450,17 +477,214 @@ static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 	return CU(cudaEventSynchronize(cb->ev));
 }
 
+/* --- cleaning jobs ------------------------------------------------------ */
+
+/* VC_CUDA_GC_BLOCKS caps both grids (tests use it to run every
+ * grid-stride loop more than once); unset, the caps fill the GPU. */
+static int gc_setup(struct cu_dev *c)
+{
+	struct cu_gc *g = &c->gc;
+	int gather = 0, move = 0;
+	int r = CU((cudaError_t)vc_cuda_gc_blocks_per_sm(&gather, &move));
+	if (r < 0)
+		return r;
+	g->gather_blocks = c->sms * (uint32_t)(gather > 0 ? gather : 1);
+	g->move_blocks = c->sms * (uint32_t)(move > 0 ? move : 1);
+	const char *cap = getenv("VC_CUDA_GC_BLOCKS");
+	if (cap && atoi(cap) > 0) {
+		uint32_t b = (uint32_t)atoi(cap);
+		g->gather_blocks = b < g->gather_blocks ? b : g->gather_blocks;
+		g->move_blocks = b < g->move_blocks ? b : g->move_blocks;
+	}
+	void *h;
+	uint64_t dv;
+	if ((r = cu_host_alloc(&c->dev, sizeof *g->count, &h, &dv)) < 0)
+		return r;
+	g->count = h;
+	g->count_dev = (struct vc_cuda_gc_count *)(uintptr_t)dv;
+	r = CU(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+	if (r < 0) {
+		cu_host_free(&c->dev, g->count);
+		g->count = NULL;
+		return r;
+	}
+	g->ready = true;
+	return 0;
+}
+
+static void gc_release(struct cu_dev *c)
+{
+	struct cu_gc *g = &c->gc;
+	if (!g->ready)
+		return;
+	(void)CU(cudaStreamSynchronize(g->stream));
+	(void)CU(cudaStreamDestroy(g->stream));
+	(void)CU(cudaFree(g->slot_mem));
+	(void)CU(cudaFree(g->sort_mem));
+	(void)CU(cudaFree(g->list_dev));
+	cu_host_free(&c->dev, g->list_host);
+	cu_host_free(&c->dev, g->count);
+	memset(g, 0, sizeof *g);
+}
+
+/* Capacity at least `need`, doubling, so that a run of growing jobs
+ * reallocates O(log) times. */
+static uint32_t grow_to(uint32_t have, uint64_t need, uint32_t floor)
+{
+	uint64_t n = have ? have : floor;
+	while (n < need)
+		n *= 2;
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* Scratch for `slots` source positions and `lists` segment numbers. The
+ * previous job has synchronized, so old buffers are free to go; on failure
+ * the old ones stay. */
+static int gc_reserve(struct cu_dev *c, uint64_t slots, uint64_t lists)
+{
+	struct cu_gc *g = &c->gc;
+	int r;
+	if (slots > g->slot_cap) {
+		/* 64K positions: 64 segments of 1024 slots, the usual job */
+		uint32_t cap = grow_to(g->slot_cap, slots, 1u << 16);
+		if (cap > VC_GC_MAX_SLOTS)
+			cap = VC_GC_MAX_SLOTS;
+		size_t sort_bytes = 0;
+		void *mem = NULL, *sort = NULL;
+		if ((r = CU((cudaError_t)vc_cuda_gc_sort_bytes(cap, &sort_bytes))) < 0)
+			return r;
+		sort_bytes = sort_bytes < 256 ? 256 : sort_bytes;
+		if ((r = CU(cudaMalloc(&mem, vc_cuda_gc_slot_bytes(cap)))) < 0)
+			return r;
+		if ((r = CU(cudaMalloc(&sort, sort_bytes))) < 0) {
+			(void)CU(cudaFree(mem));
+			return r;
+		}
+		struct vc_cuda_gc_scratch s = { 0 };
+		vc_cuda_gc_carve(mem, cap, &s);
+		if ((r = CU(cudaMemsetAsync(s.done, 0, sizeof *s.done, g->stream))) < 0) {
+			(void)CU(cudaFree(sort));
+			(void)CU(cudaFree(mem));
+			return r;
+		}
+		(void)CU(cudaFree(g->slot_mem));
+		(void)CU(cudaFree(g->sort_mem));
+		g->slot_mem = mem;
+		g->sort_mem = sort;
+		g->slot_cap = cap;
+		s.sort_tmp = sort;
+		s.sort_bytes = sort_bytes;
+		s.src = g->s.src;
+		s.dst = g->s.dst;
+		g->s = s;
+	}
+	if (lists > g->list_cap) {
+		uint32_t cap = grow_to(g->list_cap, lists, 1024);
+		void *dev = NULL, *host = NULL;
+		uint64_t host_dev;
+		if ((r = CU(cudaMalloc(&dev, (size_t)cap * sizeof(uint32_t)))) < 0)
+			return r;
+		if ((r = cu_host_alloc(&c->dev, (size_t)cap * sizeof(uint32_t), &host, &host_dev)) < 0) {
+			(void)CU(cudaFree(dev));
+			return r;
+		}
+		(void)CU(cudaFree(g->list_dev));
+		cu_host_free(&c->dev, g->list_host);
+		g->list_dev = dev;
+		g->list_host = host;
+		g->list_host_dev = (uint32_t *)(uintptr_t)host_dev;
+		g->list_cap = cap;
+	}
+	return 0;
+}
+
+/* The host's share is O(nsrc + ndst): staging the lists, two launches
+ * apart (see kernels/gc.h), one synchronization between them to learn the
+ * live count and stamp range, and one at the end. Nothing is written
+ * before the count is known, so -ENOSPC leaves the store as it was. */
+static int cu_gc_run_locked(struct cu_dev *c, struct vc_gc_job *job)
+{
+	struct cu_gc *g = &c->gc;
+	int r;
+	if (!g->ready && (r = gc_setup(c)) < 0)
+		return r;
+	const uint64_t S = (uint64_t)job->nsrc * job->per_seg;
+	if ((r = gc_reserve(c, S, (uint64_t)job->nsrc + job->ndst)) < 0)
+		return r;
+	memcpy(g->list_host, job->src, (size_t)job->nsrc * sizeof(uint32_t));
+	if (job->ndst)
+		memcpy(g->list_host + job->nsrc, job->dst, (size_t)job->ndst * sizeof(uint32_t));
+	struct vc_cuda_gc_job kj = {
+		.base = job->base,
+		.key = (uint32_t *)(uintptr_t)job->key_dev,
+		.stamp = (uint64_t *)(uintptr_t)job->stamp_dev,
+		.lists = g->list_host_dev,
+		.nsrc = job->nsrc,
+		.ndst = job->ndst,
+		.per_seg = job->per_seg,
+		.page_size = job->page_size,
+		.dst_first = job->dst_first,
+	};
+	g->s.src = g->list_dev;
+	g->s.dst = g->list_dev + job->nsrc;
+	r = CU((cudaError_t)vc_cuda_gc_gather(&kj, &g->s, g->count_dev, g->gather_blocks, g->stream));
+	if (r < 0)
+		goto drain;
+	if ((r = CU(cudaStreamSynchronize(g->stream))) < 0)
+		return r;
+	const struct vc_cuda_gc_count cnt = *g->count;
+	const uint64_t room = (uint64_t)job->ndst * job->per_seg - job->dst_first;
+	if (cnt.live > room)
+		return vc_err(-ENOSPC, "cuda: gc: %u live pages, room for %llu", cnt.live,
+			      (unsigned long long)room);
+	if (cnt.live > 0) {
+		r = CU((cudaError_t)vc_cuda_gc_finish(&kj, &g->s, &cnt, g->gather_blocks, g->move_blocks,
+						      g->stream));
+		if (r < 0)
+			goto drain;
+		if ((r = CU(cudaStreamSynchronize(g->stream))) < 0)
+			return r;
+	}
+	job->moved = cnt.live;
+	return 0;
+drain:
+	/* What was enqueued before the failed launch still reads the lists. */
+	(void)CU(cudaStreamSynchronize(g->stream));
+	return r;
+}
+
+static int cu_gc_run(struct vc_device *d, struct vc_gc_job *job)
+{
+	struct cu_dev *c = CUD(d);
+	int r = vc_gc_check(job);
+	if (r < 0)
+		return r;
+	if (job->nsrc == 0) {
+		job->moved = 0;
+		return 0;
+	}
+	if ((r = cu_enter(c)) < 0)
+		return r;
+	pthread_mutex_lock(&c->gc_mu);
+	r = cu_gc_run_locked(c, job);
+	pthread_mutex_unlock(&c->gc_mu);
+	return r;
+}
+
 /* --- open and close ----------------------------------------------------- */
 
 /* Batches are the owner's to finish (batch_fini) before close. */
 static void cu_close(struct vc_device *d)
 {
 	struct cu_dev *c = CUD(d);
-	if (cu_enter(c) == 0)
+	if (cu_enter(c) == 0) {
 		for (int i = 0; i < NSTREAMS; i++) {
 			(void)CU(cudaStreamSynchronize(c->streams[i]));
 			(void)CU(cudaStreamDestroy(c->streams[i]));
 		}
+		gc_release(c);
+	}
+	pthread_mutex_destroy(&c->gc_mu);
 	free(c);
 }
 
@@ -476,6 +700,7 @@ static const struct vc_device_ops cu_ops = {
 	.batch_submit = cu_batch_submit,
 	.batch_wait = cu_batch_wait,
 	.memcpy_sync = cu_memcpy_sync,
+	.gc_run = cu_gc_run,
 };
 
 /* " PCIe genG xW" from sysfs for the device's PCI address, or "" where
@@ -557,11 +782,14 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->host_ptr_ok = uva && host_ptr;
 	c->max_blocks = (uint32_t)(p.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
 	c->memcpy_min = memcpy_min_config();
+	c->sms = (uint32_t)p.multiProcessorCount;
+	pthread_mutex_init(&c->gc_mu, NULL);
 	for (int i = 0; i < NSTREAMS; i++) {
 		r = CU(cudaStreamCreateWithFlags(&c->streams[i], cudaStreamNonBlocking));
 		if (r < 0) {
 			while (i-- > 0)
 				(void)CU(cudaStreamDestroy(c->streams[i]));
+			pthread_mutex_destroy(&c->gc_mu);
 			free(c);
 			return r;
 		}

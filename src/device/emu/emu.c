@@ -4,7 +4,8 @@
  * batching code runs exactly as it does over a GPU.
  *
  * Cost: a batch of n pages costs one queue hand-off plus n page copies
- * (2n for swaps) on the worker thread. */
+ * (2n for swaps) on the worker thread. A cleaning job (gc_run) runs on the
+ * calling thread: O(S log S) for S source slots, plus its page copies. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -186,6 +187,61 @@ static int emu_memcpy_sync(struct vc_device *d, uint64_t dst, uint64_t src, size
 	return 0;
 }
 
+/* A live source slot: its stamp and source position (rank * per_seg + slot). */
+struct emu_live {
+	uint64_t stamp;
+	uint32_t pos;
+};
+
+static int cmp_live(const void *a, const void *b)
+{
+	const struct emu_live *x = a, *y = b;
+	if (x->stamp != y->stamp)
+		return x->stamp < y->stamp ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* struct vc_gc_job on the CPU. Positions are unique, so ordering by
+ * (stamp, position) is the job's stable order. The caller keeps batches
+ * off these pages (device.h), so the worker thread needs no say. */
+static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
+{
+	(void)d;
+	int r = vc_gc_check(j);
+	if (r < 0)
+		return r;
+	const uint64_t per = j->per_seg, S = (uint64_t)j->nsrc * per;
+	struct emu_live *lv = NULL;
+	if (S && !(lv = malloc(S * sizeof *lv)))
+		return vc_err(-ENOMEM, "emu: gc: cannot allocate %llu slots", (unsigned long long)S);
+	uint32_t n = 0;
+	for (uint64_t p = 0; p < S; p++) {
+		uint64_t g = j->src[p / per] * per + p % per;
+		if (j->key[g] != VC_GC_DEAD)
+			lv[n++] = (struct emu_live){ j->stamp[g], (uint32_t)p };
+	}
+	if (n > (uint64_t)j->ndst * per - j->dst_first) {
+		free(lv);
+		return vc_err(-ENOSPC, "emu: gc: %u live pages, room for %llu", n,
+			      (unsigned long long)((uint64_t)j->ndst * per - j->dst_first));
+	}
+	if (n > 1)
+		qsort(lv, n, sizeof *lv, cmp_live);
+	unsigned char *base = (unsigned char *)(uintptr_t)j->base;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t p = lv[i].pos, q = j->dst_first + (uint64_t)i;
+		uint64_t gs = j->src[p / per] * per + p % per;
+		uint64_t gd = j->dst[q / per] * per + q % per;
+		memcpy(base + gd * j->page_size, base + gs * j->page_size, j->page_size);
+		j->key[gd] = j->key[gs];
+		j->stamp[gd] = lv[i].stamp;
+		j->key[gs] = VC_GC_DEAD;
+	}
+	free(lv);
+	j->moved = n;
+	return 0;
+}
+
 static const struct vc_device_ops emu_ops = {
 	.name = "emu",
 	.close = emu_close,
@@ -198,6 +254,7 @@ static const struct vc_device_ops emu_ops = {
 	.batch_submit = emu_batch_submit,
 	.batch_wait = emu_batch_wait,
 	.memcpy_sync = emu_memcpy_sync,
+	.gc_run = emu_gc_run,
 };
 
 int vc_emu_open(struct vc_device **out)
