@@ -266,9 +266,10 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	CHECK(st.gpu_segments * (gv->seg_pages ? gv->seg_pages : 4) == st.pages_capacity[VC_TIER_GPU]);
 	if (gv->policy == VC_GC_OFF)
 		CHECK(st.gc_runs == 0 && st.gc_pages_moved == 0);
-	else if (gv != &gc_default)
+	/* Short runs (memcheck's) may not get that far. */
+	if (gv->policy != VC_GC_OFF && gv != &gc_default && ops >= 1000)
 		CHECK(st.gc_runs > 0 && st.gc_pages_moved > 0);
-	if (gv->watermark >= 0.2)
+	if (gv->watermark >= 0.2 && ops >= 1000)
 		CHECK(st.early_releases > 0);
 	if (write_mode == VC_WRITE_BACK)
 		CHECK(st.writebacks > 0);

@@ -113,6 +113,8 @@ struct cu_dev {
 	uint32_t sms;
 	pthread_mutex_t gc_mu; /* one cleaning job at a time; guards gc */
 	struct cu_gc gc;
+	pthread_mutex_t mem_mu; /* guards mem */
+	struct cu_mem *mem;     /* allocations whose start was moved to align them */
 };
 
 /* How the last submission of a batch signals completion. */
@@ -212,33 +214,67 @@ static void cu_host_free(struct vc_device *d, void *host)
 	(void)CU(cudaFreeHost(host));
 }
 
+/* cudaMalloc promises 256-byte alignment only (large sizes come at 2 MiB
+ * boundaries, small ones may not). An allocation that is not 4 KiB aligned
+ * is redone 4 KiB larger and its start moved up; the list remembers those
+ * (few: the engine allocates a handful of large regions), for the free. */
+struct cu_mem {
+	struct cu_mem *next;
+	uint64_t aligned;
+	void *raw;
+};
+
 static int cu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 {
-	int r = cu_enter(CUD(d));
+	struct cu_dev *c = CUD(d);
+	int r = cu_enter(c);
 	if (r < 0)
 		return r;
-	/* cudaMalloc promises 256-byte alignment only; in practice it carves
-	 * sizes that are multiples of 4 KiB at 4 KiB boundaries (large ones at
-	 * 2 MiB), so round up and check rather than over-allocate. */
 	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
 	void *p = NULL;
 	r = CU(cudaMalloc(&p, len));
 	if (r < 0)
 		return r;
-	if ((uintptr_t)p & 4095) {
-		(void)CU(cudaFree(p));
-		return vc_err(-VC_EDEVICE, "cuda: cudaMalloc(%zu) returned %p, not 4 KiB aligned",
-			      len, p);
+	if (((uintptr_t)p & 4095) == 0) {
+		*dev_addr = (uint64_t)(uintptr_t)p;
+		return 0;
 	}
-	*dev_addr = (uint64_t)(uintptr_t)p;
+	(void)CU(cudaFree(p));
+	struct cu_mem *m = malloc(sizeof *m);
+	if (!m)
+		return vc_err(-ENOMEM, "out of memory");
+	r = CU(cudaMalloc(&p, len + 4096));
+	if (r < 0) {
+		free(m);
+		return r;
+	}
+	m->raw = p;
+	m->aligned = ((uint64_t)(uintptr_t)p + 4095) & ~(uint64_t)4095;
+	pthread_mutex_lock(&c->mem_mu);
+	m->next = c->mem;
+	c->mem = m;
+	pthread_mutex_unlock(&c->mem_mu);
+	*dev_addr = m->aligned;
 	return 0;
 }
 
 static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
 {
-	if (!dev_addr || cu_enter(CUD(d)) < 0)
+	struct cu_dev *c = CUD(d);
+	if (!dev_addr || cu_enter(c) < 0)
 		return;
-	(void)CU(cudaFree((void *)(uintptr_t)dev_addr));
+	void *raw = (void *)(uintptr_t)dev_addr;
+	pthread_mutex_lock(&c->mem_mu);
+	for (struct cu_mem **pp = &c->mem; *pp; pp = &(*pp)->next)
+		if ((*pp)->aligned == dev_addr) {
+			struct cu_mem *m = *pp;
+			*pp = m->next;
+			raw = m->raw;
+			free(m);
+			break;
+		}
+	pthread_mutex_unlock(&c->mem_mu);
+	(void)CU(cudaFree(raw));
 }
 
 /* A copy on the calling thread's own default stream: it does not wait for
@@ -284,9 +320,7 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 		vc_err_clear();
 		flag_dev = flag;
 	}
-	/* A whole 4 KiB so that later cudaMalloc sub-allocations of 4 KiB
-	 * multiples stay 4 KiB aligned (see cu_mem_alloc). */
-	r = CU(cudaMalloc(&counter, 4096));
+	r = CU(cudaMalloc(&counter, sizeof(uint32_t)));
 	if (r < 0)
 		goto fail_flag;
 	r = CU(cudaMemset(counter, 0, sizeof(uint32_t)));
@@ -685,6 +719,12 @@ static void cu_close(struct vc_device *d)
 		gc_release(c);
 	}
 	pthread_mutex_destroy(&c->gc_mu);
+	pthread_mutex_destroy(&c->mem_mu);
+	while (c->mem) { /* leaked by a caller: freed with the context */
+		struct cu_mem *m = c->mem;
+		c->mem = m->next;
+		free(m);
+	}
 	free(c);
 }
 
@@ -784,12 +824,14 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
 	pthread_mutex_init(&c->gc_mu, NULL);
+	pthread_mutex_init(&c->mem_mu, NULL);
 	for (int i = 0; i < NSTREAMS; i++) {
 		r = CU(cudaStreamCreateWithFlags(&c->streams[i], cudaStreamNonBlocking));
 		if (r < 0) {
 			while (i-- > 0)
 				(void)CU(cudaStreamDestroy(c->streams[i]));
 			pthread_mutex_destroy(&c->gc_mu);
+			pthread_mutex_destroy(&c->mem_mu);
 			free(c);
 			return r;
 		}
