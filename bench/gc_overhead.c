@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	}
 	/* Host tier 16K pages (64 MiB), GPU tier 64K pages (256 MiB, 64
 	 * segments of 4 MiB), working set twice both. */
-	uint64_t host = 16384, gpu = 65536, accesses = 4000000;
+	uint64_t host = 16384, gpu = 65536, accesses = 1000000;
 	if (quick) {
 		host = 1024;
 		gpu = 4096;

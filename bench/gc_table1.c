@@ -12,8 +12,8 @@
  * order plus a random offset of up to one segment's worth, so neighbouring
  * segments interleave and the sort does real work. Free destination
  * segments follow the store. The whole store is cleaned, J segments per
- * job (--jobs, default 64 and 8), in log order, destinations continuing
- * mid-segment from job to job.
+ * job (--jobs, default 256, 64 and 8; the goals are judged at the first),
+ * in log order, destinations continuing mid-segment from job to job.
  *
  *   ours      gc_run per job, then the index update an engine owes after
  *             each job: loc[owner] = new global slot for every moved page
@@ -448,6 +448,10 @@ static struct timing clean_ours(struct store *st, uint32_t J, uint32_t nseg)
 		gpu += vc_now_ns() - a;
 		if (j.moved != live)
 			die("gc_run moved the wrong count", -EIO);
+		/* The log store then releases the sources: their keys die on
+		 * the host (counted: it is the engine's cost too). */
+		for (uint32_t i = 0; i < nsrc; i++)
+			memset(st->key + (uint64_t)st->segno[s + i] * per, 0xff, per * sizeof *st->key);
 		updater_push(&st->up, (uint64_t)dseg * per + dfirst, live);
 		uint64_t q = dfirst + live;
 		dseg += (uint32_t)(q / per);
@@ -611,7 +615,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->page = 4096;
 	o->seg_mib = 4;
 	o->lf[0] = 0.8, o->lf[1] = 0.9, o->nlf = 2;
-	o->jobs[0] = 64, o->jobs[1] = 8, o->njobs = 2;
+	o->jobs[0] = 256, o->jobs[1] = 64, o->jobs[2] = 8, o->njobs = 3;
 	for (int i = 0; i < 6; i++)
 		o->sizes[i] = sizes[i];
 	o->nsizes = 6;

@@ -284,7 +284,6 @@ static uint32_t model_job(struct tcase *t, const struct vc_gc_job *j)
 		t->cid[gd] = t->cid[gs];
 		t->xkey[gd] = t->xkey[gs];
 		t->xstamp[gd] = t->xstamp[gs];
-		t->xkey[gs] = VC_GC_DEAD;
 	}
 	free(a);
 	free(tmp);
@@ -324,6 +323,14 @@ static void run_job(struct tcase *t, struct vc_gc_job *j)
 		exit(1);
 	}
 	t->moved += want;
+	/* The sources are the caller's to release (the log store does it):
+	 * left as they were by the job, garbage from now on. */
+	for (uint32_t i = 0; i < j->nsrc; i++)
+		for (uint32_t s = 0; s < t->per; s++) {
+			uint64_t g = (uint64_t)j->src[i] * t->per + s;
+			CHECK(t->key[g] == t->xkey[g]);
+			t->key[g] = t->xkey[g] = VC_GC_DEAD;
+		}
 	verify(t);
 }
 

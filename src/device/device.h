@@ -58,8 +58,9 @@ struct vc_dbatch {
  * order, src[0] first, then slot order), and moves rank r to destination
  * position dst_first + r, where position q is slot q % per_seg of segment
  * dst[q / per_seg]. For every moved page it copies the data and writes key
- * and stamp of the destination slot, and marks the source slot's key dead.
- * `moved` returns the number of pages moved.
+ * and stamp of the destination slot. Source slots keep their key and stamp:
+ * the caller releases the source segments (killing their keys on the host
+ * costs no PCIe traffic). `moved` returns the number of pages moved.
  *
  * Preconditions (the caller's, not checked on the device): destination
  * slots are free and outside the sources; no batch in flight touches a

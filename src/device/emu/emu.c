@@ -235,7 +235,6 @@ static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
 		memcpy(base + gd * j->page_size, base + gs * j->page_size, j->page_size);
 		j->key[gd] = j->key[gs];
 		j->stamp[gd] = lv[i].stamp;
-		j->key[gs] = VC_GC_DEAD;
 	}
 	free(lv);
 	j->moved = n;

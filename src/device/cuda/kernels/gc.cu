@@ -25,22 +25,18 @@
  * memsets of setup, then a memset and a launch per digit). A range of 0 or a
  * single item needs no sort.
  *
- * moves: one launch, three kinds of warp-sized work item, in this order:
- *   kill   32 source positions: key[] := VC_GC_DEAD, for every source slot
- *          (dead ones already hold it), so the writes are coalesced
- *          128-byte runs instead of one 4-byte PCIe write per moved page;
+ * moves: one launch, two kinds of warp-sized work item, in this order:
  *   meta   32 consecutive ranks: key[] and stamp[] of their destination
  *          slots (consecutive within a segment: 128 + 256-byte writes);
  *   piece  min(page_size, 4 KiB) of one page: the move kernel's style (one
  *          warp, 16-byte words, all V loads of the piece before its
  *          stores), so pages of 512 B .. 2 MiB all spread over the GPU.
  * The page's source comes from the sorted positions and the lists in
- * device memory; the owner from owner[] (device memory), not key[], which
- * the kill items overwrite concurrently.
+ * device memory; the owner from owner[] (device memory), not key[] over
+ * PCIe. Source keys are not touched: the caller releases the segments.
  *
  * Cost per job: key[] read once over PCIe (4 B per source slot) and stamp[]
- * once per live slot (8 B); 16 B of PCIe writes per moved page plus 4 B per
- * source slot; the pages once each way in device memory; the sort's passes
+ * once per live slot (8 B); 12 B of PCIe writes per moved page; the pages once each way in device memory; the sort's passes
  * over 8 or 12 bytes per live page. Host: one synchronization between the
  * steps; 4 to 5 launches and memsets plus 2 per sort pass.
  */
@@ -292,27 +288,22 @@ __device__ __forceinline__ void copy_piece(const uint4 *src, uint4 *dst)
 		__stcs(dst + 32 * k, a[k]);
 }
 
-/* Items: [0, nkill) kill, [nkill, nkill + nmeta) meta, then n << shift
- * pieces; nitems in all. Grid-stride, one warp per item. */
+/* Items: [0, nmeta) meta, then n << shift pieces; nitems in all.
+ * Grid-stride, one warp per item. */
 template <int V>
 __global__ void __launch_bounds__(THREADS)
 move_kernel(const struct vc_cuda_gc_job j, const struct vc_cuda_gc_scratch s, const void *keys,
 	    uint32_t key64, const uint32_t *__restrict__ vals, uint32_t n, uint64_t min,
-	    uint32_t nkill, uint32_t nmeta, uint32_t nitems, uint32_t shift)
+	    uint32_t nmeta, uint32_t nitems, uint32_t shift)
 {
 	constexpr uint32_t PIECE = V * 32 * 16;
 	const uint32_t lane = threadIdx.x & 31;
 	const uint32_t nwarps = gridDim.x * WARPS;
-	const uint32_t S = j.nsrc * j.per_seg;
 	const uint32_t mask = (1u << shift) - 1;
 
 	for (uint32_t it = blockIdx.x * WARPS + threadIdx.x / 32; it < nitems; it += nwarps) {
-		if (it < nkill) {
-			const uint32_t p = it * 32 + lane;
-			if (p < S)
-				j.key[src_slot(j, s, p)] = VC_GC_DEAD;
-		} else if (it - nkill < nmeta) {
-			const uint32_t r = (it - nkill) * 32 + lane;
+		if (it < nmeta) {
+			const uint32_t r = it * 32 + lane;
 			if (r < n) {
 				const uint64_t k = key64 ? static_cast<const uint64_t *>(keys)[r]
 							 : static_cast<const uint32_t *>(keys)[r];
@@ -321,7 +312,7 @@ move_kernel(const struct vc_cuda_gc_job j, const struct vc_cuda_gc_scratch s, co
 				j.stamp[g] = min + k;
 			}
 		} else {
-			const uint32_t x = it - nkill - nmeta, r = x >> shift;
+			const uint32_t x = it - nmeta, r = x >> shift;
 			const uint32_t p = vals[r]; /* one address: a broadcast */
 			const uint64_t off = (uint64_t)(x & mask) * PIECE + lane * 16u;
 			const uint64_t from = j.base + src_slot(j, s, p) * j.page_size + off;
@@ -471,27 +462,27 @@ extern "C" int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc
 		v = ps / 512;
 	else
 		shift = (uint32_t)__builtin_ctz(ps / 4096);
-	const uint32_t nkill = (uint32_t)((S + 31) / 32), nmeta = (n + 31) / 32;
-	const uint64_t items = (uint64_t)nkill + nmeta + ((uint64_t)n << shift);
+	const uint32_t nmeta = (n + 31) / 32;
+	const uint64_t items = (uint64_t)nmeta + ((uint64_t)n << shift);
 	if (items > (1ull << 31) + (1ull << 28))
 		return (int)cudaErrorInvalidValue;
 	const dim3 grid(grid_of((items + WARPS - 1) / WARPS, move_blocks)), block(THREADS);
 	const uint32_t ni = (uint32_t)items;
 	switch (v) {
 	case 1:
-		move_kernel<1><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min, nkill,
+		move_kernel<1><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
 						      nmeta, ni, shift);
 		break;
 	case 2:
-		move_kernel<2><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min, nkill,
+		move_kernel<2><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
 						      nmeta, ni, shift);
 		break;
 	case 4:
-		move_kernel<4><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min, nkill,
+		move_kernel<4><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
 						      nmeta, ni, shift);
 		break;
 	default:
-		move_kernel<8><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min, nkill,
+		move_kernel<8><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
 						      nmeta, ni, shift);
 		break;
 	}
