@@ -104,8 +104,9 @@ struct vc_config {
 				    less so that the tier has at least 16 segments */
 	int gc_policy;           /* enum vc_gc_policy; default VC_GC_COST_BENEFIT */
 	uint32_t gc_segments;    /* segments per cleaning step: bounds a pause; default 4 */
-	double gc_watermark;     /* reclaim when free segments fall below this share;
-				    default 0.10 */
+	double gc_watermark;     /* reclaim when free segments fall below this share
+				    (at least one segment is kept free); default 0.02:
+				    free segments are capacity the tier does not use */
 	double gc_fragmentation; /* clean rather than evict when dead slots exceed this
 				    share of used ones; default 0.25 */
 	double early_release;    /* once below the watermark, evict up to this share of

@@ -188,7 +188,7 @@ struct gcv {
 	double watermark, frag;
 };
 
-static const struct gcv gc_default = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.10, 0.25 };
+static const struct gcv gc_default = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.02, 0.25 };
 
 static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv)
 {

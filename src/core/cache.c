@@ -826,7 +826,7 @@ void vc_config_init(struct vc_config *cfg)
 	cfg->batch_timeout_us = 50;
 	cfg->gc_policy = VC_GC_COST_BENEFIT;
 	cfg->gc_segments = 4;
-	cfg->gc_watermark = 0.10;
+	cfg->gc_watermark = 0.02;
 	cfg->gc_fragmentation = 0.25;
 	cfg->early_release = 0.10;
 }
