@@ -115,6 +115,7 @@ static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *
 
 static void pol_insert(struct vc_cache *c, struct vc_page *p, int tier)
 {
+	p->pn.key = p->pno; /* ghost-list policies remember evicted keys */
 	c->pol->ops->insert(c->pol, &p->pn, tier);
 }
 
