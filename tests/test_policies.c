@@ -105,22 +105,30 @@ static void test_2q(void)
 }
 
 /* S3-FIFO with 5 pages: S holds 1 (10 % rounds to 0, raised to 1), M 4,
- * the ghost 4 keys.
- * a: S [a]. b c d e: S is full and nothing was evicted yet: M [e d c b].
- * f: M is within its 4, S is not empty: S's tail a has no hits: evict a,
- *    ghost [a]; f enters S.
- * a: evict f from S (ghost [f a]); a is in the ghost: enters M [a e d c b].
- * f: M holds 5 > 4: M's tail b has counter 0: evict b; f from the ghost to
- *    M [f a e d c].
- * c: hit, counter 1.
- * g: M 5 > 4: c has 1: back to M's head with 0 ([c f a e d]); d has 0:
- *    evict d. g enters S.
- * g g: hits, counter 2.
- * h: M holds 4, S is not empty: g has 2 hits: promoted to M's head with 0;
- *    S is empty: M's tail e has 0: evict e. h enters S. */
+ * the ghost G 4 keys; queues head first, counters after a colon.
+ * a b c d e: all enter S (S may exceed its share until the tier is full).
+ * f: M (empty) is within 4 and S is not empty: S's tail a has no hits:
+ *    evict a, G [a]. S [f e d c b].
+ * a: evict b, G [b a]; a is in G: enters M [a]; G [b].
+ * f c: hits in S (f:1, c:1).
+ * g: S's tail c has 1 hit (< 2): evict c, G [c b]. S [g f e d]. g g: g:2.
+ * h: evict d, G [d c b]. S [h g f e].
+ * i: evict e, G [e d c b]. j: evict f (1 hit), G [f e d c] (b dropped).
+ * k: S's tail g has 2 hits: promoted to M's head with 0 (M [g a]); then
+ *    h: evict h, G [h f e d]. S [k j i].
+ * a: hit in M (a:1).
+ * d: evict i (G [i h f e d]); d is in G: taken, then G trims to 4 (it was
+ *    looked up before the trim, as the paper looks up before evicting);
+ *    M [d g a].
+ * e: evict j; e in G: M [e d g a]. f: evict k; f in G: M [f e d g a], S
+ *    empty.
+ * x: M holds 5 > 4: M's tail a has 1: back to M's head with 0; g has 0:
+ *    evict g (M's victims leave no ghost). x enters S.
+ * y: M holds 4, S is not empty: evict x. */
 static void test_s3fifo(void)
 {
-	run_seq("s3fifo", 5, "abcdefafcgggh", "........h.hh.", "afbde");
+	run_seq("s3fifo", 5, "abcdefafcggghijkadefxy", ".......hh.hh....h.....",
+		"abcdefhijkgx");
 }
 
 /* ARC with 4 pages (p starts at 0); T lists head first.

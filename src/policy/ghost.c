@@ -32,21 +32,21 @@ struct vc_ghost *vc_ghost_create(uint64_t cap)
 	if (!g)
 		return NULL;
 	uint64_t nb = 2;
-	while (nb < 2 * cap)
+	while (nb < 2 * (cap + 1))
 		nb *= 2;
 	g->cap = cap;
 	g->mask = nb - 1;
 	g->bucket = malloc(nb * sizeof *g->bucket);
-	g->e = malloc((cap ? cap : 1) * sizeof *g->e);
+	g->e = malloc((cap + 1) * sizeof *g->e);
 	if (!g->bucket || !g->e) {
 		vc_ghost_destroy(g);
 		return NULL;
 	}
 	for (uint64_t i = 0; i < nb; i++)
 		g->bucket[i] = NIL;
-	for (uint64_t i = 0; i < cap; i++)
-		g->e[i].chain = i + 1 < cap ? (uint32_t)(i + 1) : NIL;
-	g->free = cap ? 0 : NIL;
+	for (uint64_t i = 0; i <= cap; i++)
+		g->e[i].chain = i + 1 <= cap ? (uint32_t)(i + 1) : NIL;
+	g->free = 0;
 	g->old = g->young = NIL;
 	return g;
 }
@@ -98,7 +98,7 @@ void vc_ghost_add(struct vc_ghost *g, uint64_t key)
 {
 	if (g->cap == 0)
 		return;
-	if (g->n == g->cap)
+	if (g->n == g->cap + 1)
 		drop(g, g->old);
 	uint32_t i = g->free;
 	struct gent *e = &g->e[i];
@@ -129,6 +129,12 @@ bool vc_ghost_take(struct vc_ghost *g, uint64_t key)
 bool vc_ghost_has(const struct vc_ghost *g, uint64_t key)
 {
 	return find(g, key) != NIL;
+}
+
+void vc_ghost_trim(struct vc_ghost *g)
+{
+	while (g->n > g->cap)
+		drop(g, g->old);
 }
 
 void vc_ghost_pop(struct vc_ghost *g)

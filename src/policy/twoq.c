@@ -88,7 +88,9 @@ static void q2_insert(struct vc_policy *p, struct vc_pnode *n, int tier)
 {
 	struct q2_tier *t = &Q2(p)->t[tier];
 	n->tier = (uint8_t)tier;
-	if (vc_ghost_take(t->out, n->key)) {
+	bool back = vc_ghost_take(t->out, n->key);
+	vc_ghost_trim(t->out);
+	if (back) {
 		n->aux = IN_AM;
 		vc_pq_push(&t->am, n);
 	} else {
