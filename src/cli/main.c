@@ -76,6 +76,8 @@ int main(int argc, char **argv)
 		return cmd_info();
 	if (strcmp(cmd, "sim") == 0)
 		return cmd_sim(argc - 1, argv + 1);
+	if (strcmp(cmd, "mrc") == 0)
+		return cmd_mrc(argc - 1, argv + 1);
 	fprintf(stderr, "vramcache: unknown command '%s' (try --help)\n", cmd);
 	return 2;
 }
