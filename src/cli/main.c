@@ -78,6 +78,10 @@ int main(int argc, char **argv)
 		return cmd_sim(argc - 1, argv + 1);
 	if (strcmp(cmd, "mrc") == 0)
 		return cmd_mrc(argc - 1, argv + 1);
+	if (strcmp(cmd, "replay") == 0)
+		return cmd_replay(argc - 1, argv + 1);
+	if (strcmp(cmd, "trace") == 0)
+		return cmd_trace(argc - 1, argv + 1);
 	fprintf(stderr, "vramcache: unknown command '%s' (try --help)\n", cmd);
 	return 2;
 }
