@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "policy/policy.h"
 #include "testutil.h"
 
 #define NTHREADS 4
@@ -176,7 +177,7 @@ static void big_ops(struct run *r, uint64_t *seed)
 	free(buf);
 }
 
-static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const char *policy)
 {
 	/* Not page aligned: the last page is partial. */
 	uint64_t size = 3 * 1024 * 1024 + 1234;
@@ -199,6 +200,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops)
 	cfg.write_mode = write_mode;
 	cfg.batch_pages = 8;
 	cfg.batch_timeout_us = 20;
+	cfg.policy = policy;
 	int e = vc_open(&cfg, &r.c);
 	t_skip_if_absent(e, "engine model test on CUDA");
 	CHECK_OK(e);
@@ -265,9 +267,14 @@ int main(void)
 	int kind = t_device_kind();
 	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : 4000;
 	for (int wm = 0; wm < 2; wm++) {
-		one_run(kind, wm, 4096, ops);
-		one_run(kind, wm, 512, ops);
+		one_run(kind, wm, 4096, ops, NULL);
+		one_run(kind, wm, 512, ops, NULL);
 	}
+	/* Every other policy under the same load: pinned and busy pages are
+	 * skipped by victim(), evictions and moves interleave across threads. */
+	for (const struct vc_policy_ops *const *o = vc_policies; *o; o++)
+		if (strcmp((*o)->name, "lru") != 0)
+			one_run(kind, VC_WRITE_BACK, 4096, ops / 2, (*o)->name);
 	fprintf(stderr, "engine model: all runs match\n");
 	return 0;
 }
