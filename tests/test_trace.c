@@ -440,6 +440,71 @@ static void test_vct(void)
 	free(in);
 }
 
+/* --- mutated input ------------------------------------------------------- */
+
+/* Random byte flips, insertions of separators and cuts in every golden
+ * file, read in every format: each read must end in a clean end or an
+ * error with a message, never a crash (the sanitizer builds watch memory). */
+static void test_mutations(void)
+{
+	static const char *const files[] = { "small.lis", "cloudPhysics-small.csv", "msr-small.csv",
+					      "systor-small.csv", "tencent-small.csv",
+					      "generic-small.csv", "small.lis.gz" };
+	static const char *const fmts[] = { NULL, "arc", "cloudphysics", "msr", "systor",
+					    "tencent", "csv", "vct" };
+	static const char junk[] = ",\n 0-9x\r\0.#";
+	uint64_t seed = 1234;
+	int errors = 0, clean = 0;
+	for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
+		char path[4096];
+		data_path(path, sizeof path, files[fi]);
+		size_t len;
+		unsigned char *orig = slurp(path, &len);
+		unsigned char *b = malloc(len + 64);
+		CHECK(b);
+		for (int it = 0; it < 300; it++) {
+			memcpy(b, orig, len);
+			size_t n = len;
+			int k = 1 + (int)(t_rand(&seed) % 4);
+			for (int j = 0; j < k && n; j++) {
+				size_t at = t_rand(&seed) % n;
+				switch (t_rand(&seed) % 3) {
+				case 0:
+					b[at] ^= (unsigned char)(1 + t_rand(&seed) % 255);
+					break;
+				case 1:
+					b[at] = (unsigned char)junk[t_rand(&seed) % (sizeof junk - 1)];
+					break;
+				default:
+					n = at;
+				}
+			}
+			char tpath[4096];
+			tmp_file(tpath, sizeof tpath, "mut", b, n);
+			const char *fmt = fmts[t_rand(&seed) % (sizeof fmts / sizeof fmts[0])];
+			vc_trace *t;
+			int r = vc_trace_open(tpath, fmt, &t);
+			if (r == 0) {
+				uint64_t key;
+				int op;
+				while ((r = vc_trace_next_page(t, 4096, it % 2, &key, &op)) == 1)
+					;
+				vc_trace_close(t);
+			}
+			if (r < 0) {
+				CHECK(vc_last_error()[0] != '\0');
+				errors++;
+			} else {
+				clean++;
+			}
+		}
+		free(b);
+		free(orig);
+	}
+	printf("mutations: %d errors, %d clean reads\n", errors, clean);
+	CHECK(errors > 100 && clean > 20); /* both outcomes were exercised */
+}
+
 /* --- the shared traces --------------------------------------------------- */
 
 static int count_requests(const char *path, uint64_t *blocks)
@@ -518,6 +583,7 @@ int main(void)
 	test_malformed();
 	test_wrap();
 	test_vct();
+	test_mutations();
 	int shared = test_shared();
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
