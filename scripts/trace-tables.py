@@ -50,3 +50,24 @@ print("| **all traces** | %s |" % " | ".join("%.4f" % (sum(overall[p]) / len(ove
 print()
 for p in pol:
     print("- %s: worse than LRU (mean over sizes) on %s" % (p, ", ".join(worse.get(p, [])) or "no trace"))
+
+print()
+print("Two tiers (GRAM): host tier 5 % of the distinct pages, GPU tier 0, 10 % or")
+print("25 %; miss ratio (hit ratio of the host tier in parentheses):")
+print()
+print("| trace | GPU tier | " + " | ".join(pol) + " |")
+print("|---|---:|" + "---:|" * 6)
+for path in sorted(glob.glob(os.path.join(d, "sim2-*.json"))):
+    j = json.load(open(path))
+    name = os.path.basename(path)[5:-5]
+    by = {}
+    for r in j["results"]:
+        by.setdefault(r["gpu_pages"], {})[r["policy"]] = r
+    for g in sorted(by):
+        m = by[g]
+        best = min(m[p]["miss_ratio"] for p in pol)
+        cells = []
+        for p in pol:
+            s = "%.4f (%.2f)" % (m[p]["miss_ratio"], m[p]["hit_ratio_host"])
+            cells.append("**%s**" % s if m[p]["miss_ratio"] == best else s)
+        print("| %s | %d | %s |" % (name, g, " | ".join(cells)))
