@@ -55,8 +55,9 @@ print()
 print("Two tiers (GRAM): host tier 5 % of the distinct pages, GPU tier 0, 10 % or")
 print("25 %; miss ratio (hit ratio of the host tier in parentheses):")
 print()
+pol = pol + ["s3fifo+lru"]
 print("| trace | GPU tier | " + " | ".join(pol) + " |")
-print("|---|---:|" + "---:|" * 6)
+print("|---|---:|" + "---:|" * len(pol))
 for path in sorted(glob.glob(os.path.join(d, "sim2-*.json"))):
     j = json.load(open(path))
     name = os.path.basename(path)[5:-5]

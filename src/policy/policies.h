@@ -17,4 +17,8 @@ extern const struct vc_policy_ops vc_policy_2q;
 /* "arc": T1/T2 with ghosts B1/B2 and an adaptive target (FAST 2003). */
 extern const struct vc_policy_ops vc_policy_arc;
 
+/* A policy per tier (pertier.c): "s3fifo+lru" runs S3-FIFO in the host
+ * tier and LRU in the GPU victim tier. */
+extern const struct vc_policy_ops vc_policy_s3fifo_lru;
+
 #endif

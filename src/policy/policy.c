@@ -8,6 +8,7 @@
 const struct vc_policy_ops *const vc_policies[] = {
 	&vc_policy_lru,   &vc_policy_clock, &vc_policy_sieve,
 	&vc_policy_s3fifo, &vc_policy_2q,   &vc_policy_arc,
+	&vc_policy_s3fifo_lru,
 	NULL,
 };
 
