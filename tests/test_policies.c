@@ -129,6 +129,9 @@ static void test_s3fifo(void)
 {
 	run_seq("s3fifo", 5, "abcdefafcggghijkadefxy", ".......hh.hh....h.....",
 		"abcdefhijkgx");
+	/* A policy per tier is its host policy when there is one tier. */
+	run_seq("s3fifo+lru", 5, "abcdefafcggghijkadefxy", ".......hh.hh....h.....",
+		"abcdefhijkgx");
 }
 
 /* ARC with 4 pages (p starts at 0); T lists head first.
