@@ -208,6 +208,7 @@ static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 /* Policy calls of lock holders, queued through c->lk. */
 static void pol_insert(struct vc_cache *c, struct vc_page *p, int tier)
 {
+	p->qn.pn.key = p->pno; /* ghost-list policies remember evicted keys */
 	vc_opq_insert(c->lk, &p->qn, tier);
 }
 
@@ -237,10 +238,15 @@ static struct vc_page *host_victim(struct vc_cache *c)
 	return n ? vc_page_of(&n->pn) : NULL;
 }
 
-/* Forgets a page: policy, slot, index. Its data is gone. */
+/* Forgets a page: policy, slot, index. Its data is gone. The policy hears
+ * of it at once, not through the queue: the entry may be reused for
+ * another page before a queued removal would be applied, and policies with
+ * ghost lists read the key at removal. */
 static void page_drop(struct vc_cache *c, struct vc_page *p)
 {
-	pol_remove(c, p);
+	uint32_t g = vc_opq_gen(&p->qn);
+	if (vc_opq_gen_live(g))
+		vc_opq_remove_now(c->opq, &p->qn, g);
 	if (p->tier == GPU)
 		vc_ls_orphan(c->ls, p->slot);
 	else
@@ -354,15 +360,31 @@ static int writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n,
 	return err;
 }
 
-/* Evicts the GPU log's tail segment: clean pages are dropped at once,
- * dirty ones written back in batches first. -EAGAIN when there is no
- * sealed segment or one of its pages is in flight (the caller waits, or,
- * holding busy pages of its own, gives up); *evicted counts pages. */
+/* Evicts a whole segment of the GPU log: the one that holds the policy's
+ * GPU victim. Pages reach the GPU tier only as demotions and leave it on
+ * a hit, so under LRU the victim is the oldest demotion and its segment
+ * the log's tail; other policies choose by their own order, and with
+ * one-page segments the tier is exactly the policy's victim cache (what
+ * `vramcache sim` models). Clean pages are dropped at once, dirty ones
+ * written back in batches first. -EAGAIN when there is no victim, its
+ * segment is taken, or one of its pages is in flight (the caller waits,
+ * or, holding busy pages of its own, gives up); *evicted counts pages. */
+static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
+
 static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 {
-	uint32_t seg;
-	if (vc_ls_take_tail(c->ls, &seg) < 0)
+	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, unevictable, NULL);
+	if (!n)
 		return -EAGAIN;
+	uint32_t seg = vc_page_of(&n->pn)->slot / vc_ls_slots_per_seg(c->ls);
+	if (vc_ls_take(c->ls, seg) < 0)
+		return -EAGAIN;
+	return evict_seg(c, seg, evicted);
+}
+
+/* Evicts taken segment seg (see evict_tail). */
+static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
+{
 	uint32_t per = vc_ls_slots_per_seg(c->ls);
 	uint32_t *g = malloc(per * sizeof *g);
 	struct vc_page **dirty = malloc(per * sizeof *dirty);

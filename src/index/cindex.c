@@ -140,6 +140,7 @@
  * returning to the same slot inside one lookup. Keep them on the device.
  */
 #include "index/cindex.h"
+#include "core/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -196,17 +197,7 @@ static inline uint64_t wrap(const struct vc_cindex *ix, uint64_t p)
 	return p >= ix->nb ? p - ix->nb : p;
 }
 
-/* murmur3's fmix64: every key bit reaches every hash bit, so the
- * consecutive page numbers of one file spread evenly. */
-static inline uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
+#define mix64 vc_mix64 /* core/hash.h */
 
 /* Multiply-shift range reduction: nb need not be a power of two. */
 static inline uint64_t home_of(const struct vc_cindex *ix, uint64_t key)

@@ -1,10 +1,7 @@
-/* Policies defined in this directory, for the registry in policy.c. */
+/* Kept for existing includes: the registry header is policy/policies.h. */
 #ifndef VC_POLICY_LRU_H
 #define VC_POLICY_LRU_H
 
-#include "policy/policy.h"
-
-/* "lru": one LRU queue per tier (GRAM). */
-extern const struct vc_policy_ops vc_policy_lru;
+#include "policy/policies.h"
 
 #endif

@@ -3,10 +3,12 @@
 
 #include <string.h>
 
-#include "policy/lru.h"
+#include "policy/policies.h"
 
 const struct vc_policy_ops *const vc_policies[] = {
-	&vc_policy_lru,
+	&vc_policy_lru,   &vc_policy_clock, &vc_policy_sieve,
+	&vc_policy_s3fifo, &vc_policy_2q,   &vc_policy_arc,
+	&vc_policy_s3fifo_lru,
 	NULL,
 };
 

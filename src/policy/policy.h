@@ -9,7 +9,16 @@
  * page data, locks or devices.
  *
  * Per-page policy state lives in struct vc_pnode, embedded in the engine's
- * page entry, so no call allocates. A node starts with tier = VC_PNODE_NONE;
+ * page entry, so no call allocates, except that a policy with ghost lists
+ * keeps a bounded table of evicted keys, sized at create() from the tier
+ * capacities (which such a policy requires).
+ *
+ * Evictions: a remove() of the node that victim() last returned for its
+ * tier is an eviction (the page leaves the tier because the policy chose
+ * it); any other remove() (a page moving up a tier, an invalidation) is
+ * not, and leaves no ghost. victim() may reorder the tier's queues as it
+ * searches (CLOCK's hand, S3-FIFO's promotions), but calling it again
+ * without other calls in between returns the same node. A node starts with tier = VC_PNODE_NONE;
  * insert takes only such a node. Calls are not thread safe: the caller
  * serialises them. Every call is O(1) unless the policy
  * says otherwise; victim() may skip pages the engine cannot evict now
@@ -25,6 +34,11 @@ struct vc_pnode {
 	struct vc_pnode *prev, *next;
 	uint32_t aux;  /* policy-private: frequency, reference bit, queue id */
 	uint8_t tier;  /* tier the node is queued in, VC_PNODE_NONE when not queued */
+	/* The page's key (its page number), set by the owner before insert and
+	 * unchanged while queued. Policies with ghost lists (ARC, 2Q, S3-FIFO)
+	 * remember the keys of pages they evicted, to recognise them when they
+	 * come back; the others ignore it. */
+	uint64_t key;
 };
 #define VC_PNODE_NONE 0xff
 

@@ -186,8 +186,13 @@ void vc_ls_orphan(struct vc_ls *ls, uint32_t g)
 	if (ls->key[g] == VC_LS_DEAD)
 		return;
 	ls->key[g] = VC_LS_DEAD;
-	ls->segs[g >> ls->seg_shift].live--;
+	struct seg *sg = &ls->segs[g >> ls->seg_shift];
+	sg->live--;
 	ls->live_total--;
+	/* A sealed segment whose last live page leaves is free at once: no
+	 * eviction or cleaning needs to find it. */
+	if (sg->live == 0 && sg->state == SEG_SEALED)
+		vc_ls_release(ls, g >> ls->seg_shift, false);
 }
 
 void vc_ls_rekey(struct vc_ls *ls, uint32_t g, uint32_t key, uint64_t stamp)
@@ -217,6 +222,19 @@ int vc_ls_take_tail(struct vc_ls *ls, uint32_t *seg)
 		return -ENOENT;
 	ls->segs[best].state = SEG_TAKEN;
 	*seg = (uint32_t)best;
+	return 0;
+}
+
+int vc_ls_take(struct vc_ls *ls, uint32_t seg)
+{
+	struct seg *sg = &ls->segs[seg];
+	if (sg->state == SEG_OPEN) {
+		ls->head = -1;
+		sg->state = SEG_SEALED;
+	}
+	if (sg->state != SEG_SEALED)
+		return -EBUSY;
+	sg->state = SEG_TAKEN;
 	return 0;
 }
 

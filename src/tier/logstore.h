@@ -71,7 +71,8 @@ void vc_ls_close(struct vc_ls *ls);
  * segments cannot hold them: evict or clean first. */
 int vc_ls_append(struct vc_ls *ls, uint32_t n, const uint32_t *keys, uint64_t stamp,
 		 uint32_t *out);
-/* The slot is garbage from now on. */
+/* The slot is garbage from now on. A sealed segment left with no live
+ * slot returns to the free pool. */
 void vc_ls_orphan(struct vc_ls *ls, uint32_t g);
 /* The live slot g changes owner in place (a swap put another page's data
  * there), with a new stamp. */
@@ -93,6 +94,9 @@ double vc_ls_fragmentation(const struct vc_ls *ls);
 /* Takes the tail, the oldest sealed segment, for eviction (it is no longer
  * sealed: nobody else takes or cleans it); -ENOENT if none. */
 int vc_ls_take_tail(struct vc_ls *ls, uint32_t *seg);
+/* Takes segment seg for eviction: a sealed one, or the head (sealed
+ * first). -EBUSY if it is free or already taken. */
+int vc_ls_take(struct vc_ls *ls, uint32_t seg);
 /* Live slots of a segment, in slot order; returns how many were written
  * to out (at most max). */
 uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_t max);

@@ -57,6 +57,11 @@ int vc_wl_make_file(const char *path, uint64_t npages, uint32_t page_size)
 	return r;
 }
 
+double vc_wl_io_cost_ms(double accesses, double backing_ios, double latency_ms, double move_ms)
+{
+	return accesses > 0 ? (backing_ios * latency_ms + move_ms) / accesses : 0;
+}
+
 double vc_wl_parse_ms(const char *s)
 {
 	char *end;
@@ -234,7 +239,8 @@ int vc_wl_run(vc_cache *c, const struct vc_wl_params *p, struct vc_wl_result *ou
 		double ps = vc_page_size(c);
 		double ios = (double)d->backing_read_bytes / ps + (double)d->backing_write_bytes / ps;
 		out->move_cost_ms = (double)d->batch_wait_ns / 1e6 / acc;
-		out->io_cost_ms = ios * p->latency_ms / acc + out->move_cost_ms;
+		out->io_cost_ms = vc_wl_io_cost_ms(acc, ios, p->latency_ms,
+						   (double)d->batch_wait_ns / 1e6);
 	}
 	return 0;
 }

@@ -40,6 +40,11 @@ struct vc_wl_result {
  * run). Returns 0 or -errno. */
 int vc_wl_run(vc_cache *c, const struct vc_wl_params *p, struct vc_wl_result *out);
 
+/* GRAM's I/O cost per access in ms: backing page I/Os x the modelled
+ * latency per I/O, plus the time spent in host<->GPU moves (measured in the
+ * engine, modelled in the simulator), over the accesses. 0 with none. */
+double vc_wl_io_cost_ms(double accesses, double backing_ios, double latency_ms, double move_ms);
+
 /* Parses "5ms", "80us", "100ns", "0.5s" or a bare number of ms. -1 if bad. */
 double vc_wl_parse_ms(const char *s);
 

@@ -1,0 +1,60 @@
+/* The vramcache command: one function per subcommand, shared helpers. */
+#ifndef VC_CLI_H
+#define VC_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+void cli_usage(FILE *f);
+
+int cmd_demo(int argc, char **argv);
+int cmd_info(void);
+int cmd_sim(int argc, char **argv);
+int cmd_mrc(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+
+/* A decimal unsigned integer, the whole string. 0 or -1. */
+int cli_u64(const char *s, uint64_t *out);
+
+/* A cache size: "N" pages, "N[KMGT]" or "NKiB".."NTiB" bytes (divided by
+ * the page size), or "F%" of the working set. Returns 0 and sets *pages or
+ * *fraction (the other 0), or -1. */
+int cli_size(const char *s, uint32_t page_size, uint64_t *pages, double *fraction);
+
+/* A progress bar on stderr for long runs, drawn only when stderr is a
+ * terminal, at most ten times a second. */
+struct cli_progress {
+	bool on;
+	uint64_t last_ns;
+	const char *what;
+};
+void cli_progress_start(struct cli_progress *p, const char *what, bool enabled);
+void cli_progress_update(struct cli_progress *p, double fraction);
+void cli_progress_done(struct cli_progress *p);
+
+#endif
+
+/* Trace options every trace command takes. */
+struct cli_trace_opts {
+	const char *format;  /* NULL: detect */
+	uint32_t page_size;  /* default 4096 */
+	bool per_request;    /* one access per request instead of per page */
+	bool progress;       /* allow the progress bar */
+};
+
+/* Calls fn for every page access of the trace, with a progress bar; stops
+ * at fn's first nonzero return. Prints the trace error (file and line) on
+ * failure. Returns 0 or the negative code. *count: accesses delivered. */
+typedef int (*cli_page_fn)(void *arg, uint64_t key, int op);
+int cli_for_each_page(const char *path, const struct cli_trace_opts *o, const char *what,
+		      cli_page_fn fn, void *arg, uint64_t *count);
+
+/* Writes a JSON string (quotes and escapes). */
+void cli_json_str(FILE *f, const char *s);
+
+/* First pass: the trace's page accesses and distinct pages (its working
+ * set, what fractional sizes are fractions of). O(distinct) memory. */
+int cli_working_set(const char *path, const struct cli_trace_opts *o, uint64_t *unique,
+		    uint64_t *accesses);

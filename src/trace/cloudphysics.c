@@ -1,0 +1,59 @@
+/* CloudPhysics block traces (as shipped with libCacheSim's data):
+ * "version,time,op,size,lbn". op is the SCSI opcode in hex; size in bytes;
+ * lbn in 512-byte blocks. READ(6/10/12/16) = 08/28/a8/88 and
+ * WRITE(6/10/12/16) = 0a/2a/aa/8a are data accesses; any other command
+ * (SYNCHRONIZE CACHE, INQUIRY, ...) moves no data and is skipped. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "trace/format.h"
+
+#define HEADER "version,time,op,size,lbn"
+
+static bool cp_sniff(const char *line, const char *path)
+{
+	if (strncasecmp(line, HEADER, strlen(HEADER)) == 0)
+		return true;
+	/* Headerless: trust the file name. */
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	char buf[256], *f[6];
+	snprintf(buf, sizeof buf, "%s", line);
+	return strncasecmp(base, "cloudphysics", 12) == 0 && vc_tr_split(buf, ',', f, 5) == 5;
+}
+
+static int cp_parse(struct vc_trace *t, char *line, struct vc_trace_req *r)
+{
+	if (strncasecmp(line, HEADER, strlen(HEADER)) == 0)
+		return 0;
+	char *f[6];
+	uint64_t ver, time, op, size, lbn;
+	if (vc_tr_split(line, ',', f, 5) != 5)
+		return vc_tr_bad(t, "expected 5 fields \"version,time,op,size,lbn\"");
+	if (vc_tr_u64(f[0], &ver) || vc_tr_u64(f[1], &time) || vc_tr_hex(f[2], &op) ||
+	    vc_tr_u64(f[3], &size) || vc_tr_u64(f[4], &lbn))
+		return vc_tr_bad(t, "bad number (op is hex, the rest decimal)");
+	if (lbn > (UINT64_MAX >> 10))
+		return vc_tr_bad(t, "lbn %llu out of range", (unsigned long long)lbn);
+	switch (op) {
+	case 0x08: case 0x28: case 0xa8: case 0x88:
+		r->op = VC_TRACE_READ;
+		break;
+	case 0x0a: case 0x2a: case 0xaa: case 0x8a:
+		r->op = VC_TRACE_WRITE;
+		break;
+	default:
+		return 0;
+	}
+	r->time = time;
+	r->offset = lbn * 512;
+	r->size = size;
+	return 1;
+}
+
+const struct vc_trace_fmt vc_trace_fmt_cloudphysics = {
+	.name = "cloudphysics",
+	.sniff = cp_sniff,
+	.parse = cp_parse,
+};

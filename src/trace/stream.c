@@ -1,0 +1,599 @@
+/* Byte and line streams over trace files; see stream.h.
+ *
+ * Layout: raw bytes come from the file into `in` (IN_CAP at a time); the
+ * decompressor (or a plain copy) appends to `out` (OUT_CAP); lines are cut
+ * out of `out` in place (the '\n' becomes the NUL), and only a line that
+ * straddles two fills of `out` is copied, into `line`. So memory is
+ * IN_CAP + OUT_CAP + the longest straddling line, and each byte is copied
+ * at most twice after decompression.
+ */
+#include "trace/stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "vramcache.h"
+
+#ifdef VC_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef VC_HAVE_LZMA
+#include <lzma.h>
+#endif
+#ifdef VC_HAVE_BZ2
+#include <bzlib.h>
+#endif
+#ifdef VC_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+/* 128 KiB in, 256 KiB out: the sizes zstd recommends for its streaming
+ * buffers (ZSTD_DStreamInSize/OutSize are about 128 KiB), and large enough
+ * that a read(2) per chunk costs nothing next to parsing. */
+#define IN_CAP (128u << 10)
+#define OUT_CAP (256u << 10)
+
+struct vc_stream {
+	int fd;
+	bool own_fd;
+	char *path;
+	enum vc_comp comp;
+	uint64_t pos, size;
+
+	unsigned char *in;
+	size_t in_pos, in_len;
+	bool in_eof;   /* read(2) returned 0 */
+	bool in_frame; /* the decompressor is inside a frame/stream/member */
+	bool done;     /* no more decompressed bytes */
+	bool started;  /* a read or line call happened (peek no longer allowed) */
+
+	unsigned char *out;
+	size_t out_pos, out_len;
+
+	char *line; /* straddling lines */
+	size_t line_cap;
+	char *last; /* the line last returned, for unget */
+	size_t last_len;
+	bool unget;
+	uint64_t lineno;
+
+#ifdef VC_HAVE_ZSTD
+	ZSTD_DStream *zs;
+#endif
+#ifdef VC_HAVE_LZMA
+	lzma_stream xz;
+#endif
+#ifdef VC_HAVE_BZ2
+	bz_stream bz;
+#endif
+#ifdef VC_HAVE_ZLIB
+	z_stream gz;
+#endif
+};
+
+const char *vc_comp_name(enum vc_comp c)
+{
+	static const char *const n[] = { "none", "zstd", "xz", "bzip2", "gzip" };
+	return (unsigned)c < 5 ? n[c] : "?";
+}
+
+int vc_comp_available(enum vc_comp c)
+{
+	switch (c) {
+	case VC_COMP_NONE:
+		return 1;
+#ifdef VC_HAVE_ZSTD
+	case VC_COMP_ZSTD:
+		return 1;
+#endif
+#ifdef VC_HAVE_LZMA
+	case VC_COMP_XZ:
+		return 1;
+#endif
+#ifdef VC_HAVE_BZ2
+	case VC_COMP_BZ2:
+		return 1;
+#endif
+#ifdef VC_HAVE_ZLIB
+	case VC_COMP_GZ:
+		return 1;
+#endif
+	default:
+		return 0;
+	}
+}
+
+static const char *comp_package(enum vc_comp c)
+{
+	switch (c) {
+	case VC_COMP_ZSTD:
+		return "libzstd-dev";
+	case VC_COMP_XZ:
+		return "liblzma-dev";
+	case VC_COMP_BZ2:
+		return "libbz2-dev";
+	case VC_COMP_GZ:
+		return "zlib1g-dev";
+	default:
+		return "?";
+	}
+}
+
+/* Refills `in` when it is used up. Returns 0, or a negative code. */
+static int fill_in(struct vc_stream *s)
+{
+	if (s->in_pos < s->in_len || s->in_eof)
+		return 0;
+	for (;;) {
+		ssize_t r = read(s->fd, s->in, IN_CAP);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return vc_err(-errno, "%s: read error: %s", s->path, strerror(errno));
+		s->in_pos = 0;
+		s->in_len = (size_t)r;
+		s->pos += (uint64_t)r;
+		if (r == 0)
+			s->in_eof = true;
+		return 0;
+	}
+}
+
+/* True when `in` has bytes left or the file has more. */
+static int more_input(struct vc_stream *s)
+{
+	int r = fill_in(s);
+	if (r < 0)
+		return r;
+	return s->in_pos < s->in_len;
+}
+
+static int truncated(struct vc_stream *s)
+{
+	return vc_err(-EBADMSG, "%s: truncated %s data (the file ends inside a compressed frame)",
+		      s->path, vc_comp_name(s->comp));
+}
+
+static __attribute__((unused)) int corrupt(struct vc_stream *s, const char *why)
+{
+	return vc_err(-EBADMSG, "%s: corrupt %s data: %s", s->path, vc_comp_name(s->comp), why);
+}
+
+/* Decompresses (or copies) into out[0..cap). Returns bytes produced (> 0),
+ * 0 at the end of the data, or a negative code. */
+static ssize_t produce(struct vc_stream *s, unsigned char *out, size_t cap)
+{
+	for (;;) {
+		if (s->done)
+			return 0;
+		int m = more_input(s);
+		if (m < 0)
+			return m;
+		if (!m) {
+			/* The file is finished. xz needs a LZMA_FINISH call to say
+			 * whether it ended cleanly; the others know already. */
+			if (s->comp != VC_COMP_XZ || !s->in_frame) {
+				if (s->in_frame)
+					return truncated(s);
+				s->done = true;
+				return 0;
+			}
+		}
+		size_t avail = s->in_len - s->in_pos;
+		unsigned char *src = s->in + s->in_pos;
+		switch (s->comp) {
+		case VC_COMP_NONE: {
+			size_t k = avail < cap ? avail : cap;
+			memcpy(out, src, k);
+			s->in_pos += k;
+			return (ssize_t)k;
+		}
+#ifdef VC_HAVE_ZSTD
+		case VC_COMP_ZSTD: {
+			ZSTD_inBuffer ib = { src, avail, 0 };
+			ZSTD_outBuffer ob = { out, cap, 0 };
+			size_t r = ZSTD_decompressStream(s->zs, &ob, &ib);
+			s->in_pos += ib.pos;
+			if (ZSTD_isError(r))
+				return corrupt(s, ZSTD_getErrorName(r));
+			/* r == 0: a frame ended exactly here; more input starts
+			 * the next frame. */
+			s->in_frame = r != 0;
+			if (ob.pos)
+				return (ssize_t)ob.pos;
+			break;
+		}
+#endif
+#ifdef VC_HAVE_LZMA
+		case VC_COMP_XZ: {
+			s->xz.next_in = src;
+			s->xz.avail_in = avail;
+			s->xz.next_out = out;
+			s->xz.avail_out = cap;
+			lzma_ret r = lzma_code(&s->xz, s->in_eof ? LZMA_FINISH : LZMA_RUN);
+			s->in_pos += avail - s->xz.avail_in;
+			size_t got = cap - s->xz.avail_out;
+			s->in_frame = true; /* LZMA_CONCATENATED: only STREAM_END ends it */
+			if (r == LZMA_STREAM_END) {
+				s->in_frame = false;
+				s->done = true;
+				return (ssize_t)got;
+			}
+			if (r == LZMA_BUF_ERROR && s->in_eof)
+				return truncated(s);
+			if (r != LZMA_OK && r != LZMA_BUF_ERROR)
+				return corrupt(s, r == LZMA_FORMAT_ERROR ? "not xz" :
+						  r == LZMA_DATA_ERROR ? "data error" :
+						  r == LZMA_MEM_ERROR ? "out of memory" : "decoder error");
+			if (got)
+				return (ssize_t)got;
+			break;
+		}
+#endif
+#ifdef VC_HAVE_BZ2
+		case VC_COMP_BZ2: {
+			if (!s->in_frame) {
+				if (BZ2_bzDecompressInit(&s->bz, 0, 0) != BZ_OK)
+					return vc_err(-ENOMEM, "%s: cannot start bzip2", s->path);
+				s->in_frame = true;
+			}
+			s->bz.next_in = (char *)src;
+			s->bz.avail_in = (unsigned)avail;
+			s->bz.next_out = (char *)out;
+			s->bz.avail_out = (unsigned)cap;
+			int r = BZ2_bzDecompress(&s->bz);
+			s->in_pos += avail - s->bz.avail_in;
+			size_t got = cap - s->bz.avail_out;
+			if (r == BZ_STREAM_END) {
+				BZ2_bzDecompressEnd(&s->bz);
+				s->in_frame = false; /* another stream may follow */
+			} else if (r != BZ_OK) {
+				return corrupt(s, r == BZ_DATA_ERROR_MAGIC ? "not bzip2" : "data error");
+			}
+			if (got)
+				return (ssize_t)got;
+			break;
+		}
+#endif
+#ifdef VC_HAVE_ZLIB
+		case VC_COMP_GZ: {
+			s->gz.next_in = src;
+			s->gz.avail_in = (uInt)avail;
+			s->gz.next_out = out;
+			s->gz.avail_out = (uInt)cap;
+			int r = inflate(&s->gz, Z_NO_FLUSH);
+			s->in_pos += avail - s->gz.avail_in;
+			size_t got = cap - s->gz.avail_out;
+			s->in_frame = true;
+			if (r == Z_STREAM_END) {
+				inflateReset(&s->gz); /* another member may follow */
+				s->in_frame = false;
+			} else if (r != Z_OK && r != Z_BUF_ERROR) {
+				return corrupt(s, s->gz.msg ? s->gz.msg : "data error");
+			}
+			if (got)
+				return (ssize_t)got;
+			break;
+		}
+#endif
+		default:
+			return vc_err(-VC_ENOTBUILT, "%s: no %s support", s->path, vc_comp_name(s->comp));
+		}
+	}
+}
+
+/* Appends decompressed bytes to `out` (compacting first). Returns bytes
+ * added, 0 at the end, or a negative code. */
+static ssize_t fill_out(struct vc_stream *s)
+{
+	if (s->out_pos == s->out_len) {
+		s->out_pos = s->out_len = 0;
+	} else if (s->out_pos > 0) {
+		memmove(s->out, s->out + s->out_pos, s->out_len - s->out_pos);
+		s->out_len -= s->out_pos;
+		s->out_pos = 0;
+	}
+	if (s->out_len == OUT_CAP)
+		return vc_err(-EOVERFLOW, "%s: internal buffer full", s->path);
+	ssize_t r = produce(s, s->out + s->out_len, OUT_CAP - s->out_len);
+	if (r > 0)
+		s->out_len += (size_t)r;
+	return r;
+}
+
+static enum vc_comp sniff_comp(const unsigned char *b, size_t n)
+{
+	if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd)
+		return VC_COMP_ZSTD;
+	if (n >= 6 && memcmp(b, "\xfd" "7zXZ\0", 6) == 0)
+		return VC_COMP_XZ;
+	if (n >= 3 && b[0] == 'B' && b[1] == 'Z' && b[2] == 'h')
+		return VC_COMP_BZ2;
+	if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+		return VC_COMP_GZ;
+	return VC_COMP_NONE;
+}
+
+int vc_stream_open(const char *path, struct vc_stream **out)
+{
+	struct vc_stream *s = calloc(1, sizeof *s);
+	if (!s)
+		return vc_err(-ENOMEM, "out of memory");
+	s->fd = -1;
+	s->path = strdup(path);
+	s->in = malloc(IN_CAP);
+	s->out = malloc(OUT_CAP);
+	int r = 0;
+	if (!s->path || !s->in || !s->out) {
+		r = vc_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (strcmp(path, "-") == 0) {
+		s->fd = 0;
+	} else {
+		s->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->fd < 0) {
+			r = vc_err(-errno, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		s->own_fd = true;
+		struct stat st;
+		if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode))
+			s->size = (uint64_t)st.st_size;
+		else if (fstat(s->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			r = vc_err(-EISDIR, "%s: is a directory", path);
+			goto fail;
+		}
+	}
+	/* Fill `in` until the magic bytes can be seen (a pipe may return a
+	 * few bytes at a time). */
+	while (s->in_len < 8 && !s->in_eof) {
+		ssize_t k = read(s->fd, s->in + s->in_len, IN_CAP - s->in_len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			r = vc_err(-errno, "%s: read error: %s", path, strerror(errno));
+			goto fail;
+		}
+		if (k == 0)
+			s->in_eof = true;
+		s->in_len += (size_t)k;
+		s->pos += (uint64_t)k;
+	}
+	s->comp = sniff_comp(s->in, s->in_len);
+	if (!vc_comp_available(s->comp)) {
+		r = vc_err(-VC_ENOTBUILT,
+			   "%s: %s-compressed, but this build has no %s support (install %s and "
+			   "rebuild, or decompress the file first)",
+			   path, vc_comp_name(s->comp), vc_comp_name(s->comp), comp_package(s->comp));
+		goto fail;
+	}
+	switch (s->comp) {
+#ifdef VC_HAVE_ZSTD
+	case VC_COMP_ZSTD:
+		s->zs = ZSTD_createDStream();
+		if (!s->zs || ZSTD_isError(ZSTD_initDStream(s->zs)))
+			r = vc_err(-ENOMEM, "%s: cannot start zstd", path);
+		s->in_frame = true;
+		break;
+#endif
+#ifdef VC_HAVE_LZMA
+	case VC_COMP_XZ: {
+		lzma_stream init = LZMA_STREAM_INIT;
+		s->xz = init;
+		if (lzma_stream_decoder(&s->xz, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+			r = vc_err(-ENOMEM, "%s: cannot start xz", path);
+		s->in_frame = true;
+		break;
+	}
+#endif
+#ifdef VC_HAVE_ZLIB
+	case VC_COMP_GZ:
+		if (inflateInit2(&s->gz, 15 + 32) != Z_OK) /* +32: gzip or zlib header */
+			r = vc_err(-ENOMEM, "%s: cannot start gzip", path);
+		s->in_frame = true;
+		break;
+#endif
+	default:
+		break;
+	}
+	if (r < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	vc_stream_close(s);
+	return r;
+}
+
+void vc_stream_close(struct vc_stream *s)
+{
+	if (!s)
+		return;
+	switch (s->comp) {
+#ifdef VC_HAVE_ZSTD
+	case VC_COMP_ZSTD:
+		ZSTD_freeDStream(s->zs);
+		break;
+#endif
+#ifdef VC_HAVE_LZMA
+	case VC_COMP_XZ:
+		lzma_end(&s->xz);
+		break;
+#endif
+#ifdef VC_HAVE_BZ2
+	case VC_COMP_BZ2:
+		if (s->in_frame)
+			BZ2_bzDecompressEnd(&s->bz);
+		break;
+#endif
+#ifdef VC_HAVE_ZLIB
+	case VC_COMP_GZ:
+		inflateEnd(&s->gz);
+		break;
+#endif
+	default:
+		break;
+	}
+	if (s->own_fd)
+		close(s->fd);
+	free(s->path);
+	free(s->in);
+	free(s->out);
+	free(s->line);
+	free(s);
+}
+
+ssize_t vc_stream_peek(struct vc_stream *s, void *buf, size_t n)
+{
+	if (s->started || n > 64)
+		return vc_err(-EINVAL, "%s: peek after reading", s->path);
+	while (s->out_len - s->out_pos < n) {
+		ssize_t r = fill_out(s);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+	}
+	size_t k = s->out_len - s->out_pos < n ? s->out_len - s->out_pos : n;
+	memcpy(buf, s->out + s->out_pos, k);
+	return (ssize_t)k;
+}
+
+ssize_t vc_stream_read(struct vc_stream *s, void *buf, size_t n)
+{
+	s->started = true;
+	if (s->out_pos == s->out_len) {
+		ssize_t r = fill_out(s);
+		if (r <= 0)
+			return r;
+	}
+	size_t k = s->out_len - s->out_pos < n ? s->out_len - s->out_pos : n;
+	memcpy(buf, s->out + s->out_pos, k);
+	s->out_pos += k;
+	return (ssize_t)k;
+}
+
+int vc_stream_byte(struct vc_stream *s, unsigned char *b)
+{
+	s->started = true;
+	if (s->out_pos == s->out_len) {
+		ssize_t r = fill_out(s);
+		if (r <= 0)
+			return (int)r;
+	}
+	*b = s->out[s->out_pos++];
+	return 1;
+}
+
+static int grow_line(struct vc_stream *s, size_t need)
+{
+	if (need <= s->line_cap)
+		return 0;
+	size_t cap = s->line_cap ? s->line_cap : 256;
+	while (cap < need)
+		cap *= 2;
+	char *p = realloc(s->line, cap);
+	if (!p)
+		return vc_err(-ENOMEM, "out of memory");
+	s->line = p;
+	s->line_cap = cap;
+	return 0;
+}
+
+static int finish_line(struct vc_stream *s, char *p, size_t len, char **line, size_t *lenp)
+{
+	s->lineno++;
+	if (memchr(p, '\0', len))
+		return vc_err(-EBADMSG, "%s:%llu: NUL byte in a text line (binary data?)", s->path,
+			      (unsigned long long)s->lineno);
+	if (len && p[len - 1] == '\r')
+		len--;
+	p[len] = '\0';
+	s->last = p;
+	s->last_len = len;
+	*line = p;
+	*lenp = len;
+	return 1;
+}
+
+int vc_stream_line(struct vc_stream *s, char **line, size_t *len)
+{
+	s->started = true;
+	if (s->unget) {
+		s->unget = false;
+		s->lineno++;
+		*line = s->last;
+		*len = s->last_len;
+		return 1;
+	}
+	size_t have = 0; /* bytes of this line already copied into s->line */
+	for (;;) {
+		unsigned char *b = s->out + s->out_pos;
+		size_t avail = s->out_len - s->out_pos;
+		unsigned char *nl = memchr(b, '\n', avail);
+		size_t seg = nl ? (size_t)(nl - b) : avail;
+		if (have + seg > VC_STREAM_MAX_LINE)
+			return vc_err(-EBADMSG, "%s:%llu: line longer than %d bytes (binary data?)",
+				      s->path, (unsigned long long)s->lineno + 1, VC_STREAM_MAX_LINE);
+		if (nl && have == 0) { /* the common case: the line lies in `out` */
+			s->out_pos += seg + 1;
+			return finish_line(s, (char *)b, seg, line, len);
+		}
+		int r = grow_line(s, have + seg + 1);
+		if (r < 0)
+			return r;
+		memcpy(s->line + have, b, seg);
+		have += seg;
+		s->out_pos += seg + (nl != NULL);
+		if (nl)
+			return finish_line(s, s->line, have, line, len);
+		ssize_t k = fill_out(s);
+		if (k < 0)
+			return (int)k;
+		if (k == 0) {
+			if (have == 0)
+				return 0;
+			return finish_line(s, s->line, have, line, len);
+		}
+	}
+}
+
+void vc_stream_unget_line(struct vc_stream *s)
+{
+	if (s->last) {
+		s->unget = true;
+		s->lineno--;
+	}
+}
+
+uint64_t vc_stream_lineno(const struct vc_stream *s)
+{
+	return s->lineno;
+}
+
+const char *vc_stream_path(const struct vc_stream *s)
+{
+	return s->path;
+}
+
+enum vc_comp vc_stream_comp(const struct vc_stream *s)
+{
+	return s->comp;
+}
+
+uint64_t vc_stream_pos(const struct vc_stream *s)
+{
+	return s->pos;
+}
+
+uint64_t vc_stream_size(const struct vc_stream *s)
+{
+	return s->size;
+}
