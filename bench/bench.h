@@ -13,6 +13,36 @@
 
 #include "vramcache.h"
 
+/* A benchmark names itself in its messages: #define BENCH_NAME "name"
+ * before including this header. */
+#ifndef BENCH_NAME
+#define BENCH_NAME "bench"
+#endif
+
+/* Failure of a library call: say what failed and why, and exit. */
+static inline void bench_die(const char *what, int r)
+{
+	fprintf(stderr, BENCH_NAME ": %s: %s (%s)\n", what, vc_strerror(r), vc_last_error());
+	exit(1);
+}
+
+#define BENCH_OK(expr)                          \
+	do {                                    \
+		int r_ = (expr);                \
+		if (r_ < 0)                     \
+			bench_die(#expr, r_);   \
+	} while (0)
+
+/* For CUDA runtime calls in baselines (include cuda_runtime.h first). */
+#define BENCH_CUOK(expr)                                                                     \
+	do {                                                                                 \
+		cudaError_t e_ = (expr);                                                     \
+		if (e_ != cudaSuccess) {                                                     \
+			fprintf(stderr, BENCH_NAME ": %s: %s\n", #expr, cudaGetErrorString(e_)); \
+			exit(1);                                                             \
+		}                                                                            \
+	} while (0)
+
 static inline int bench_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

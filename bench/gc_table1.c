@@ -61,6 +61,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#define BENCH_NAME "gc_table1"
 #include "bench.h"
 #include "core/clock.h"
 #include "core/rand.h"
@@ -71,29 +72,6 @@
 #define FILL_CHUNK (64u << 20)
 #define BAG_MS_PER_GIB 24.2
 
-static void die(const char *what, int r)
-{
-	fprintf(stderr, "gc_table1: %s: %s (%s)\n", what, vc_strerror(r), vc_last_error());
-	exit(1);
-}
-
-#define OK(expr)                        \
-	do {                            \
-		int r_ = (expr);        \
-		if (r_ < 0)             \
-			die(#expr, r_); \
-	} while (0)
-
-#ifdef VC_HAVE_CUDA
-#define CUOK(expr)                                                                             \
-	do {                                                                                   \
-		cudaError_t e_ = (expr);                                                       \
-		if (e_ != cudaSuccess) {                                                       \
-			fprintf(stderr, "gc_table1: %s: %s\n", #expr, cudaGetErrorString(e_)); \
-			exit(1);                                                               \
-		}                                                                              \
-	} while (0)
-#endif
 
 struct opts {
 	int kind;
@@ -167,12 +145,12 @@ static void updater_start(struct updater *u, const uint32_t *key, uint32_t *loc,
 	u->cap = (uint32_t)(slots / UPD_PIECE + 1024);
 	u->q = malloc(u->cap * sizeof *u->q);
 	if (!u->q)
-		die("malloc", -ENOMEM);
+		bench_die("malloc", -ENOMEM);
 	u->key = key;
 	u->loc = loc;
 	for (int i = 0; i < UPD_THREADS; i++)
 		if (pthread_create(&u->th[i], NULL, updater_main, u))
-			die("pthread_create", -EAGAIN);
+			bench_die("pthread_create", -EAGAIN);
 }
 
 static void updater_push(struct updater *u, uint64_t g0, uint64_t n)
@@ -180,7 +158,7 @@ static void updater_push(struct updater *u, uint64_t g0, uint64_t n)
 	pthread_mutex_lock(&u->mu);
 	for (uint64_t k = 0; k < n; k += UPD_PIECE) {
 		if (u->pushed == u->cap)
-			die("updater queue", -ENOSPC);
+			bench_die("updater queue", -ENOSPC);
 		u->q[u->pushed][0] = g0 + k;
 		u->q[u->pushed][1] = n - k < UPD_PIECE ? n - k : UPD_PIECE;
 		u->pushed++;
@@ -259,11 +237,11 @@ static void store_open(struct store *st, struct vc_device *d, bool cuda, uint64_
 	uint64_t live_max = (uint64_t)st->nseg * (uint32_t)(lf_max * st->per + 0.5);
 	st->ndseg = (uint32_t)((live_max + st->per - 1) / st->per) + 1;
 	uint64_t slots = slots_of(st);
-	OK(d->ops->mem_alloc(d, slots * ps, &st->base));
+	BENCH_OK(d->ops->mem_alloc(d, slots * ps, &st->base));
 	void *p;
-	OK(d->ops->host_alloc(d, slots * sizeof(uint32_t), &p, &st->key_dev));
+	BENCH_OK(d->ops->host_alloc(d, slots * sizeof(uint32_t), &p, &st->key_dev));
 	st->key = p;
-	OK(d->ops->host_alloc(d, slots * sizeof(uint64_t), &p, &st->stamp_dev));
+	BENCH_OK(d->ops->host_alloc(d, slots * sizeof(uint64_t), &p, &st->stamp_dev));
 	st->stamp = p;
 	uint64_t store_slots = (uint64_t)st->nseg * st->per;
 	st->key0 = malloc(store_slots * sizeof *st->key0);
@@ -272,13 +250,13 @@ static void store_open(struct store *st, struct vc_device *d, bool cuda, uint64_
 	st->loc0 = malloc(store_slots * sizeof *st->loc0);
 	st->segno = malloc((st->nseg + st->ndseg) * sizeof *st->segno);
 	if (!st->key0 || !st->stamp0 || !st->loc || !st->loc0 || !st->segno)
-		die("malloc", -ENOMEM);
+		bench_die("malloc", -ENOMEM);
 	for (uint32_t i = 0; i < st->nseg + st->ndseg; i++)
 		st->segno[i] = i;
 
 	void *buf;
 	uint64_t buf_dev;
-	OK(d->ops->host_alloc(d, FILL_CHUNK, &buf, &buf_dev));
+	BENCH_OK(d->ops->host_alloc(d, FILL_CHUNK, &buf, &buf_dev));
 	uint64_t *w = buf;
 	for (uint64_t j = 0; j < FILL_CHUNK / 8; j++)
 		w[j] = 0xa5a5a5a5a5a5a5a5ull ^ (j * 0x9e3779b97f4a7c15ull);
@@ -287,13 +265,13 @@ static void store_open(struct store *st, struct vc_device *d, bool cuda, uint64_
 		uint64_t k = total - off < FILL_CHUNK ? total - off : FILL_CHUNK;
 		for (uint64_t o = 0; o < k; o += ps)
 			w[o / 8] = (off + o) / ps;
-		OK(d->ops->memcpy_sync(d, st->base + off, buf_dev, k));
+		BENCH_OK(d->ops->memcpy_sync(d, st->base + off, buf_dev, k));
 	}
 	d->ops->host_free(d, buf);
 	updater_start(&st->up, st->key, st->loc, (uint64_t)(st->nseg + st->ndseg) * st->per);
 #ifdef VC_HAVE_CUDA
 	if (cuda)
-		CUOK(cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking));
+		BENCH_CUOK(cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking));
 #endif
 }
 
@@ -303,7 +281,7 @@ static void store_close(struct store *st)
 	updater_stop(&st->up);
 #ifdef VC_HAVE_CUDA
 	if (st->cuda)
-		CUOK(cudaStreamDestroy(st->s));
+		BENCH_CUOK(cudaStreamDestroy(st->s));
 #endif
 	d->ops->mem_free(d, st->base);
 	d->ops->host_free(d, st->key);
@@ -328,7 +306,7 @@ static void store_fill(struct store *st, double lf, bool seq_owners, uint64_t se
 	uint32_t *perm = malloc((uint64_t)st->nlive * sizeof *perm);
 	uint32_t *slot = malloc(per * sizeof *slot);
 	if (!perm || !slot)
-		die("malloc", -ENOMEM);
+		bench_die("malloc", -ENOMEM);
 	for (uint32_t i = 0; i < st->nlive; i++)
 		perm[i] = i;
 	if (!seq_owners)
@@ -353,7 +331,7 @@ static void store_fill(struct store *st, double lf, bool seq_owners, uint64_t se
 		/* owners in slot order within the segment */
 		bool *live = calloc(per, sizeof *live);
 		if (!live)
-			die("calloc", -ENOMEM);
+			bench_die("calloc", -ENOMEM);
 		for (uint32_t k = 0; k < m; k++)
 			live[slot[k]] = true;
 		for (uint32_t k = 0; k < per; k++) {
@@ -413,8 +391,8 @@ static void store_check(struct store *st, uint32_t nseg_cleaned, const char *wha
 			g = vc_rand64(&rng) % n;
 		while (st->key0[g] == VC_GC_DEAD);
 		uint64_t l = st->loc[st->key0[g]];
-		OK(st->d->ops->memcpy_sync(st->d, (uint64_t)(uintptr_t)&a, st->base + g * st->ps, 8));
-		OK(st->d->ops->memcpy_sync(st->d, (uint64_t)(uintptr_t)&b, st->base + l * st->ps, 8));
+		BENCH_OK(st->d->ops->memcpy_sync(st->d, (uint64_t)(uintptr_t)&a, st->base + g * st->ps, 8));
+		BENCH_OK(st->d->ops->memcpy_sync(st->d, (uint64_t)(uintptr_t)&b, st->base + l * st->ps, 8));
 		if (a != g || b != g) {
 			fprintf(stderr, "gc_table1: %s: page of slot %llu reads %llu at %llu\n", what,
 				(unsigned long long)g, (unsigned long long)b, (unsigned long long)l);
@@ -455,10 +433,10 @@ static struct timing clean_ours(struct store *st, uint32_t J, uint32_t nseg)
 				       .ndst = nd,
 				       .dst_first = nd ? dfirst : 0 };
 		uint64_t a = vc_now_ns();
-		OK(d->ops->gc_run(d, &j));
+		BENCH_OK(d->ops->gc_run(d, &j));
 		gpu += vc_now_ns() - a;
 		if (j.moved != live)
-			die("gc_run moved the wrong count", -EIO);
+			bench_die("gc_run moved the wrong count", -EIO);
 		/* The log store then releases the sources: their keys die on
 		 * the host (counted: it is the engine's cost too). */
 		for (uint32_t i = 0; i < nsrc; i++)
@@ -494,7 +472,7 @@ static struct timing clean_baseline(struct store *st, uint32_t J, uint32_t nseg)
 	const uint32_t per = st->per, ps = st->ps;
 	struct plan_item *plan = malloc((uint64_t)J * per * sizeof *plan);
 	if (!plan)
-		die("malloc", -ENOMEM);
+		bench_die("malloc", -ENOMEM);
 	uint32_t dseg = st->nseg, dfirst = 0;
 	uint64_t gpu = 0;
 	st->up.busy_ns = 0;
@@ -514,18 +492,18 @@ static struct timing clean_baseline(struct store *st, uint32_t J, uint32_t nseg)
 			uint64_t from = st->base + gs * ps, to = st->base + gd * ps;
 #ifdef VC_HAVE_CUDA
 			if (st->cuda)
-				CUOK(cudaMemcpyAsync((void *)(uintptr_t)to, (const void *)(uintptr_t)from,
+				BENCH_CUOK(cudaMemcpyAsync((void *)(uintptr_t)to, (const void *)(uintptr_t)from,
 						     ps, cudaMemcpyDeviceToDevice, st->s));
 			else
 #endif
-				OK(d->ops->memcpy_sync(d, to, from, ps));
+				BENCH_OK(d->ops->memcpy_sync(d, to, from, ps));
 			st->key[gd] = st->key[gs];
 			st->stamp[gd] = plan[r].stamp;
 			st->key[gs] = VC_GC_DEAD;
 		}
 #ifdef VC_HAVE_CUDA
 		if (st->cuda)
-			CUOK(cudaStreamSynchronize(st->s));
+			BENCH_CUOK(cudaStreamSynchronize(st->s));
 #endif
 		gpu += vc_now_ns() - a;
 		updater_push(&st->up, g0, n);
@@ -545,7 +523,7 @@ static double copy_d2d(struct store *st)
 {
 	uint64_t len = (uint64_t)st->nlive * st->ps;
 	uint64_t t0 = vc_now_ns();
-	OK(st->d->ops->memcpy_sync(st->d, st->base + (uint64_t)st->nseg * st->seg_bytes, st->base,
+	BENCH_OK(st->d->ops->memcpy_sync(st->d, st->base + (uint64_t)st->nseg * st->seg_bytes, st->base,
 				   len));
 	return (double)(vc_now_ns() - t0) / 1e9;
 }
@@ -579,7 +557,7 @@ static uint64_t free_bytes(bool cuda)
 #ifdef VC_HAVE_CUDA
 	if (cuda) {
 		size_t fr = 0, tot = 0;
-		CUOK(cudaMemGetInfo(&fr, &tot));
+		BENCH_CUOK(cudaMemGetInfo(&fr, &tot));
 		return fr;
 	}
 #endif
@@ -701,11 +679,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (r < 0)
-		die("vc_device_open", r);
+		bench_die("vc_device_open", r);
 	const bool cuda = strcmp(d->ops->name, "cuda") == 0;
 #ifdef VC_HAVE_CUDA
 	if (cuda)
-		CUOK(cudaSetDevice(0));
+		BENCH_CUOK(cudaSetDevice(0));
 #endif
 	const uint64_t seg_bytes = (uint64_t)o.seg_mib << 20;
 	double lf_max = 0;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#define BENCH_NAME "hit_latency"
 #include "bench.h"
 #include "core/clock.h"
 #include "tools/workload.h"
@@ -33,12 +34,6 @@ static struct lat summarize(double *v, int n)
 	l.p999 = bench_quantile(v, n, 0.999);
 	l.max = v[n - 1];
 	return l;
-}
-
-static void die(const char *what, int r)
-{
-	fprintf(stderr, "hit_latency: %s: %s (%s)\n", what, vc_strerror(r), vc_last_error());
-	exit(1);
 }
 
 static void put(FILE *f, const char *name, struct lat l, int last)
@@ -77,7 +72,7 @@ int main(int argc, char **argv)
 		 (int)getpid());
 	int r = vc_wl_make_file(path, 2 * CYCLE, PS);
 	if (r < 0)
-		die("sample file", r);
+		bench_die("sample file", r);
 	struct vc_config cfg;
 	vc_config_init(&cfg);
 	cfg.backing_path = path;
@@ -86,7 +81,7 @@ int main(int argc, char **argv)
 	cfg.device = device;
 	vc_cache *c;
 	if ((r = vc_open(&cfg, &c)) < 0)
-		die("open", r);
+		bench_die("open", r);
 	unsigned char buf[PS];
 	double *v = malloc((size_t)n * sizeof *v);
 
@@ -94,7 +89,7 @@ int main(int argc, char **argv)
 	for (int pass = 0; pass < 2; pass++)
 		for (uint64_t p = 0; p < CYCLE; p++)
 			if ((r = (int)vc_read(c, buf, PS, p * PS)) != PS)
-				die("warm-up read", r);
+				bench_die("warm-up read", r);
 	struct vc_stats s0 = { .size = sizeof s0 }, s1 = { .size = sizeof s1 };
 	vc_get_stats(c, &s0);
 	for (int i = 0; i < n; i++) {
@@ -105,7 +100,7 @@ int main(int argc, char **argv)
 		uint64_t stamp;
 		memcpy(&stamp, buf, 8);
 		if (r != PS || stamp != p)
-			die("GPU-hit read returned wrong data", r < 0 ? r : -EIO);
+			bench_die("GPU-hit read returned wrong data", r < 0 ? r : -EIO);
 	}
 	vc_get_stats(c, &s1);
 	uint64_t gpu_hits = s1.hits[VC_TIER_GPU] - s0.hits[VC_TIER_GPU];
@@ -117,7 +112,7 @@ int main(int argc, char **argv)
 		r = (int)vc_read(c, buf, PS, 7 * PS);
 		v[i] = (double)(vc_now_ns() - t0) / 1e3;
 		if (r != PS)
-			die("host-hit read", r);
+			bench_die("host-hit read", r);
 	}
 	struct lat host = summarize(v, n);
 
@@ -130,7 +125,7 @@ int main(int argc, char **argv)
 		r = (int)vc_read(c, buf, PS, off);
 		v[i] = (double)(vc_now_ns() - t0) / 1e3;
 		if (r != PS)
-			die("miss read", r);
+			bench_die("miss read", r);
 	}
 	struct lat miss = summarize(v, nm);
 	char desc[160];

@@ -36,6 +36,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#define BENCH_NAME "transfer"
 #include "bench.h"
 #include "core/batcher.h"
 #include "core/clock.h"
@@ -78,29 +79,6 @@ struct row {
 	double cpu_ns; /* ours: time in vc_batcher_add + vc_batcher_wait per page */
 };
 
-static void die(const char *what, int r)
-{
-	fprintf(stderr, "transfer: %s: %s (%s)\n", what, vc_strerror(r), vc_last_error());
-	exit(1);
-}
-
-#define OK(expr)                          \
-	do {                              \
-		int r_ = (expr);          \
-		if (r_ < 0)               \
-			die(#expr, r_);   \
-	} while (0)
-
-#ifdef VC_HAVE_CUDA
-#define CUOK(expr)                                                                           \
-	do {                                                                                 \
-		cudaError_t e_ = (expr);                                                     \
-		if (e_ != cudaSuccess) {                                                     \
-			fprintf(stderr, "transfer: %s: %s\n", #expr, cudaGetErrorString(e_)); \
-			exit(1);                                                             \
-		}                                                                            \
-	} while (0)
-#endif
 
 
 static double median(double *v, int n)
@@ -151,12 +129,12 @@ static double one_ours(struct bench *B, struct vc_batcher *bt, int dir, uint32_t
 			uint64_t a = vc_now_ns();
 			for (uint32_t i = 0; i < n; i++)
 				B->mv[i] = move_at(B, dir, B->g++);
-			OK(vc_batcher_add_n(bt, B->mv, n, t));
+			BENCH_OK(vc_batcher_add_n(bt, B->mv, n, t));
 			cpu += vc_now_ns() - a;
 		}
 		if (b >= WINDOW - 1) {
 			uint32_t w = b - (WINDOW - 1);
-			OK(vc_batcher_wait_n(bt, &B->tk[(size_t)(w % WINDOW) * n], n));
+			BENCH_OK(vc_batcher_wait_n(bt, &B->tk[(size_t)(w % WINDOW) * n], n));
 		}
 	}
 	if (cpu_ns)
@@ -192,10 +170,10 @@ static double one_kernel(struct bench *B, struct vc_device *d, struct vc_dbatch 
 				for (uint32_t i = 0; i < n; i++)
 					x->moves[i] = move_at(B, dir, B->g++);
 			}
-			OK(d->ops->batch_submit(d, x));
+			BENCH_OK(d->ops->batch_submit(d, x));
 		}
 		if (b >= WINDOW - 1)
-			OK(d->ops->batch_wait(d, &db[(b - (WINDOW - 1)) % WINDOW]));
+			BENCH_OK(d->ops->batch_wait(d, &db[(b - (WINDOW - 1)) % WINDOW]));
 	}
 	return gbps((uint64_t)p * PAGE, vc_now_ns() - t0);
 }
@@ -205,11 +183,11 @@ static void batches_init(struct vc_device *d, struct vc_dbatch *db, uint32_t cap
 	for (uint32_t i = 0; i < WINDOW; i++) {
 		void *mv;
 		memset(&db[i], 0, sizeof db[i]);
-		OK(d->ops->host_alloc(d, cap * sizeof(struct vc_move), &mv, &db[i].moves_dev));
+		BENCH_OK(d->ops->host_alloc(d, cap * sizeof(struct vc_move), &mv, &db[i].moves_dev));
 		db[i].moves = mv;
 		db[i].cap = cap;
 		db[i].page_size = PAGE;
-		OK(d->ops->batch_init(d, &db[i]));
+		BENCH_OK(d->ops->batch_init(d, &db[i]));
 	}
 }
 
@@ -235,16 +213,16 @@ static double one_bulk(struct bench *B, int dir, uint32_t n, uint32_t p)
 		size_t len = (size_t)n * PAGE;
 #ifdef VC_HAVE_CUDA
 		if (B->cuda) {
-			CUOK(cudaMemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len,
+			BENCH_CUOK(cudaMemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len,
 					     cudaMemcpyDefault, B->s));
 			continue;
 		}
 #endif
-		OK(B->d->ops->memcpy_sync(B->d, dst, src, len));
+		BENCH_OK(B->d->ops->memcpy_sync(B->d, dst, src, len));
 	}
 #ifdef VC_HAVE_CUDA
 	if (B->cuda)
-		CUOK(cudaStreamSynchronize(B->s));
+		BENCH_CUOK(cudaStreamSynchronize(B->s));
 #endif
 	return gbps((uint64_t)p * PAGE, vc_now_ns() - t0);
 }
@@ -255,10 +233,10 @@ static double one_per_page(struct bench *B, int dir, uint32_t p)
 	uint64_t t0 = vc_now_ns();
 	for (uint32_t i = 0; i < p; i++) {
 		struct vc_move m = move_at(B, dir, B->g++);
-		CUOK(cudaMemcpyAsync((void *)(uintptr_t)m.dst, (const void *)(uintptr_t)m.src, PAGE,
+		BENCH_CUOK(cudaMemcpyAsync((void *)(uintptr_t)m.dst, (const void *)(uintptr_t)m.src, PAGE,
 				     cudaMemcpyDefault, B->s));
 	}
-	CUOK(cudaStreamSynchronize(B->s));
+	BENCH_CUOK(cudaStreamSynchronize(B->s));
 	return gbps((uint64_t)p * PAGE, vc_now_ns() - t0);
 }
 
@@ -292,7 +270,7 @@ static double one_batch_async(struct bench *B, int dir, uint32_t n, uint32_t p)
 			return NAN;
 		}
 	}
-	CUOK(cudaStreamSynchronize(B->s));
+	BENCH_CUOK(cudaStreamSynchronize(B->s));
 	return gbps((uint64_t)p * PAGE, vc_now_ns() - t0);
 #else
 	(void)B, (void)dir, (void)n, (void)p;
@@ -306,7 +284,7 @@ static double one_batch_async(struct bench *B, int dir, uint32_t n, uint32_t p)
 static void measure(struct bench *B, uint32_t n, struct row r[NDIRS])
 {
 	struct vc_batcher *bt;
-	OK(vc_batcher_create(B->d, PAGE, n, 50, &bt));
+	BENCH_OK(vc_batcher_create(B->d, PAGE, n, 50, &bt));
 	uint32_t p = pages_per_rep(B, n);
 	double v[6][16];
 	for (int dir = 0; dir < NDIRS; dir++) {
@@ -381,13 +359,13 @@ static struct lat lat_batcher(struct bench *B, int dir)
 {
 	static double v[LAT_TRIALS];
 	struct vc_batcher *bt;
-	OK(vc_batcher_create(B->d, PAGE, 256, 50, &bt));
+	BENCH_OK(vc_batcher_create(B->d, PAGE, 256, 50, &bt));
 	for (int k = -100; k < LAT_TRIALS; k++) {
 		struct vc_move m = move_at(B, dir, B->g++);
 		struct vc_ticket t;
 		uint64_t t0 = vc_now_ns();
-		OK(vc_batcher_add(bt, &m, &t));
-		OK(vc_batcher_wait(bt, &t));
+		BENCH_OK(vc_batcher_add(bt, &m, &t));
+		BENCH_OK(vc_batcher_wait(bt, &t));
 		if (k >= 0)
 			v[k] = (double)(vc_now_ns() - t0) / 1e3;
 	}
@@ -403,8 +381,8 @@ static struct lat lat_device(struct bench *B, int dir)
 		uint64_t t0 = vc_now_ns();
 		x->moves[0] = move_at(B, dir, B->g++);
 		x->n = 1;
-		OK(B->d->ops->batch_submit(B->d, x));
-		OK(B->d->ops->batch_wait(B->d, x));
+		BENCH_OK(B->d->ops->batch_submit(B->d, x));
+		BENCH_OK(B->d->ops->batch_wait(B->d, x));
 		if (k >= 0)
 			v[k] = (double)(vc_now_ns() - t0) / 1e3;
 	}
@@ -418,9 +396,9 @@ static struct lat lat_memcpy(struct bench *B, int dir)
 	for (int k = -100; k < LAT_TRIALS; k++) {
 		struct vc_move m = move_at(B, dir, B->g++);
 		uint64_t t0 = vc_now_ns();
-		CUOK(cudaMemcpyAsync((void *)(uintptr_t)m.dst, (const void *)(uintptr_t)m.src, PAGE,
+		BENCH_CUOK(cudaMemcpyAsync((void *)(uintptr_t)m.dst, (const void *)(uintptr_t)m.src, PAGE,
 				     cudaMemcpyDefault, B->s));
-		CUOK(cudaStreamSynchronize(B->s));
+		BENCH_CUOK(cudaStreamSynchronize(B->s));
 		if (k >= 0)
 			v[k] = (double)(vc_now_ns() - t0) / 1e3;
 	}
@@ -443,9 +421,9 @@ static int contig_runs(struct bench *B, struct contig *out)
 	const char *old = getenv("VC_CUDA_MEMCPY_MIN");
 	char *saved = old ? strdup(old) : NULL;
 	setenv("VC_CUDA_MEMCPY_MIN", "off", 1);
-	OK(vc_device_open(VC_DEVICE_CUDA, 0, &dk));
+	BENCH_OK(vc_device_open(VC_DEVICE_CUDA, 0, &dk));
 	setenv("VC_CUDA_MEMCPY_MIN", "0", 1);
-	OK(vc_device_open(VC_DEVICE_CUDA, 0, &dm));
+	BENCH_OK(vc_device_open(VC_DEVICE_CUDA, 0, &dm));
 	if (saved)
 		setenv("VC_CUDA_MEMCPY_MIN", saved, 1);
 	else
@@ -519,27 +497,27 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (r < 0)
-		die("vc_device_open", r);
+		bench_die("vc_device_open", r);
 	B->cuda = strcmp(B->d->ops->name, "cuda") == 0;
 	B->reps = quick ? 3 : 5;
 	B->pool = pool;
 #ifdef VC_HAVE_CUDA
 	if (B->cuda) {
-		CUOK(cudaSetDevice(0));
-		CUOK(cudaStreamCreateWithFlags(&B->s, cudaStreamNonBlocking));
+		BENCH_CUOK(cudaSetDevice(0));
+		BENCH_CUOK(cudaStreamCreateWithFlags(&B->s, cudaStreamNonBlocking));
 	}
 #endif
-	OK(B->d->ops->host_alloc(B->d, (size_t)pool * PAGE, &B->host_ptr, &B->host));
-	OK(B->d->ops->mem_alloc(B->d, (size_t)pool * PAGE, &B->dev));
+	BENCH_OK(B->d->ops->host_alloc(B->d, (size_t)pool * PAGE, &B->host_ptr, &B->host));
+	BENCH_OK(B->d->ops->mem_alloc(B->d, (size_t)pool * PAGE, &B->dev));
 	/* Real data, not zeros: first touch of every page. */
 	memset(B->host_ptr, 0xa5, (size_t)pool * PAGE);
-	OK(B->d->ops->memcpy_sync(B->d, B->dev, B->host, (size_t)pool * PAGE));
+	BENCH_OK(B->d->ops->memcpy_sync(B->d, B->dev, B->host, (size_t)pool * PAGE));
 	B->hperm = malloc(pool * sizeof *B->hperm);
 	B->dperm = malloc(pool * sizeof *B->dperm);
 	B->tk = malloc((size_t)WINDOW * MAXN * sizeof *B->tk);
 	B->mv = malloc((size_t)MAXN * sizeof *B->mv);
 	if (!B->hperm || !B->dperm || !B->tk || !B->mv)
-		die("malloc", -ENOMEM);
+		bench_die("malloc", -ENOMEM);
 	uint64_t seed = 42;
 	for (uint32_t i = 0; i < pool; i++)
 		B->hperm[i] = B->dperm[i] = i;
@@ -699,7 +677,7 @@ int main(int argc, char **argv)
 	B->d->ops->host_free(B->d, B->host_ptr);
 #ifdef VC_HAVE_CUDA
 	if (B->cuda)
-		CUOK(cudaStreamDestroy(B->s));
+		BENCH_CUOK(cudaStreamDestroy(B->s));
 #endif
 	vc_device_close(B->d);
 	free(B->hperm);

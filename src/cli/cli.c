@@ -164,3 +164,22 @@ int cli_working_set(const char *path, const struct cli_trace_opts *o, uint64_t *
 	vc_keymap_fini(&m);
 	return r;
 }
+
+int cli_trace_opt(int ch, const char *arg, struct cli_trace_opts *o)
+{
+	uint64_t u;
+	switch (ch) {
+	case CLI_O_FMT:
+		o->format = arg;
+		return 1;
+	case CLI_O_PS:
+		if (cli_u64(arg, &u) || u < 1 || u > (1u << 30))
+			return -1;
+		o->page_size = (uint32_t)u;
+		return 1;
+	case CLI_O_PERREQ:
+		o->per_request = true;
+		return 1;
+	}
+	return 0;
+}

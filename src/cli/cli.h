@@ -34,7 +34,6 @@ void cli_progress_start(struct cli_progress *p, const char *what, bool enabled);
 void cli_progress_update(struct cli_progress *p, double fraction);
 void cli_progress_done(struct cli_progress *p);
 
-#endif
 
 /* Trace options every trace command takes. */
 struct cli_trace_opts {
@@ -58,3 +57,15 @@ void cli_json_str(FILE *f, const char *s);
  * set, what fractional sizes are fractions of). O(distinct) memory. */
 int cli_working_set(const char *path, const struct cli_trace_opts *o, uint64_t *unique,
 		    uint64_t *accesses);
+
+/* --format, --page-size and --per-request as the trace commands parse them
+ * (add CLI_TRACE_OPTIONS to the getopt_long table): 1 when ch was one of
+ * them and set *o, 0 when it was not, -1 when its value is bad. */
+enum { CLI_O_FMT = 0x4000, CLI_O_PS, CLI_O_PERREQ };
+#define CLI_TRACE_OPTIONS                                        \
+	{ "format", required_argument, 0, CLI_O_FMT },           \
+	{ "page-size", required_argument, 0, CLI_O_PS },         \
+	{ "per-request", no_argument, 0, CLI_O_PERREQ }
+int cli_trace_opt(int ch, const char *arg, struct cli_trace_opts *o);
+
+#endif

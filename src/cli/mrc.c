@@ -90,8 +90,7 @@ int cmd_mrc(int argc, char **argv)
 	const char *methods = "exact", *csv = NULL, *svg = NULL, *hits = NULL, *host = NULL;
 	double rate = 0.01;
 	uint64_t smax = 8192, points = 100;
-	enum { O_METHOD = 256, O_RATE, O_SMAX, O_POINTS, O_CSV, O_SVG, O_HIT, O_HOST, O_FMT, O_PS,
-	       O_PERREQ, O_NOPROG };
+	enum { O_METHOD = 256, O_RATE, O_SMAX, O_POINTS, O_CSV, O_SVG, O_HIT, O_HOST, O_NOPROG };
 	static const struct option lo[] = {
 		{ "method", required_argument, 0, O_METHOD },
 		{ "rate", required_argument, 0, O_RATE },
@@ -101,17 +100,15 @@ int cmd_mrc(int argc, char **argv)
 		{ "svg", required_argument, 0, O_SVG },
 		{ "hit", required_argument, 0, O_HIT },
 		{ "host", required_argument, 0, O_HOST },
-		{ "format", required_argument, 0, O_FMT },
-		{ "page-size", required_argument, 0, O_PS },
-		{ "per-request", no_argument, 0, O_PERREQ },
+		CLI_TRACE_OPTIONS,
 		{ "no-progress", no_argument, 0, O_NOPROG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	int ch;
-	uint64_t u;
 	char *end;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	int li = 0, r;
+	while ((ch = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		switch (ch) {
 		case O_METHOD:
 			methods = optarg;
@@ -141,17 +138,6 @@ int cmd_mrc(int argc, char **argv)
 		case O_HOST:
 			host = optarg;
 			break;
-		case O_FMT:
-			to.format = optarg;
-			break;
-		case O_PS:
-			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 30))
-				goto bad;
-			to.page_size = (uint32_t)u;
-			break;
-		case O_PERREQ:
-			to.per_request = true;
-			break;
 		case O_NOPROG:
 			to.progress = false;
 			break;
@@ -159,8 +145,13 @@ int cmd_mrc(int argc, char **argv)
 			mrc_usage(stdout);
 			return 0;
 		default:
-			mrc_usage(stderr);
-			return 2;
+			r = cli_trace_opt(ch, optarg, &to);
+			if (r < 0)
+				goto bad;
+			if (r == 0) {
+				mrc_usage(stderr);
+				return 2;
+			}
 		}
 	}
 	if (optind + 1 != argc) {
@@ -378,6 +369,6 @@ out:
 		vc_mrc_destroy(run.m[i]);
 	return rc;
 bad:
-	fprintf(stderr, "vramcache mrc: bad value '%s' for --%s\n", optarg, lo[ch - O_METHOD].name);
+	fprintf(stderr, "vramcache mrc: bad value '%s' for --%s\n", optarg, lo[li].name);
 	return 2;
 }

@@ -80,14 +80,12 @@ int cmd_sim(int argc, char **argv)
 	char *policies = NULL, *sizes = NULL;
 	const char *host = NULL, *json = NULL;
 	double lat_ms = 5, move_ms = 0.013;
-	enum { O_POL = 256, O_SIZES, O_HOST, O_FMT, O_PS, O_PERREQ, O_LAT, O_MOVE, O_JSON, O_NOPROG };
+	enum { O_POL = 256, O_SIZES, O_HOST, O_LAT, O_MOVE, O_JSON, O_NOPROG };
 	static const struct option lo[] = {
 		{ "policy", required_argument, 0, O_POL },
 		{ "sizes", required_argument, 0, O_SIZES },
 		{ "host", required_argument, 0, O_HOST },
-		{ "format", required_argument, 0, O_FMT },
-		{ "page-size", required_argument, 0, O_PS },
-		{ "per-request", no_argument, 0, O_PERREQ },
+		CLI_TRACE_OPTIONS,
 		{ "backing-latency", required_argument, 0, O_LAT },
 		{ "move-latency", required_argument, 0, O_MOVE },
 		{ "json", required_argument, 0, O_JSON },
@@ -96,8 +94,8 @@ int cmd_sim(int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	int ch;
-	uint64_t u;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	int li = 0, r;
+	while ((ch = getopt_long(argc, argv, "h", lo, &li)) != -1) {
 		switch (ch) {
 		case O_POL:
 			policies = optarg;
@@ -107,17 +105,6 @@ int cmd_sim(int argc, char **argv)
 			break;
 		case O_HOST:
 			host = optarg;
-			break;
-		case O_FMT:
-			to.format = optarg;
-			break;
-		case O_PS:
-			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 30))
-				goto bad;
-			to.page_size = (uint32_t)u;
-			break;
-		case O_PERREQ:
-			to.per_request = true;
 			break;
 		case O_LAT:
 			if ((lat_ms = vc_wl_parse_ms(optarg)) < 0)
@@ -137,8 +124,13 @@ int cmd_sim(int argc, char **argv)
 			sim_usage(stdout);
 			return 0;
 		default:
-			sim_usage(stderr);
-			return 2;
+			r = cli_trace_opt(ch, optarg, &to);
+			if (r < 0)
+				goto bad;
+			if (r == 0) {
+				sim_usage(stderr);
+				return 2;
+			}
 		}
 	}
 	if (optind + 1 != argc) {
@@ -304,6 +296,6 @@ out:
 	free(run);
 	return rc;
 bad:
-	fprintf(stderr, "vramcache sim: bad value '%s' for --%s\n", optarg, lo[ch - O_POL].name);
+	fprintf(stderr, "vramcache sim: bad value '%s' for --%s\n", optarg, lo[li].name);
 	return 2;
 }
