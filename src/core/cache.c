@@ -239,14 +239,20 @@ static struct vc_page *host_victim(struct vc_cache *c)
 }
 
 /* Forgets a page: policy, slot, index. Its data is gone. The policy hears
- * of it at once, not through the queue: the entry may be reused for
+ * of it at once, after what is queued (the order the policy sees is the
+ * order of events), not through the queue: the entry may be reused for
  * another page before a queued removal would be applied, and policies with
- * ghost lists read the key at removal. */
-static void page_drop(struct vc_cache *c, struct vc_page *p)
+ * ghost lists read the key at removal. `drained`: the caller drained the
+ * queues since it last queued anything (evict_seg drops a segment's pages
+ * after one drain). */
+static void page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained)
 {
 	uint32_t g = vc_opq_gen(&p->qn);
-	if (vc_opq_gen_live(g))
+	if (vc_opq_gen_live(g)) {
+		if (!drained)
+			vc_opq_drain(c->opq);
 		vc_opq_remove_now(c->opq, &p->qn, g);
+	}
 	if (p->tier == GPU)
 		vc_ls_orphan(c->ls, p->slot);
 	else
@@ -254,6 +260,11 @@ static void page_drop(struct vc_cache *c, struct vc_page *p)
 	if (p->dirty)
 		c->ndirty--;
 	vc_index_remove(&c->ix, p);
+}
+
+static void page_drop(struct vc_cache *c, struct vc_page *p)
+{
+	page_drop_drained(c, p, false);
 }
 
 /* One page move, unlocked: add to the open batch and wait for it. */
@@ -401,23 +412,26 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 	for (uint32_t i = 0; i < n; i++)
 		if (st_of(&c->ix.pool[vc_ls_key(c->ls, g[i])]) & VC_ST_BUSY)
 			r = -EAGAIN;
+	if (r == 0)
+		vc_opq_drain(c->opq); /* once for the segment (page_drop_drained) */
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		struct vc_page *p = &c->ix.pool[vc_ls_key(c->ls, g[i])];
 		if (p->dirty) {
 			st_set(p, VC_ST_BUSY); /* GPU pages have no pins */
 			dirty[nd++] = p;
 		} else {
-			page_drop(c, p);
+			page_drop_drained(c, p, true);
 			(*evicted)++;
 			c->st.evictions[GPU]++;
 		}
 	}
 	if (r == 0 && nd) {
 		r = writeback_gpu(c, dirty, nd, done);
+		vc_opq_drain(c->opq);
 		for (uint32_t i = 0; i < nd; i++) {
 			st_clear(dirty[i], VC_ST_BUSY);
 			if (done[i]) {
-				page_drop(c, dirty[i]);
+				page_drop_drained(c, dirty[i], true);
 				(*evicted)++;
 				c->st.evictions[GPU]++;
 			}
