@@ -180,21 +180,29 @@ static uint32_t page_len(const struct vc_cache *c, uint64_t pno)
 	return left < c->page_size ? (uint32_t)left : c->page_size;
 }
 
-static uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
-{
-	return p->tier == GPU ? vc_ls_addr(c->ls, p->slot) : vc_tier_addr(c->host, p->slot);
-}
-
-static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
-{
-	return vc_tier_host(c->host, p->slot);
-}
-
 /* A page's id: its entry's place in the pool, stable while it is cached.
  * The GPU log names slot owners by it. */
 static uint32_t page_id(const struct vc_cache *c, const struct vc_page *p)
 {
 	return (uint32_t)(p - c->ix.pool);
+}
+
+/* A GPU-tier page's slot in the log: kept by the log store (where[]), which
+ * the device cleaner updates in place, so cleaning costs the engine no
+ * work per moved page. */
+static uint32_t gpu_slot(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_ls_where(c->ls, page_id(c, p));
+}
+
+static uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
+{
+	return p->tier == GPU ? vc_ls_addr(c->ls, gpu_slot(c, p)) : vc_tier_addr(c->host, p->slot);
+}
+
+static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_tier_host(c->host, p->slot);
 }
 
 static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
@@ -253,7 +261,7 @@ static void page_drop_drained(struct vc_cache *c, struct vc_page *p, bool draine
 		vc_opq_remove_now(c->opq, &p->qn, g);
 	}
 	if (p->tier == GPU)
-		vc_ls_orphan(c->ls, p->slot);
+		vc_ls_orphan(c->ls, gpu_slot(c, p));
 	else
 		vc_tier_free(c->host, p->slot);
 	if (p->dirty)
@@ -386,7 +394,7 @@ static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, unevictable, NULL);
 	if (!n)
 		return -EAGAIN;
-	uint32_t seg = vc_page_of(&n->pn)->slot / vc_ls_slots_per_seg(c->ls);
+	uint32_t seg = gpu_slot(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->ls);
 	if (vc_ls_take(c->ls, seg) < 0)
 		return -EAGAIN;
 	return evict_seg(c, seg, evicted);
@@ -449,12 +457,6 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 	return r;
 }
 
-static void gc_moved(void *arg, uint32_t key, uint32_t g)
-{
-	struct vc_cache *c = arg;
-	c->ix.pool[key].slot = g;
-}
-
 /* One cleaning step: up to gc_segments segments chosen by the policy, if
  * cleaning them frees space and none of their pages is in flight (else
  * -EAGAIN). Runs under c->mu: the pause is one device job over those
@@ -483,7 +485,7 @@ static int gc_step(struct vc_cache *c)
 		vc_ls_unpick(c->ls, n, segs);
 		return -EAGAIN;
 	}
-	int r = vc_ls_clean(c->ls, n, segs, gc_moved, c);
+	int r = vc_ls_clean(c->ls, n, segs);
 	if (r == -ENOSPC) {
 		vc_ls_unpick(c->ls, n, segs);
 		return -EAGAIN;
@@ -604,8 +606,7 @@ static int evict_host_one(struct vc_cache *c)
 	}
 	st_clear(v, VC_ST_BUSY | VC_ST_HOST);
 	vc_tier_free(c->host, v->slot);
-	v->tier = GPU;
-	v->slot = g;
+	v->tier = GPU; /* at slot g: vc_ls_append recorded it */
 	pol_insert(c, v, GPU);
 	c->st.evictions[HOST]++;
 	c->st.h2d += c->page_size;
@@ -663,14 +664,13 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 		uint32_t hs = v->slot;
 		st_clear(v, VC_ST_BUSY | VC_ST_HOST);
 		v->tier = GPU;
-		v->slot = p->slot;
-		vc_ls_rekey(c->ls, v->slot, page_id(c, v), ++c->clock);
+		vc_ls_rekey(c->ls, gpu_slot(c, p), page_id(c, v), ++c->clock);
 		pol_insert(c, v, GPU);
 		c->st.evictions[HOST]++;
 		c->st.h2d += c->page_size;
 		s = hs;
 	} else {
-		vc_ls_orphan(c->ls, p->slot);
+		vc_ls_orphan(c->ls, gpu_slot(c, p));
 	}
 	p->tier = HOST;
 	p->slot = s;
@@ -979,7 +979,9 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 					   .seg_bytes = seg_bytes(&cfg),
 					   .total_bytes = cfg.gpu_bytes,
 					   .free_watermark = cfg.gc_watermark,
-					   .early_release = cfg.early_release };
+					   .early_release = cfg.early_release,
+					   /* page ids: the pool, sized below */
+					   .owners = (uint32_t)(host_pages + gpu_pages) };
 		r = vc_ls_open(c->dev, &lc, &c->ls);
 		if (r == 0)
 			gpu_pages = vc_ls_capacity(c->ls);
@@ -1387,8 +1389,7 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 			vc_tier_free(c->stage_bulk, s);
 			break;
 		}
-		p->tier = GPU;
-		p->slot = g;
+		p->tier = GPU; /* at slot g: vc_ls_append recorded it */
 		atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
