@@ -29,7 +29,7 @@
  * single item needs no sort.
  *
  * moves: one launch, nothing unless go, two kinds of warp-sized work item,
- * in this order:
+ * one meta item ahead of its 32 ranks' pieces:
  *   meta   32 consecutive ranks: key[] and stamp[] of their destination
  *          slots (consecutive within a segment: 128 + 256-byte writes) and
  *          where[] of their owners (4 B each, scattered; posted writes
@@ -298,36 +298,43 @@ __device__ __forceinline__ void copy_piece(const uint4 *src, uint4 *dst)
 		__stcs(dst + 32 * k, a[k]);
 }
 
-/* Items: [0, nmeta) meta, then n << shift pieces; nitems in all.
- * Grid-stride, one warp per item. */
+/* Items in groups of G = 1 + (32 << shift), one group per 32 ranks: the
+ * group's meta item, then its pieces (a short last group has idle ones);
+ * nitems = groups * G. Interleaved, the table writes over PCIe spread over
+ * the whole copy instead of queueing ahead of it. Grid-stride, one warp
+ * per item. */
 template <int V>
 __global__ void __launch_bounds__(THREADS)
 move_kernel(const struct vc_cuda_gc_job j, const struct vc_cuda_gc_scratch s, const void *keys,
 	    uint32_t key64, const uint32_t *__restrict__ vals, uint32_t n, uint64_t min,
-	    uint32_t nmeta, uint32_t nitems, uint32_t shift)
+	    uint32_t nitems, uint32_t shift)
 {
 	constexpr uint32_t PIECE = V * 32 * 16;
 	const uint32_t lane = threadIdx.x & 31;
 	const uint32_t nwarps = gridDim.x * WARPS;
 	const uint32_t mask = (1u << shift) - 1;
+	const uint32_t G = 1 + (32u << shift);
 	if (!*s.go)
 		return; /* the statement was wrong: nothing moves */
 
 	for (uint32_t it = blockIdx.x * WARPS + threadIdx.x / 32; it < nitems; it += nwarps) {
-		if (it < nmeta) {
-			const uint32_t r = it * 32 + lane;
+		const uint32_t grp = it / G, k = it - grp * G;
+		if (k == 0) {
+			const uint32_t r = grp * 32 + lane;
 			if (r < n) {
-				const uint64_t k = key64 ? static_cast<const uint64_t *>(keys)[r]
-							 : static_cast<const uint32_t *>(keys)[r];
+				const uint64_t key = key64 ? static_cast<const uint64_t *>(keys)[r]
+							   : static_cast<const uint32_t *>(keys)[r];
 				const uint64_t g = dst_slot(j, s, r);
 				const uint32_t o = s.owner[vals[r]];
 				j.key[g] = o;
-				j.stamp[g] = min + k;
+				j.stamp[g] = min + key;
 				if (j.where && o < j.nowners)
 					j.where[o] = (uint32_t)g;
 			}
 		} else {
-			const uint32_t x = it - nmeta, r = x >> shift;
+			const uint32_t x = (grp << (5 + shift)) + (k - 1), r = x >> shift;
+			if (r >= n)
+				continue;
 			const uint32_t p = vals[r]; /* one address: a broadcast */
 			const uint64_t off = (uint64_t)(x & mask) * PIECE + lane * 16u;
 			const uint64_t from = j.base + src_slot(j, s, p) * j.page_size + off;
@@ -477,8 +484,8 @@ extern "C" int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc
 		v = ps / 512;
 	else
 		shift = (uint32_t)__builtin_ctz(ps / 4096);
-	const uint32_t nmeta = (n + 31) / 32;
-	const uint64_t items = (uint64_t)nmeta + ((uint64_t)n << shift);
+	const uint64_t groups = (n + 31) / 32;
+	const uint64_t items = groups * (1 + (32ull << shift));
 	if (items > (1ull << 31) + (1ull << 28))
 		return (int)cudaErrorInvalidValue;
 	const dim3 grid(grid_of((items + WARPS - 1) / WARPS, move_blocks)), block(THREADS);
@@ -486,19 +493,19 @@ extern "C" int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc
 	switch (v) {
 	case 1:
 		move_kernel<1><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
-						      nmeta, ni, shift);
+						      ni, shift);
 		break;
 	case 2:
 		move_kernel<2><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
-						      nmeta, ni, shift);
+						      ni, shift);
 		break;
 	case 4:
 		move_kernel<4><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
-						      nmeta, ni, shift);
+						      ni, shift);
 		break;
 	default:
 		move_kernel<8><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
-						      nmeta, ni, shift);
+						      ni, shift);
 		break;
 	}
 	return (int)cudaGetLastError();
