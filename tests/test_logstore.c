@@ -218,12 +218,50 @@ static void picks(void)
 	CHECK(vc_ls_open(dev, &cfg, &s) == -EINVAL);
 }
 
+/* A cleaned segment keeps its old keys until appends overwrite them; one
+ * reopened, filled part-way and sealed short by eviction's take (then
+ * given back) must not let the cleaner see the stale keys past its used
+ * slots. */
+static void recycled(void)
+{
+	struct vc_ls_config cfg = { .page_size = PS, .seg_bytes = PS * 4, .total_bytes = PS * 4 * 3,
+				    .free_watermark = 0, .early_release = 0, .owners = 16 };
+	struct vc_ls *s;
+	CHECK_OK(vc_ls_open(dev, &cfg, &s));
+	uint32_t keys[4] = { 1, 2, 3, 4 }, g[4], seg;
+	CHECK_OK(vc_ls_append(s, 4, keys, 1, g)); /* A: full, sealed */
+	const uint32_t a = g[0] / 4;
+	vc_ls_orphan(s, g[0]);
+	CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &seg) == 1 && seg == a);
+	CHECK(vc_ls_clean(s, 1, &seg) == 3); /* to B; A is free with keys 2, 3, 4 left */
+	CHECK(vc_ls_where(s, 2) / 4 != a && vc_ls_key(s, vc_ls_where(s, 4)) == 4);
+	uint32_t more[2] = { 5, 6 };
+	CHECK_OK(vc_ls_append(s, 1, more, 2, g)); /* fills B */
+	CHECK_OK(vc_ls_append(s, 1, more + 1, 3, g)); /* reopens A (the free stack's top) */
+	CHECK(g[0] / 4 == a && g[0] % 4 == 0 && vc_ls_where(s, 6) == g[0]);
+	CHECK_OK(vc_ls_take(s, a)); /* sealed short */
+	for (uint32_t k = 1; k < 4; k++)
+		CHECK(vc_ls_key(s, a * 4 + k) == VC_LS_DEAD);
+	vc_ls_unpick(s, 1, &seg);
+	CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &seg) == 1);
+	CHECK(seg == a || vc_ls_seg_live(s, seg) < 4);
+	if (seg != a) { /* B was older: clean it, then A */
+		vc_ls_unpick(s, 1, &seg);
+		CHECK_OK(vc_ls_take(s, seg)); /* keep B out of the way */
+		CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &seg) == 1 && seg == a);
+	}
+	CHECK(vc_ls_clean(s, 1, &seg) == 1); /* only key 6, not the stale 2, 3, 4 */
+	CHECK(vc_ls_where(s, 6) / 4 != a && vc_ls_key(s, vc_ls_where(s, 6)) == 6);
+	vc_ls_close(s);
+}
+
 int main(void)
 {
 	int r = vc_device_open(t_device_kind(), 0, &dev);
 	t_skip_if_absent(r, "log store test on CUDA");
 	CHECK_OK(r);
 	picks();
+	recycled();
 	struct vc_ls_config cfg = { .page_size = PS, .seg_bytes = PS * PER_SEG,
 				    .total_bytes = (uint64_t)PS * PER_SEG * NSEG,
 				    .free_watermark = 0.2, .early_release = 0.1, .owners = NKEYS };

@@ -21,8 +21,13 @@ struct seg {
 };
 
 /* Invariants: live_total and used_total are the sums of the segments'
- * live and used counts; a slot's key is VC_LS_DEAD unless it is one of its
- * segment's `live` slots; the head, if any, is the only SEG_OPEN segment;
+ * live and used counts; below its segment's `used`, a slot's key is
+ * VC_LS_DEAD unless it is one of the segment's `live` slots; in a sealed
+ * or taken segment every slot is below `used` or dead (a free or open
+ * segment's slots past `used` hold whatever they held: every one is
+ * written before the segment is sealed full, and one sealed short has
+ * them killed), so the cleaner, which reads whole sealed segments, sees
+ * only current keys; the head, if any, is the only SEG_OPEN segment;
  * every live slot's stamp lies in its segment's [smin, smax]; where[k] = g
  * for every live slot g with key k < nowners. */
 struct vc_ls {
@@ -259,6 +264,8 @@ int vc_ls_take(struct vc_ls *ls, uint32_t seg)
 {
 	struct seg *sg = &ls->segs[seg];
 	if (sg->state == SEG_OPEN) {
+		for (uint32_t s = sg->used; s < ls->per_seg; s++)
+			ls->key[(seg << ls->seg_shift) + s] = VC_LS_DEAD;
 		ls->head = -1;
 		sg->state = SEG_SEALED;
 	}
@@ -284,10 +291,9 @@ uint32_t vc_ls_seg_live(const struct vc_ls *ls, uint32_t seg)
 
 void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted)
 {
+	/* Its keys stay: O(1), where killing them would cost a pass over
+	 * the slots (for a cleaned segment, over its live owners' keys). */
 	struct seg *sg = &ls->segs[seg];
-	uint32_t g0 = seg << ls->seg_shift;
-	for (uint32_t s = 0; s < sg->used; s++)
-		ls->key[g0 + s] = VC_LS_DEAD;
 	ls->live_total -= sg->live;
 	ls->used_total -= sg->used;
 	if (ls->head == (int64_t)seg)

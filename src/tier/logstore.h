@@ -108,7 +108,8 @@ uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_
 /* Live pages in a segment. */
 uint32_t vc_ls_seg_live(const struct vc_ls *ls, uint32_t seg);
 /* Drops a whole taken segment (its live pages are gone: the caller has
- * written back or re-homed them) and returns it to the free pool. */
+ * written back or re-homed them) and returns it to the free pool. O(1):
+ * the slots' keys are left for appends to overwrite. */
 void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted);
 /* Gives taken or picked segments back, sealed, unchanged. */
 void vc_ls_unpick(struct vc_ls *ls, uint32_t n, const uint32_t *segs);
