@@ -13,7 +13,9 @@
  * Reported per variant (median of --reps runs, variants interleaved):
  * throughput, hit ratios, GC steps, pages moved, GC time, what the engine
  * did besides (write-backs of dirty pages, segments evicted, PCIe bytes
- * moved: where a gap that is not GC time comes from), and
+ * moved, and the callers' time waiting for device moves and for the
+ * backing store, per access: where a gap that is not GC time comes
+ * from), and
  *   overhead    1 - throughput(on) / throughput(off)
  *   gc share    GC time / (wall time x threads): the share of the callers'
  *               time spent stalled in GC pauses (a pause holds the engine
@@ -168,19 +170,21 @@ int main(int argc, char **argv)
 	       "working set %llu, %llu accesses x %d threads, backing latency %g us, median of %d\n",
 	       desc, (unsigned long long)host, (unsigned long long)gpu, (unsigned long long)ws,
 	       (unsigned long long)accesses, threads, lat_us, reps);
-	printf("%-13s %12s %8s %8s %8s %9s %10s %9s %9s %9s %9s %8s %9s\n", "gc", "accesses/s",
-	       "hit host", "hit gpu", "miss", "gc steps", "pages mvd", "gc ms", "gc share",
-	       "overhead", "wb pages", "segs ev", "PCIe MiB");
+	printf("%-13s %12s %8s %8s %8s %9s %10s %9s %9s %9s %9s %8s %9s %8s %8s\n", "gc",
+	       "accesses/s", "hit host", "hit gpu", "miss", "gc steps", "pages mvd", "gc ms",
+	       "gc share", "overhead", "wb pages", "segs ev", "PCIe MiB", "move us", "io us");
 	for (int v = 0; v < NV; v++) {
 		const struct vc_wl_result *w = &res[v].r;
+		const double per_acc = 1e-3 / (double)accesses; /* ns in all -> us per access */
 		printf("%-13s %12.0f %7.2f%% %7.2f%% %7.2f%% %9llu %10llu %9.1f %8.2f%% %8.2f%% %9llu "
-		       "%8llu %9.0f\n",
+		       "%8llu %9.0f %8.2f %8.2f\n",
 		       variants[v].name, thr[v], 100 * w->hit_ratio[0], 100 * w->hit_ratio[1],
 		       100 * w->miss_ratio, (unsigned long long)w->st.gc_runs,
 		       (unsigned long long)w->st.gc_pages_moved, w->st.gc_ns / 1e6, 100 * share[v],
 		       100 * over[v], (unsigned long long)w->st.writebacks,
 		       (unsigned long long)w->st.gpu_segments_evicted,
-		       (double)(w->st.h2d_bytes + w->st.d2h_bytes) / 1048576.0);
+		       (double)(w->st.h2d_bytes + w->st.d2h_bytes) / 1048576.0,
+		       (double)w->st.batch_wait_ns * per_acc, (double)w->st.backing_wait_ns * per_acc);
 	}
 	printf("goal: overhead <= 3%% (BAG: 2.1%%)\n");
 
@@ -207,6 +211,10 @@ int main(int argc, char **argv)
 			bench_json_field(f, "", "writebacks", (double)w->st.writebacks);
 			bench_json_field(f, "", "segments_evicted", (double)w->st.gpu_segments_evicted);
 			bench_json_field(f, "", "pcie_bytes", (double)(w->st.h2d_bytes + w->st.d2h_bytes));
+			bench_json_field(f, "", "move_wait_us_per_access",
+					 (double)w->st.batch_wait_ns / 1e3 / (double)accesses);
+			bench_json_field(f, "", "backing_wait_us_per_access",
+					 (double)w->st.backing_wait_ns / 1e3 / (double)accesses);
 			fputc('}', f);
 		}
 		fputs("\n  ]", f);
