@@ -167,7 +167,7 @@ int main(int argc, char **argv)
 	for (int v = 0; v < NV; v++)
 		over[v] = 1 - thr[v] / thr[0];
 	printf("GC overhead on %s: write-back, 50%% rewrites, Zipf 0.9, host %llu + GPU %llu pages, "
-	       "working set %llu, %llu accesses x %d threads, backing latency %g us, median of %d\n",
+	       "working set %llu, %llu accesses on %d threads, backing latency %g us, median of %d\n",
 	       desc, (unsigned long long)host, (unsigned long long)gpu, (unsigned long long)ws,
 	       (unsigned long long)accesses, threads, lat_us, reps);
 	printf("%-13s %12s %8s %8s %8s %9s %10s %9s %9s %9s %9s %8s %9s %8s %8s\n", "gc",
