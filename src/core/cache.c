@@ -208,7 +208,6 @@ static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 /* Policy calls of lock holders, queued through c->lk. */
 static void pol_insert(struct vc_cache *c, struct vc_page *p, int tier)
 {
-	p->qn.pn.key = p->pno; /* ghost-list policies remember evicted keys */
 	vc_opq_insert(c->lk, &p->qn, tier);
 }
 

@@ -55,6 +55,10 @@ struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno)
 	ix->free = p->next_free;
 	p->next_free = NULL;
 	p->pno = pno;
+	/* The policy's copy of the key (ghost lists remember evicted keys),
+	 * set once per entry use: queued policy calls of this entry's last
+	 * page were all applied when it was dropped (page_drop drains). */
+	p->qn.pn.key = pno;
 	p->slot = 0;
 	p->tier = 0;
 	p->dirty = 0;
