@@ -44,7 +44,7 @@ for k in '"can_fua": true' '"can_trim": true' '"can_zero": true' '"can_cache": t
 	'"can_multi_conn": true' '"block_size_maximum": 33554432' '"export-size": 8388608'; do
 	grep -q "$k" "$dir/info.json" || { echo "nbdinfo --json lacks $k" >&2; cat "$dir/info.json"; exit 1; }
 done
-nbdinfo --list "$uri" | grep -q 'description: vramcache'
+nbdinfo --list "$uri" | grep -q "description: $disk"
 
 nbdcopy "$dir/in.bin" "$uri"
 nbdcopy "$uri" "$dir/out.bin"

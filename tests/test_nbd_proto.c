@@ -6,8 +6,13 @@
  * and overflowing, read-only exports, unknown commands and flags, each
  * answered and the connection surviving), structured replies, many
  * requests in flight answered once each by cookie, DISC, a bad request
- * magic, and a client that vanishes in the middle of a write payload. */
+ * magic, and a client that vanishes in the middle of a write payload.
+ * Metadata contexts and BLOCK_STATUS on a sparse export, exports on
+ * different volumes not aliasing, and CAN_MULTI_CONN: a FLUSH on one
+ * connection makes another connection's acknowledged write-back writes
+ * durable. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -17,8 +22,10 @@
 
 static const uint64_t SIZE = 1 << 20;
 static vc_cache *cache;
-static struct nbd_export exports[2];
-static struct nbd_server srv = { .exports = exports, .n_exports = 2, .workers = 3 };
+static struct nbd_export exports[3];
+static struct nbd_counters counters[3];
+static struct nbd_server srv = { .exports = exports, .n_exports = 3, .workers = 3 };
+static const struct nbd_server *cur = &srv; /* what start() serves */
 
 struct session {
 	int cfd, sfd;
@@ -29,7 +36,7 @@ struct session {
 static void *server_main(void *p)
 {
 	struct session *s = p;
-	s->rc = nbd_conn_run(s->sfd, &srv);
+	s->rc = nbd_conn_run(s->sfd, cur);
 	shutdown(s->sfd, SHUT_RDWR); /* as the caller's close would: the client sees EOF */
 	return NULL;
 }
@@ -130,15 +137,19 @@ static uint32_t info_go(struct session *s, uint32_t opt, const char *name, uint1
 	}
 }
 
+static void structured_on(struct session *s)
+{
+	send_opt(s, NBD_OPTS_MAGIC, NBD_OPT_STRUCTURED_REPLY, NULL, 0);
+	uint32_t len;
+	unsigned char b[64];
+	CHECK(read_rep(s, NBD_OPT_STRUCTURED_REPLY, b, sizeof(b), &len) == NBD_REP_ACK);
+}
+
 static void go(struct session *s, const char *name, bool structured)
 {
 	greet(s, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
-	if (structured) {
-		send_opt(s, NBD_OPTS_MAGIC, NBD_OPT_STRUCTURED_REPLY, NULL, 0);
-		uint32_t len;
-		unsigned char b[64];
-		CHECK(read_rep(s, NBD_OPT_STRUCTURED_REPLY, b, sizeof(b), &len) == NBD_REP_ACK);
-	}
+	if (structured)
+		structured_on(s);
 	uint16_t fl;
 	CHECK(info_go(s, NBD_OPT_GO, name, &fl) == NBD_REP_ACK);
 }
@@ -217,7 +228,7 @@ static void test_unknown_option_then_go(void)
 	uint32_t t;
 	while ((t = read_rep(&s, NBD_OPT_LIST, b, sizeof(b), &len)) == NBD_REP_SERVER)
 		servers++;
-	CHECK(t == NBD_REP_ACK && servers == 2);
+	CHECK(t == NBD_REP_ACK && servers == 3);
 	send_opt(&s, NBD_OPTS_MAGIC, NBD_OPT_LIST, "x", 1);
 	CHECK(read_rep(&s, NBD_OPT_LIST, b, sizeof(b), &len) == NBD_REP_ERR_INVALID);
 	/* A malformed GO: the name overruns the data. */
@@ -412,6 +423,220 @@ static void test_vanish(void)
 	CHECK(finish(&s) == 0);
 }
 
+/* A META_CONTEXT option: export name, then queries. */
+static void send_meta(struct session *s, uint32_t opt, const char *name, int nq,
+		      const char *const *q)
+{
+	unsigned char d[512];
+	uint32_t n = (uint32_t)strlen(name), pos = 0;
+	nbd_put32(d, n);
+	memcpy(d + 4, name, n);
+	nbd_put32(d + 4 + n, (uint32_t)nq);
+	pos = 8 + n;
+	for (int i = 0; i < nq; i++) {
+		uint32_t ql = (uint32_t)strlen(q[i]);
+		nbd_put32(d + pos, ql);
+		memcpy(d + pos + 4, q[i], ql);
+		pos += 4 + ql;
+	}
+	send_opt(s, NBD_OPTS_MAGIC, opt, d, pos);
+}
+
+/* Reads META_CONTEXT replies until the final one: returns its type; *ids
+ * counts base:allocation replies, *id the last one's id. */
+static uint32_t meta_replies(struct session *s, uint32_t opt, int *ids, uint32_t *id)
+{
+	unsigned char b[256];
+	uint32_t len, t;
+	*ids = 0;
+	while ((t = read_rep(s, opt, b, sizeof(b), &len)) == NBD_REP_META_CONTEXT) {
+		CHECK(len == 4 + strlen(NBD_CTX_ALLOCATION));
+		CHECK(memcmp(b + 4, NBD_CTX_ALLOCATION, len - 4) == 0);
+		*id = nbd_get32(b);
+		(*ids)++;
+	}
+	return t;
+}
+
+/* A BLOCK_STATUS reply: returns the error (0: *n descriptors in d). */
+static uint32_t block_status(struct session *s, uint16_t flags, uint64_t cookie, uint64_t off,
+			     uint32_t len, uint32_t *d, uint32_t *n)
+{
+	request(s, flags, NBD_CMD_BLOCK_STATUS, cookie, off, len, NULL);
+	unsigned char h[20], b[8200];
+	rd(s, h, 20);
+	CHECK(nbd_get32(h) == NBD_STRUCTURED_REPLY_MAGIC && nbd_get64(h + 8) == cookie);
+	CHECK(nbd_get16(h + 4) == NBD_REPLY_FLAG_DONE);
+	uint32_t l = nbd_get32(h + 16);
+	CHECK(l <= sizeof(b));
+	rd(s, b, l);
+	if (nbd_get16(h + 6) == NBD_REPLY_TYPE_ERROR)
+		return nbd_get32(b);
+	CHECK(nbd_get16(h + 6) == NBD_REPLY_TYPE_BLOCK_STATUS);
+	CHECK(l >= 12 && (l - 4) % 8 == 0 && nbd_get32(b) == NBD_CTX_ALLOCATION_ID);
+	*n = (l - 4) / 8;
+	for (uint32_t i = 0; i < 2 * *n; i++)
+		d[i] = nbd_get32(b + 4 + 4 * i);
+	return 0;
+}
+
+static void test_meta_context(void)
+{
+	const char *alloc[] = { NBD_CTX_ALLOCATION, "x-other:thing" };
+	const char *base[] = { "base:" };
+	const char *other[] = { "x-other:thing" };
+	int ids;
+	uint32_t id, len;
+	unsigned char b[64];
+	struct session s;
+	start(&s);
+	greet(&s, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	/* LIST works before structured replies; of nothing, or of "base:". */
+	send_meta(&s, NBD_OPT_LIST_META_CONTEXT, "sparse", 0, NULL);
+	CHECK(meta_replies(&s, NBD_OPT_LIST_META_CONTEXT, &ids, &id) == NBD_REP_ACK);
+	CHECK(ids == 1 && id == 0);
+	send_meta(&s, NBD_OPT_LIST_META_CONTEXT, "sparse", 1, base);
+	CHECK(meta_replies(&s, NBD_OPT_LIST_META_CONTEXT, &ids, &id) == NBD_REP_ACK && ids == 1);
+	send_meta(&s, NBD_OPT_LIST_META_CONTEXT, "sparse", 1, other);
+	CHECK(meta_replies(&s, NBD_OPT_LIST_META_CONTEXT, &ids, &id) == NBD_REP_ACK && ids == 0);
+	/* SET needs structured replies first. */
+	send_meta(&s, NBD_OPT_SET_META_CONTEXT, "sparse", 2, alloc);
+	CHECK(meta_replies(&s, NBD_OPT_SET_META_CONTEXT, &ids, &id) == NBD_REP_ERR_INVALID);
+	structured_on(&s);
+	send_meta(&s, NBD_OPT_SET_META_CONTEXT, "nope", 2, alloc);
+	CHECK(meta_replies(&s, NBD_OPT_SET_META_CONTEXT, &ids, &id) == NBD_REP_ERR_UNKNOWN);
+	/* Malformed: a query longer than the option. */
+	unsigned char bad[16];
+	nbd_put32(bad, 0);
+	nbd_put32(bad + 4, 1);
+	nbd_put32(bad + 8, 100);
+	send_opt(&s, NBD_OPTS_MAGIC, NBD_OPT_SET_META_CONTEXT, bad, 12);
+	CHECK(read_rep(&s, NBD_OPT_SET_META_CONTEXT, b, sizeof(b), &len) == NBD_REP_ERR_INVALID);
+	send_meta(&s, NBD_OPT_SET_META_CONTEXT, "sparse", 2, alloc);
+	CHECK(meta_replies(&s, NBD_OPT_SET_META_CONTEXT, &ids, &id) == NBD_REP_ACK);
+	CHECK(ids == 1 && id == NBD_CTX_ALLOCATION_ID);
+	uint16_t fl;
+	CHECK(info_go(&s, NBD_OPT_GO, "sparse", &fl) == NBD_REP_ACK);
+
+	/* The store has data only in [64K, 68K) (or cannot say: all data). */
+	uint32_t d[2 * NBD_MAX_EXTENTS], n;
+	CHECK(block_status(&s, 0, 1, 0, 128 << 10, d, &n) == 0);
+	bool holes = n > 1;
+	if (holes) {
+		CHECK(n == 3);
+		CHECK(d[0] == 64 << 10 && d[1] == (NBD_STATE_HOLE | NBD_STATE_ZERO));
+		CHECK(d[2] == 4096 && d[3] == 0);
+		CHECK(d[4] == 60 << 10 && d[5] == (NBD_STATE_HOLE | NBD_STATE_ZERO));
+	} else {
+		CHECK(d[0] == 128 << 10 && d[1] == 0);
+	}
+	CHECK(block_status(&s, NBD_CMD_FLAG_REQ_ONE, 2, 1000, 200 << 10, d, &n) == 0);
+	CHECK(n == 1 && d[0] == (holes ? (64u << 10) - 1000 : 200u << 10));
+	/* A write into a hole makes it data before any flush. */
+	unsigned char w[4096];
+	memset(w, 0xcd, sizeof(w));
+	request(&s, 0, NBD_CMD_WRITE, 3, 8192, sizeof(w), w);
+	CHECK(expect(&s, 3) == 0);
+	CHECK(block_status(&s, 0, 4, 8192, 4096, d, &n) == 0);
+	CHECK(n == 1 && d[0] == 4096 && d[1] == 0);
+	/* Past the end, or empty: EINVAL, and the connection goes on. */
+	CHECK(block_status(&s, 0, 5, SIZE - 10, 20, d, &n) == NBD_EINVAL);
+	CHECK(block_status(&s, 0, 6, 0, 0, d, &n) == NBD_EINVAL);
+	CHECK(block_status(&s, NBD_CMD_FLAG_FUA << 7, 7, 0, 10, d, &n) == NBD_EINVAL);
+	request(&s, 0, NBD_CMD_DISC, 8, 0, 0, NULL);
+	CHECK(finish(&s) == 0);
+
+	/* A context set on one export does not carry over to another. */
+	start(&s);
+	greet(&s, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	structured_on(&s);
+	send_meta(&s, NBD_OPT_SET_META_CONTEXT, "sparse", 1, alloc);
+	CHECK(meta_replies(&s, NBD_OPT_SET_META_CONTEXT, &ids, &id) == NBD_REP_ACK && ids == 1);
+	CHECK(info_go(&s, NBD_OPT_GO, "rw", &fl) == NBD_REP_ACK);
+	CHECK(block_status(&s, 0, 1, 0, 4096, d, &n) == NBD_EINVAL);
+	/* Exports are separate volumes: what "sparse" got is not in "rw". */
+	unsigned char r[4096];
+	request(&s, 0, NBD_CMD_READ, 2, 8192, sizeof(r), NULL);
+	rd(&s, b, 20);
+	CHECK(nbd_get16(b + 6) == NBD_REPLY_TYPE_OFFSET_DATA && nbd_get32(b + 16) == 8 + sizeof(r));
+	rd(&s, b, 8);
+	rd(&s, r, sizeof(r));
+	CHECK(memcmp(r, w, sizeof(r)) != 0);
+	request(&s, 0, NBD_CMD_DISC, 3, 0, 0, NULL);
+	CHECK(finish(&s) == 0);
+}
+
+/* CAN_MULTI_CONN on a write-back cache: a write acknowledged on one
+ * connection is not yet in the file; a FLUSH on another puts it there. */
+static void test_multi_conn(void)
+{
+	char path[256];
+	t_make_file(path, sizeof(path), SIZE, 7);
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.host_bytes = 64 * 4096;
+	cfg.gpu_bytes = 64 * 4096;
+	cfg.device = VC_DEVICE_EMU;
+	cfg.write_mode = VC_WRITE_BACK;
+	vc_cache *wb;
+	CHECK_OK(vc_open(&cfg, &wb));
+	struct nbd_export ex = { .name = "", .vol = vc_volume_default(wb) };
+	struct nbd_server ws = { .exports = &ex, .n_exports = 1, .workers = 2, .cache = wb };
+	cur = &ws;
+	struct session a, b;
+	start(&a);
+	start(&b);
+	go(&a, "", false);
+	go(&b, "", false);
+	unsigned char w[10000], f[10000];
+	for (size_t i = 0; i < sizeof(w); i++)
+		w[i] = (unsigned char)(i * 13 + 1);
+	request(&a, 0, NBD_CMD_WRITE, 1, 5000, sizeof(w), w);
+	CHECK(expect(&a, 1) == 0);
+	int fd = open(path, O_RDONLY);
+	CHECK(pread(fd, f, sizeof(f), 5000) == (ssize_t)sizeof(f));
+	CHECK(memcmp(f, w, sizeof(w)) != 0); /* cached, dirty */
+	request(&b, 0, NBD_CMD_FLUSH, 2, 0, 0, NULL);
+	CHECK(expect(&b, 2) == 0);
+	CHECK(pread(fd, f, sizeof(f), 5000) == (ssize_t)sizeof(f));
+	CHECK(memcmp(f, w, sizeof(w)) == 0);
+	close(fd);
+	request(&a, 0, NBD_CMD_DISC, 3, 0, 0, NULL);
+	request(&b, 0, NBD_CMD_DISC, 3, 0, 0, NULL);
+	CHECK(finish(&a) == 0 && finish(&b) == 0);
+	cur = &srv;
+	CHECK_OK(vc_close(wb));
+	unlink(path);
+}
+
+/* The statistics of what ran above: both formats, same numbers. */
+static void test_stats(void)
+{
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	CHECK_OK(nbd_stats_json(&srv, f));
+	fclose(f);
+	CHECK(strstr(doc, "\"exports\": [{\"name\": \"rw\"") != NULL);
+	CHECK(strstr(doc, "\"name\": \"sparse\"") && strstr(doc, "\"hits_host\": "));
+	CHECK(strstr(doc, "\"connections\": 0"));
+	char want[64];
+	snprintf(want, sizeof(want), "\"block_status\": %llu",
+		 (unsigned long long)atomic_load(&counters[2].ops[NBD_CMD_BLOCK_STATUS]));
+	CHECK(strstr(doc, want) && atomic_load(&counters[2].ops[NBD_CMD_BLOCK_STATUS]) >= 3);
+	free(doc);
+	f = open_memstream(&doc, &len);
+	CHECK_OK(nbd_stats_prometheus(&srv, f));
+	fclose(f);
+	CHECK(strstr(doc, "# TYPE vramcache_hits_total counter\nvramcache_hits_total{tier=\"host\"} "));
+	CHECK(strstr(doc, "vramcache_export_errors_total{export=\"sparse\"} "));
+	snprintf(want, sizeof(want), "{export=\"rw\",op=\"write\"} %llu\n",
+		 (unsigned long long)atomic_load(&counters[0].ops[NBD_CMD_WRITE]));
+	CHECK(strstr(doc, want));
+	free(doc);
+}
+
 int main(void)
 {
 	char path[256];
@@ -423,9 +648,22 @@ int main(void)
 	cfg.gpu_bytes = 64 * 4096;
 	cfg.device = VC_DEVICE_EMU;
 	CHECK_OK(vc_open(&cfg, &cache));
-	exports[0] = (struct nbd_export){ .name = "rw", .cache = cache, .prefetch_tier = VC_TIER_GPU };
-	exports[1] = (struct nbd_export){ .name = "ro", .cache = cache, .readonly = true,
-					  .prefetch_tier = VC_TIER_HOST };
+	srv.cache = cache;
+	vc_volume *v0 = vc_volume_default(cache), *vs;
+	exports[0] = (struct nbd_export){ .name = "rw", .vol = v0, .prefetch_tier = VC_TIER_GPU,
+					  .counters = &counters[0] };
+	exports[1] = (struct nbd_export){ .name = "ro", .vol = v0, .readonly = true,
+					  .prefetch_tier = VC_TIER_HOST, .counters = &counters[1] };
+	/* A sparse store of the same size: data only in [64K, 68K). */
+	char spath[300];
+	snprintf(spath, sizeof(spath), "%s.sparse", path);
+	int sfd = open(spath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	unsigned char d[4096];
+	memset(d, 0x11, sizeof(d));
+	CHECK(sfd >= 0 && ftruncate(sfd, SIZE) == 0 && pwrite(sfd, d, 4096, 64 << 10) == 4096);
+	close(sfd);
+	CHECK_OK(vc_volume_open(cache, spath, -1, 0, &vs));
+	exports[2] = (struct nbd_export){ .name = "sparse", .vol = vs, .counters = &counters[2] };
 	test_bad_option_magic();
 	test_bad_client_flags();
 	test_unknown_option_then_go();
@@ -434,8 +672,12 @@ int main(void)
 	test_structured();
 	test_in_flight();
 	test_vanish();
+	test_meta_context();
+	test_multi_conn();
+	test_stats();
 	CHECK_OK(vc_close(cache));
 	unlink(path);
+	unlink(spath);
 	printf("nbd protocol: all checks passed\n");
 	return 0;
 }

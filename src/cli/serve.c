@@ -1,9 +1,17 @@
-/* `vramcache serve`: an NBD server in front of a backing file or block
- * device, with the cache's host and GPU tiers in between.
+/* `vramcache serve`: an NBD server in front of backing files or block
+ * devices, with the cache's host and GPU tiers in between.
  *
- * One thread per connection (src/nbd/conn.c adds its workers); every
- * connection shares the one vc_cache. The main thread only accepts and
- * waits for a signal. Shutdown (SIGTERM, SIGINT): stop accepting, shut the
+ * Each BACKING is an export and a volume of one shared vc_cache, so the
+ * exports compete for the same tiers. One thread per connection
+ * (src/nbd/conn.c adds its workers). The main thread only accepts, answers
+ * the statistics socket, and waits for a signal.
+ *
+ * Statistics: a second Unix socket beside the NBD one (SOCKET.ctl, 0600).
+ * A client sends one line, "json" or "prometheus", gets the document and
+ * the server hangs up (`vramcache stat`). A separate socket, not an NBD
+ * option, so that scrapers need no NBD client and NBD clients never see
+ * it; answered on the main thread, with a receive timeout bounding what a
+ * silent client can hold it for. Shutdown (SIGTERM, SIGINT): stop accepting, shut the
  * read side of every connection so its reader sees EOF, let in-flight
  * requests finish and reply, then vc_close, which writes dirty pages back. */
 #include <errno.h>
@@ -18,6 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -28,12 +37,19 @@
 /* Connections at once. Each holds a thread, its workers and at most
  * NBD_INFLIGHT_BYTES of buffers; beyond this many, new ones are refused. */
 #define SERVE_MAX_CONNS 128
+/* A statistics client has this long to send its line. */
+#define CTL_TIMEOUT_MS 1000
+/* Exports at most (each is a volume of the cache). */
+#define SERVE_MAX_EXPORTS 64
 
 static void serve_usage(FILE *f)
 {
-	fputs("Usage: vramcache serve [OPTIONS] BACKING\n"
+	fputs("Usage: vramcache serve [OPTIONS] [NAME=]BACKING...\n"
 	      "\n"
-	      "Serves BACKING (a file or block device) over NBD, through the cache.\n"
+	      "Serves each BACKING (a file or block device) over NBD as an export,\n"
+	      "all through one cache. An export is named NAME, or with one BACKING\n"
+	      "--export (default \"\"), else the file's base name; the first export\n"
+	      "also answers to \"\". (A path with '=' in its first part: write ./a=b.)\n"
 	      "\n"
 	      "  --socket PATH          Unix socket to listen on (default\n"
 	      "                         $XDG_RUNTIME_DIR/vramcache.sock or /tmp/...), mode 0600\n"
@@ -43,7 +59,9 @@ static void serve_usage(FILE *f)
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
-	      "  --export NAME          export name (default \"\"; any name is the default)\n"
+	      "  --export NAME          the export's name when there is one BACKING\n"
+	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
+	      "                         socket; read it with `vramcache stat`)\n"
 	      "  --workers N            request threads per connection (default 4)\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
 	      "  --foreground           stay in the foreground (logs to stderr)\n"
@@ -198,14 +216,61 @@ static int activated_fd(void)
 	return 3;
 }
 
-static int accept_loop(struct server *sv, int lfd)
+/* One statistics request: a line naming the format, then the document.
+ * Anything else gets an error line. Bounded by CTL_TIMEOUT_MS per read. */
+static void ctl_answer(struct server *sv, int cfd)
 {
-	struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN } };
+	struct timeval tv = { .tv_sec = CTL_TIMEOUT_MS / 1000, .tv_usec = CTL_TIMEOUT_MS % 1000 * 1000 };
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	char line[64];
+	size_t n = 0;
+	while (n < sizeof line - 1) {
+		ssize_t k = read(cfd, line + n, 1);
+		if (k <= 0 || line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	if (!f)
+		return;
+	int r = -EINVAL;
+	if (strcmp(line, "json") == 0)
+		r = nbd_stats_json(&sv->nbd, f);
+	else if (strcmp(line, "prometheus") == 0)
+		r = nbd_stats_prometheus(&sv->nbd, f);
+	if (r < 0)
+		fprintf(f, "error: %s\n", r == -EINVAL ? "unknown request (want json or prometheus)"
+						      : strerror(-r));
+	fclose(f);
+	for (size_t off = 0; off < len;) {
+		ssize_t k = send(cfd, doc + off, len - off, MSG_NOSIGNAL);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	free(doc);
+}
+
+static int accept_loop(struct server *sv, int lfd, int cfd)
+{
+	struct pollfd p[3] = { { .fd = lfd, .events = POLLIN },
+			       { .fd = stop_pipe[0], .events = POLLIN },
+			       { .fd = cfd, .events = POLLIN } };
 	while (!stop_flag) {
-		if (poll(p, 2, -1) < 0) {
+		if (poll(p, cfd >= 0 ? 3 : 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
+		}
+		if (!stop_flag && cfd >= 0 && (p[2].revents & POLLIN)) {
+			int c = accept4(cfd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				ctl_answer(sv, c);
+				close(c);
+			}
 		}
 		if (stop_flag || !(p[0].revents & POLLIN))
 			continue;
@@ -244,14 +309,59 @@ static int accept_loop(struct server *sv, int lfd)
 	return 0;
 }
 
+static void unlink_sockets(const char *sock, const char *ctl)
+{
+	if (sock)
+		unlink(sock);
+	if (ctl)
+		unlink(ctl);
+}
+
+/* [NAME=]PATH arguments -> names and paths. A NAME has no '/' (so a path
+ * with '=' past a slash stays a path). Unnamed: `single` for a lone
+ * BACKING, else the file's base name. Names must differ. 0 or -1. */
+static int parse_exports(char **args, unsigned n, const char *single,
+			 char names[][NBD_MAX_STRING + 1], const char **paths)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const char *a = args[i], *eq = strchr(a, '=');
+		const char *slash = strchr(a, '/');
+		const char *name;
+		size_t len;
+		if (eq && (!slash || slash > eq)) {
+			name = a;
+			len = (size_t)(eq - a);
+			paths[i] = eq + 1;
+		} else {
+			paths[i] = a;
+			name = n == 1 ? single : (slash = strrchr(a, '/')) ? slash + 1 : a;
+			len = strlen(name);
+		}
+		if (len > NBD_MAX_STRING || !*paths[i]) {
+			fprintf(stderr, "vramcache serve: bad export '%s' (name over %d bytes or no path)\n",
+				a, NBD_MAX_STRING);
+			return -1;
+		}
+		memcpy(names[i], name, len);
+		names[i][len] = 0;
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(names[i], names[j]) == 0) {
+				fprintf(stderr, "vramcache serve: two exports named \"%s\"\n", names[i]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct vc_config cfg;
 	vc_config_init(&cfg);
-	const char *sock = NULL, *tcp = NULL, *export = "", *pidfile = NULL;
+	const char *sock = NULL, *tcp = NULL, *export = "", *pidfile = NULL, *ctl = NULL;
 	bool foreground = false, readonly = false;
 	uint64_t workers = 0;
-	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK };
+	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
+	       O_CTL };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -264,6 +374,7 @@ int cmd_serve(int argc, char **argv)
 		{ "foreground", no_argument, 0, O_FG },
 		{ "pidfile", required_argument, 0, O_PID },
 		{ "workers", required_argument, 0, O_WORK },
+		{ "stat-socket", required_argument, 0, O_CTL },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -290,6 +401,7 @@ int cmd_serve(int argc, char **argv)
 		case 'f':
 		case O_FG: foreground = true; break;
 		case O_PID: pidfile = optarg; break;
+		case O_CTL: ctl = optarg; break;
 		case O_WORK:
 			if (cli_u64(optarg, &workers) || workers < 1 || workers > 64)
 				goto bad;
@@ -298,15 +410,23 @@ int cmd_serve(int argc, char **argv)
 		default: serve_usage(stderr); return 2;
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, "vramcache serve: want exactly one BACKING file (try --help)\n");
+	unsigned nex = (unsigned)(argc - optind);
+	if (nex < 1 || nex > SERVE_MAX_EXPORTS) {
+		fprintf(stderr, "vramcache serve: want 1 to %d BACKING files (try --help)\n",
+			SERVE_MAX_EXPORTS);
 		return 2;
 	}
 	if (sock && tcp) {
 		fprintf(stderr, "vramcache serve: --socket and --tcp exclude each other\n");
 		return 2;
 	}
-	cfg.backing_path = argv[optind];
+	static struct nbd_export ex[SERVE_MAX_EXPORTS];
+	static struct nbd_counters counters[SERVE_MAX_EXPORTS];
+	static char names[SERVE_MAX_EXPORTS][NBD_MAX_STRING + 1];
+	const char *paths[SERVE_MAX_EXPORTS];
+	if (parse_exports(argv + optind, nex, export, names, paths) < 0)
+		return 2;
+	cfg.backing_path = paths[0];
 	if (readonly)
 		cfg.flags |= VC_OPEN_READONLY;
 
@@ -324,6 +444,14 @@ int cmd_serve(int argc, char **argv)
 		if (lfd < 0)
 			return 1;
 	}
+	char defctl[sizeof(defsock) + 8];
+	if (!ctl && sock && strlen(sock) + 4 < sizeof(defctl) - 4) {
+		snprintf(defctl, sizeof(defctl), "%s.ctl", sock);
+		ctl = defctl;
+	}
+	int cfd = ctl ? listen_unix(ctl) : -1;
+	if (ctl && cfd < 0)
+		return 1;
 
 	/* Daemon: the parent exits once the child reports the cache open (or
 	 * not), so "serve returned 0" means "ready". The cache opens after the
@@ -357,21 +485,32 @@ int cmd_serve(int argc, char **argv)
 	if (e < 0) {
 		fprintf(stderr, "vramcache serve: %s: %s\n", cfg.backing_path,
 			*vc_last_error() ? vc_last_error() : vc_strerror(e));
-		if (sock)
-			unlink(sock);
+		unlink_sockets(sock, ctl);
 		return 1;
 	}
 	struct vc_stats st = { .size = sizeof(st) };
 	vc_get_stats(c, &st);
-	struct nbd_export ex = {
-		.name = export,
-		.description = "vramcache",
-		.cache = c,
-		.readonly = readonly,
-		.prefetch_tier = st.pages_capacity[VC_TIER_GPU] ? VC_TIER_GPU : VC_TIER_HOST,
-	};
+	for (unsigned i = 0; i < nex; i++) {
+		vc_volume *v = vc_volume_default(c);
+		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, cfg.flags, &v)) < 0) {
+			fprintf(stderr, "vramcache serve: %s: %s\n", paths[i],
+				*vc_last_error() ? vc_last_error() : vc_strerror(e));
+			vc_close(c);
+			unlink_sockets(sock, ctl);
+			return 1;
+		}
+		ex[i] = (struct nbd_export){
+			.name = names[i],
+			.description = paths[i],
+			.vol = v,
+			.readonly = readonly,
+			.prefetch_tier = st.pages_capacity[VC_TIER_GPU] ? VC_TIER_GPU : VC_TIER_HOST,
+			.counters = &counters[i],
+		};
+	}
 	static struct server sv; /* static: the signal path never touches it */
-	sv.nbd = (struct nbd_server){ .exports = &ex, .n_exports = 1, .workers = (unsigned)workers };
+	sv.nbd = (struct nbd_server){ .exports = ex, .n_exports = nex, .workers = (unsigned)workers,
+				      .cache = c };
 	pthread_mutex_init(&sv.lock, NULL);
 	pthread_cond_init(&sv.gone, NULL);
 	for (int i = 0; i < SERVE_MAX_CONNS; i++)
@@ -393,12 +532,15 @@ int cmd_serve(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (foreground)
-		fprintf(stderr, "vramcache serve: %s (%llu bytes) on %s, device %s, %s%s\n",
-			cfg.backing_path, (unsigned long long)vc_size(c),
+	if (foreground) {
+		fprintf(stderr, "vramcache serve: on %s, device %s, %s%s%s%s\n",
 			tcp ? tcp : sock ? sock : "the activated socket", vc_device_name(c),
 			cfg.write_mode == VC_WRITE_BACK ? "write-back" : "write-through",
-			readonly ? ", read-only" : "");
+			readonly ? ", read-only" : "", ctl ? ", statistics on " : "", ctl ? ctl : "");
+		for (unsigned i = 0; i < nex; i++)
+			fprintf(stderr, "  export \"%s\": %s (%llu bytes)\n", names[i], paths[i],
+				(unsigned long long)vc_volume_size(ex[i].vol));
+	}
 	if (ready[1] >= 0) {
 		if (write(ready[1], "y", 1) != 1) {
 			/* the parent died: carry on serving */
@@ -406,11 +548,12 @@ int cmd_serve(int argc, char **argv)
 		close(ready[1]);
 	}
 
-	accept_loop(&sv, lfd);
+	accept_loop(&sv, lfd, cfd);
 
 	close(lfd);
-	if (sock)
-		unlink(sock);
+	if (cfd >= 0)
+		close(cfd);
+	unlink_sockets(sock, ctl);
 	pthread_mutex_lock(&sv.lock);
 	for (int i = 0; i < SERVE_MAX_CONNS; i++)
 		if (sv.fds[i] >= 0)

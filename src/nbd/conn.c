@@ -41,8 +41,26 @@ static uint64_t payload_bytes(const struct nbd_request *r)
 	return r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE ? r->length : 0;
 }
 
+/* Counts a request answered (run, or refused by its check). */
+static void count(struct conn *c, const struct nbd_request *r, uint32_t err)
+{
+	struct nbd_counters *n = c->s.exp->counters;
+	if (!n)
+		return;
+	if (err) {
+		atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&n->ops[r->type], 1, memory_order_relaxed);
+	if (r->type == NBD_CMD_READ)
+		atomic_fetch_add_explicit(&n->read_bytes, r->length, memory_order_relaxed);
+	else if (r->type == NBD_CMD_WRITE)
+		atomic_fetch_add_explicit(&n->write_bytes, r->length, memory_order_relaxed);
+}
+
 static int reply_locked(struct conn *c, const struct nbd_request *r, uint32_t err)
 {
+	count(c, r, err);
 	pthread_mutex_lock(&c->wlock);
 	int e = nbd_reply_send(&c->s, r, err);
 	pthread_mutex_unlock(&c->wlock);
@@ -155,6 +173,11 @@ int nbd_conn_run(int fd, const struct nbd_server *srv)
 	int e = nbd_handshake(&c.s);
 	if (e <= 0)
 		return e;
+	struct nbd_counters *cnt = c.s.exp->counters;
+	if (cnt) {
+		atomic_fetch_add(&cnt->conns, 1);
+		atomic_fetch_add(&cnt->conns_total, 1);
+	}
 	pthread_mutex_init(&c.wlock, NULL);
 	pthread_mutex_init(&c.qlock, NULL);
 	pthread_cond_init(&c.work, NULL);
@@ -185,5 +208,7 @@ int nbd_conn_run(int fd, const struct nbd_server *srv)
 	pthread_cond_destroy(&c.work);
 	pthread_mutex_destroy(&c.qlock);
 	pthread_mutex_destroy(&c.wlock);
+	if (cnt)
+		atomic_fetch_sub(&cnt->conns, 1);
 	return e;
 }

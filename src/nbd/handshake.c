@@ -40,9 +40,14 @@ uint16_t nbd_export_flags(const struct nbd_export *e, bool structured)
 {
 	uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
 		     NBD_FLAG_SEND_CACHE;
-	/* Every connection shares the one vc_cache, and vc_flush makes every
-	 * acknowledged write durable whichever connection made it: that is
-	 * what CAN_MULTI_CONN requires. */
+	/* CAN_MULTI_CONN: every connection to an export shares its one
+	 * volume (so all see the same bytes), and FLUSH or FUA runs
+	 * vc_volume_flush, which makes every write acknowledged on the
+	 * volume durable, whichever connection made it: write-through
+	 * writes reached the store before their reply and the flush syncs
+	 * it; in write-back, a page with acknowledged data stays dirty
+	 * until written, and the flush writes (or waits for) every dirty
+	 * page of the volume before it syncs. test_nbd_proto checks it. */
 	f |= NBD_FLAG_CAN_MULTI_CONN;
 	if (e->readonly)
 		f |= NBD_FLAG_READ_ONLY;
@@ -71,7 +76,7 @@ static int send_info(int fd, uint32_t opt, const struct nbd_session *s,
 {
 	unsigned char b[14];
 	nbd_put16(b, NBD_INFO_EXPORT);
-	nbd_put64(b + 2, vc_size(e->cache));
+	nbd_put64(b + 2, vc_volume_size(e->vol));
 	nbd_put16(b + 10, nbd_export_flags(e, s->structured));
 	int r = rep(fd, opt, NBD_REP_INFO, b, 12);
 	/* Sent whether asked or not: the values are the spec's defaults
@@ -131,6 +136,51 @@ static int opt_info_go(struct nbd_session *s, uint32_t opt, const unsigned char 
 	return 1;
 }
 
+/* LIST_META_CONTEXT and SET_META_CONTEXT: export name, then queries. We
+ * serve one context, base:allocation; a query selects it if it names it
+ * exactly (or, for LIST, is the namespace "base:"). Queries in other
+ * namespaces are ignored (spec: MUST). Returns 0 or -errno. */
+static int opt_meta(struct nbd_session *s, uint32_t opt, const unsigned char *d, uint32_t len)
+{
+	int fd = s->fd;
+	bool set = opt == NBD_OPT_SET_META_CONTEXT;
+	if (set)
+		s->meta_exp = NULL; /* replaced even if this one fails (spec) */
+	if (set && !s->structured)
+		return rep_err(fd, opt, NBD_REP_ERR_INVALID, "structured replies come first");
+	if (len < 8 || nbd_get32(d) > len - 8)
+		return rep_err(fd, opt, NBD_REP_ERR_INVALID, "export name overruns the option");
+	uint32_t nlen = nbd_get32(d), nq = nbd_get32(d + 4 + nlen);
+	const struct nbd_export *e = find_export(s->srv, (const char *)d + 4, nlen);
+	bool match = nq == 0 && !set; /* LIST of nothing: everything */
+	uint32_t pos = 8 + nlen;
+	for (uint32_t i = 0; i < nq; i++) {
+		if (len - pos < 4 || nbd_get32(d + pos) > len - pos - 4)
+			return rep_err(fd, opt, NBD_REP_ERR_INVALID, "query overruns the option");
+		uint32_t ql = nbd_get32(d + pos);
+		const char *q = (const char *)d + pos + 4;
+		size_t al = strlen(NBD_CTX_ALLOCATION);
+		if ((ql == al && memcmp(q, NBD_CTX_ALLOCATION, al) == 0) ||
+		    (!set && ql == 5 && memcmp(q, "base:", 5) == 0))
+			match = true;
+		pos += 4 + ql;
+	}
+	if (pos != len)
+		return rep_err(fd, opt, NBD_REP_ERR_INVALID, "option longer than its queries");
+	if (!e)
+		return rep_err(fd, opt, NBD_REP_ERR_UNKNOWN, "no such export");
+	int r = 0;
+	if (match) {
+		unsigned char b[4 + sizeof(NBD_CTX_ALLOCATION)];
+		nbd_put32(b, set ? NBD_CTX_ALLOCATION_ID : 0); /* LIST: reserved, zero */
+		memcpy(b + 4, NBD_CTX_ALLOCATION, sizeof(NBD_CTX_ALLOCATION) - 1);
+		r = rep(fd, opt, NBD_REP_META_CONTEXT, b, sizeof(b) - 1);
+		if (set)
+			s->meta_exp = e;
+	}
+	return r ? r : rep(fd, opt, NBD_REP_ACK, NULL, 0);
+}
+
 static int opt_list(struct nbd_session *s, uint32_t opt, uint32_t len)
 {
 	if (len != 0)
@@ -162,7 +212,7 @@ static int opt_export_name(struct nbd_session *s, const unsigned char *d, uint32
 	if (!e)
 		return -ENOENT;
 	unsigned char b[8 + 2 + 124] = { 0 };
-	nbd_put64(b, vc_size(e->cache));
+	nbd_put64(b, vc_volume_size(e->vol));
 	nbd_put16(b + 8, nbd_export_flags(e, s->structured));
 	int r = nbd_write_full(s->fd, b, s->no_zeroes ? 10 : sizeof(b));
 	if (r < 0)
@@ -215,7 +265,8 @@ int nbd_handshake(struct nbd_session *s)
 			break;
 		bool known = opt == NBD_OPT_EXPORT_NAME || opt == NBD_OPT_ABORT ||
 			     opt == NBD_OPT_LIST || opt == NBD_OPT_INFO || opt == NBD_OPT_GO ||
-			     opt == NBD_OPT_STRUCTURED_REPLY;
+			     opt == NBD_OPT_STRUCTURED_REPLY || opt == NBD_OPT_LIST_META_CONTEXT ||
+			     opt == NBD_OPT_SET_META_CONTEXT;
 		if (!known) {
 			r = rep_err(fd, opt, NBD_REP_ERR_UNSUP, "option not supported");
 		} else if (!kept) {
@@ -232,6 +283,8 @@ int nbd_handshake(struct nbd_session *s)
 			break;
 		} else if (opt == NBD_OPT_LIST) {
 			r = opt_list(s, opt, len);
+		} else if (opt == NBD_OPT_LIST_META_CONTEXT || opt == NBD_OPT_SET_META_CONTEXT) {
+			r = opt_meta(s, opt, data, len);
 		} else if (opt == NBD_OPT_STRUCTURED_REPLY) {
 			if (len != 0) {
 				r = rep_err(fd, opt, NBD_REP_ERR_INVALID, "option takes no data");
@@ -247,8 +300,9 @@ int nbd_handshake(struct nbd_session *s)
 	}
 	free(data);
 	if (r == 1) {
-		s->size = vc_size(s->exp->cache);
+		s->size = vc_volume_size(s->exp->vol);
 		s->tflags = nbd_export_flags(s->exp, s->structured);
+		s->meta_alloc = s->structured && s->meta_exp == s->exp;
 	}
 	return r;
 }

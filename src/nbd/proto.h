@@ -45,6 +45,7 @@
 #define NBD_REP_ACK 1u
 #define NBD_REP_SERVER 2u
 #define NBD_REP_INFO 3u
+#define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_ERR(n) ((1u << 31) + (n))
 #define NBD_REP_ERR_UNSUP NBD_REP_ERR(1)
 #define NBD_REP_ERR_POLICY NBD_REP_ERR(2)
@@ -92,6 +93,10 @@
 #define NBD_REPLY_TYPE_BLOCK_STATUS 5
 #define NBD_REPLY_TYPE_ERROR ((1u << 15) + 1)
 #define NBD_REPLY_TYPE_ERROR_OFFSET ((1u << 15) + 2)
+
+/* base:allocation status flags. */
+#define NBD_STATE_HOLE (1u << 0)
+#define NBD_STATE_ZERO (1u << 1)
 
 /* Error values (the spec's fixed set; not the host's errno). */
 #define NBD_EPERM 1

@@ -50,8 +50,13 @@ uint32_t nbd_request_check(const struct nbd_session *s, const struct nbd_request
 	case NBD_CMD_CACHE:
 	case NBD_CMD_DISC:
 		break;
+	case NBD_CMD_BLOCK_STATUS:
+		if (!s->meta_alloc)
+			return NBD_EINVAL; /* no context selected for this export */
+		allowed |= NBD_CMD_FLAG_REQ_ONE;
+		break;
 	default:
-		return NBD_EINVAL; /* unknown command (BLOCK_STATUS: not negotiable yet) */
+		return NBD_EINVAL; /* unknown command */
 	}
 	if (r->flags & ~allowed)
 		return NBD_EINVAL;
@@ -68,6 +73,8 @@ uint32_t nbd_request_check(const struct nbd_session *s, const struct nbd_request
 										 : NBD_EINVAL;
 	if (r->type == NBD_CMD_WRITE_ZEROES && (r->flags & NBD_CMD_FLAG_FAST_ZERO))
 		return NBD_ENOTSUP; /* zeroes are written like data: never faster */
+	if (r->type == NBD_CMD_BLOCK_STATUS && r->length == 0)
+		return NBD_EINVAL; /* no extent can describe nothing */
 	return 0;
 }
 
@@ -104,17 +111,17 @@ static uint32_t fua(const struct nbd_session *s, const struct nbd_request *r)
 {
 	if (!(r->flags & NBD_CMD_FLAG_FUA))
 		return 0;
-	int e = vc_flush(s->exp->cache); /* whole-cache flush: covers this write */
+	int e = vc_volume_flush(s->exp->vol); /* the whole volume: covers this write */
 	return e < 0 ? nbd_errno(e) : 0;
 }
 
 uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r)
 {
-	vc_cache *c = s->exp->cache;
+	vc_volume *c = s->exp->vol;
 	long e = 0;
 	switch (r->type) {
 	case NBD_CMD_READ: {
-		ssize_t n = vc_read(c, r->data, r->length, r->offset);
+		ssize_t n = vc_volume_read(c, r->data, r->length, r->offset);
 		if (n < 0)
 			return nbd_errno(n);
 		if ((size_t)n != r->length)
@@ -122,7 +129,7 @@ uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r)
 		return 0;
 	}
 	case NBD_CMD_WRITE:
-		e = vc_write(c, r->data, r->length, r->offset);
+		e = vc_volume_write(c, r->data, r->length, r->offset);
 		if (e < 0)
 			return nbd_errno(e);
 		return fua(s, r);
@@ -130,7 +137,7 @@ uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r)
 		for (uint64_t done = 0; done < r->length;) {
 			size_t k = r->length - done < sizeof(zeroes) ? (size_t)(r->length - done)
 								     : sizeof(zeroes);
-			e = vc_write(c, zeroes, k, r->offset + done);
+			e = vc_volume_write(c, zeroes, k, r->offset + done);
 			if (e < 0)
 				return nbd_errno(e);
 			done += k;
@@ -141,20 +148,22 @@ uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r)
 		 * lets us shrink the range, and a partial page holds bytes the
 		 * client did not trim. The backing store keeps its old bytes,
 		 * which the client may no longer assume anything about. */
-		uint64_t ps = vc_page_size(c);
+		uint64_t ps = vc_page_size(s->srv->cache);
 		uint64_t lo = (r->offset + ps - 1) / ps * ps, hi = (r->offset + r->length) / ps * ps;
-		if (lo < hi && (e = vc_drop(c, lo, hi - lo, VC_DROP_DISCARD)) < 0)
+		if (lo < hi && (e = vc_volume_drop(c, lo, hi - lo, VC_DROP_DISCARD)) < 0)
 			return nbd_errno(e);
 		return fua(s, r);
 	}
 	case NBD_CMD_FLUSH:
-		e = vc_flush(c);
+		e = vc_volume_flush(c);
 		return e < 0 ? nbd_errno(e) : 0;
 	case NBD_CMD_CACHE:
 		if (r->length == 0)
 			return 0;
-		e = vc_prefetch(c, r->offset, r->length, s->exp->prefetch_tier);
+		e = vc_volume_prefetch(c, r->offset, r->length, s->exp->prefetch_tier);
 		return e < 0 ? nbd_errno(e) : 0;
+	case NBD_CMD_BLOCK_STATUS:
+		return nbd_block_status(s, r);
 	default:
 		return NBD_EINVAL;
 	}
@@ -178,7 +187,8 @@ static const char *errmsg(uint32_t error)
 int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error)
 {
 	unsigned char h[NBD_CHUNK_HDR_LEN + 8 + 6];
-	if (!s->structured || r->type != NBD_CMD_READ) {
+	bool chunked = r->type == NBD_CMD_READ || r->type == NBD_CMD_BLOCK_STATUS;
+	if (!s->structured || !chunked) {
 		nbd_put32(h, NBD_SIMPLE_REPLY_MAGIC);
 		nbd_put32(h + 4, error);
 		nbd_put64(h + 8, r->cookie);
@@ -189,7 +199,8 @@ int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uin
 	}
 	/* Structured READ: one OFFSET_DATA chunk (DF always holds), or one
 	 * ERROR chunk with a message. Both carry DONE. A zero-length read has
-	 * no content to describe, so it ends with a NONE chunk. */
+	 * no content to describe, so it ends with a NONE chunk. BLOCK_STATUS:
+	 * one BLOCK_STATUS chunk (we serve one context), or ERROR. */
 	nbd_put32(h, NBD_STRUCTURED_REPLY_MAGIC);
 	nbd_put16(h + 4, NBD_REPLY_FLAG_DONE);
 	nbd_put64(h + 8, r->cookie);
@@ -202,6 +213,13 @@ int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uin
 		nbd_put16(h + 24, ml);
 		int e = nbd_write_full(s->fd, h, NBD_CHUNK_HDR_LEN + 6);
 		return e ? e : nbd_write_full(s->fd, m, ml);
+	}
+	if (r->type == NBD_CMD_BLOCK_STATUS) {
+		nbd_put16(h + 6, NBD_REPLY_TYPE_BLOCK_STATUS);
+		nbd_put32(h + 16, 4u + 8u * r->ndesc);
+		nbd_put32(h + 20, NBD_CTX_ALLOCATION_ID);
+		int e = nbd_write_full(s->fd, h, NBD_CHUNK_HDR_LEN + 4);
+		return e ? e : nbd_write_full(s->fd, r->data, 8u * r->ndesc);
 	}
 	if (r->length == 0) {
 		nbd_put16(h + 6, NBD_REPLY_TYPE_NONE);
