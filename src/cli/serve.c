@@ -32,6 +32,7 @@
 
 #include "cli/cli.h"
 #include "nbd/nbd.h"
+#include "tools/workload.h"
 #include "vramcache.h"
 
 /* Connections at once. Each holds a thread, its workers and at most
@@ -63,6 +64,8 @@ static void serve_usage(FILE *f)
 	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
 	      "                         socket; read it with `vramcache stat`)\n"
 	      "  --workers N            request threads per connection (default 4)\n"
+	      "  --backing-latency T    add T (e.g. 100us, 2ms) to every backing store\n"
+	      "                         read and write: models a slower device\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
 	      "  --foreground           stay in the foreground (logs to stderr)\n"
 	      "\n"
@@ -361,7 +364,7 @@ int cmd_serve(int argc, char **argv)
 	bool foreground = false, readonly = false;
 	uint64_t workers = 0;
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
-	       O_CTL };
+	       O_CTL, O_LAT };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -375,6 +378,7 @@ int cmd_serve(int argc, char **argv)
 		{ "pidfile", required_argument, 0, O_PID },
 		{ "workers", required_argument, 0, O_WORK },
 		{ "stat-socket", required_argument, 0, O_CTL },
+		{ "backing-latency", required_argument, 0, O_LAT },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -402,6 +406,13 @@ int cmd_serve(int argc, char **argv)
 		case O_FG: foreground = true; break;
 		case O_PID: pidfile = optarg; break;
 		case O_CTL: ctl = optarg; break;
+		case O_LAT: {
+			double ms = vc_wl_parse_ms(optarg);
+			if (ms < 0)
+				goto bad;
+			cfg.backing_latency_ns = (uint64_t)(ms * 1e6);
+			break;
+		}
 		case O_WORK:
 			if (cli_u64(optarg, &workers) || workers < 1 || workers > 64)
 				goto bad;
