@@ -42,7 +42,8 @@ fio_run() { # NAME URI FIO-ARGS... -> prints "iops bw_bytes"
 		{ cat "$dir/$name.err" >&2; exit 1; }
 	python3 - "$dir/$name.json" <<'PY'
 import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("{"):])["jobs"][0]  # the nbd engine prints a line first
 r, w = j["read"], j["write"]
 print("%.0f %.0f" % (r["iops"] + w["iops"], r["bw_bytes"] + w["bw_bytes"]))
 PY

@@ -177,6 +177,13 @@ int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_vol
 int vc_volume_close(vc_volume *v);
 ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off);
 ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off);
+/* vc_volume_read, but only when every page of the range is in the host
+ * tier now: never blocks or sleeps, takes no lock. -EAGAIN otherwise (and
+ * for ranges of more than VC_READ_HIT_PAGES pages), having copied nothing
+ * and counted nothing. For servers that answer hits on the thread that
+ * reads requests and hand the rest to workers. */
+#define VC_READ_HIT_PAGES 32
+ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off);
 int vc_volume_flush(vc_volume *v);
 int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags);
 int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier);

@@ -756,7 +756,9 @@ static struct vc_opq_local *local_queue(struct vc_cache *c)
 /* The hot path: page pno pinned if it sits in the host tier, not busy or
  * owned, found and pinned without the lock; else NULL (take acquire()).
  * Lock-free: an index lookup, one compare-and-swap, a queued hit. */
-static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
+/* Pins page pno if it is in the host tier and free to read, without the
+ * lock and without recording a hit; NULL otherwise. */
+static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno)
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
 	if (!p)
@@ -774,6 +776,12 @@ static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
 		unpin(c, p);
 		return NULL;
 	}
+	return p;
+}
+
+/* Records a lock-free host hit on pinned page p. */
+static void note_hit_fast(struct vc_cache *c, struct vc_page *p)
+{
 	struct vc_opq_local *l = local_queue(c);
 	if (l) {
 		vc_opq_hit(l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
@@ -783,6 +791,13 @@ static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
 		pthread_mutex_unlock(&c->mu);
 	}
 	atomic_fetch_add_explicit(&c->lf_hits, 1, memory_order_relaxed);
+}
+
+static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
+{
+	struct vc_page *p = pin_fast(c, pno);
+	if (p)
+		note_hit_fast(c, p);
 	return p;
 }
 
@@ -1717,6 +1732,41 @@ int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len
 	}
 	*ext_len = end - off;
 	return hole ? VC_EXTENT_HOLE : VC_EXTENT_DATA;
+}
+
+/* Pins every page first, so a read that cannot complete has recorded no
+ * hit and copied nothing; pins never wait, so holding many is safe. */
+ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
+{
+	if (!v || (!buf && len))
+		return vc_err(-EINVAL, "vc_read: NULL argument");
+	struct vc_cache *c = v->c;
+	if (off >= v->size || len == 0)
+		return vc_volume_read(v, buf, len, off); /* nothing to wait for */
+	if (len > v->size - off)
+		len = (size_t)(v->size - off);
+	struct vc_page *pin[VC_READ_HIT_PAGES];
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
+	if (p1 - p0 >= VC_READ_HIT_PAGES)
+		return -EAGAIN;
+	unsigned n = 0;
+	for (uint64_t pno = p0; pno <= p1; pno++, n++)
+		if (!(pin[n] = pin_fast(c, pno))) {
+			while (n > 0)
+				unpin(c, pin[--n]);
+			return -EAGAIN;
+		}
+	size_t done = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t pno;
+		uint32_t in;
+		size_t k = piece(v, off + done, len - done, &pno, &in);
+		memcpy((char *)buf + done, host_data(c, pin[i]) + in, k);
+		note_hit_fast(c, pin[i]);
+		unpin(c, pin[i]);
+		done += k;
+	}
+	return (ssize_t)len;
 }
 
 /* The calls on a cache act on its volume 0, the store vc_open opened. */

@@ -10,17 +10,35 @@
  *
  * Memory bound: the reader admits a request only while the payload bytes
  * in flight (queued or running) stay under NBD_INFLIGHT_BYTES, or when
- * nothing is in flight (so one maximum-size request always proceeds). */
+ * nothing is in flight (so one maximum-size request always proceeds).
+ *
+ * Hot path: a READ whose pages are all in the host tier is answered by the
+ * reader itself (vc_volume_read_hit never blocks), with no handoff to a
+ * worker: on a small host that handoff (a wakeup, a context switch, a
+ * second one back) cost more than the copy. Its reply goes out without
+ * blocking; if the socket is full, the reader keeps reading (and queueing)
+ * requests while it waits to send the rest, so a client that sends before
+ * it reads never deadlocks against it, as it could not with workers.
+ * Requests are read through a buffer (RBUF_BYTES), so a burst of headers
+ * costs one read call, not one each. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+/* Read buffer: 64 KiB holds over 2000 request headers, and payloads at
+ * least this large are read straight into their own buffer. */
+#define RBUF_BYTES 65536u
 
 #include "nbd/nbd.h"
 #include "nbd/wire.h"
 
 struct job {
 	struct nbd_request r;
+	uint32_t err; /* nonzero: refused by its check; the worker only replies */
 	struct job *next;
 };
 
@@ -34,7 +52,53 @@ struct conn {
 	uint64_t inflight_bytes;
 	unsigned inflight;
 	bool closing;
+	/* Reader only. */
+	unsigned char *rbuf;
+	size_t rpos, rlen;    /* unread bytes: rbuf[rpos, rlen) */
+	unsigned char *hitbuf; /* VC_READ_HIT_PAGES pages: data of inline replies */
+	size_t hitcap;
 };
+
+/* Reads exactly n bytes through the buffer. Same codes as nbd_read_full. */
+static int rb_read(struct conn *c, void *dst, size_t n)
+{
+	unsigned char *d = dst;
+	size_t k = c->rlen - c->rpos < n ? c->rlen - c->rpos : n;
+	memcpy(d, c->rbuf + c->rpos, k);
+	c->rpos += k;
+	d += k;
+	n -= k;
+	if (n >= RBUF_BYTES / 2)
+		return nbd_read_full(c->s.fd, d, n); /* large payloads: no copy */
+	while (n > 0) {
+		ssize_t r = read(c->s.fd, c->rbuf, RBUF_BYTES);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r == 0 ? -ECONNRESET : -errno;
+		c->rpos = 0;
+		c->rlen = (size_t)r;
+		k = c->rlen < n ? c->rlen : n;
+		memcpy(d, c->rbuf, k);
+		c->rpos = k;
+		d += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int rb_skip(struct conn *c, uint64_t n)
+{
+	unsigned char scratch[4096];
+	while (n > 0) {
+		size_t k = n < sizeof(scratch) ? (size_t)n : sizeof(scratch);
+		int r = rb_read(c, scratch, k);
+		if (r < 0)
+			return r;
+		n -= k;
+	}
+	return 0;
+}
 
 static uint64_t payload_bytes(const struct nbd_request *r)
 {
@@ -84,12 +148,12 @@ static void *worker(void *arg)
 			c->tail = NULL;
 		pthread_mutex_unlock(&c->qlock);
 
-		uint32_t err = nbd_request_exec(&c->s, &j->r);
+		uint32_t err = j->err ? j->err : nbd_request_exec(&c->s, &j->r);
 		reply_locked(c, &j->r, err);
 
 		pthread_mutex_lock(&c->qlock);
 		c->inflight--;
-		c->inflight_bytes -= payload_bytes(&j->r);
+		c->inflight_bytes -= j->err ? 0 : payload_bytes(&j->r);
 		pthread_cond_signal(&c->room);
 		free(j->r.data);
 		free(j);
@@ -98,73 +162,166 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void admit(struct conn *c, uint64_t b)
+{
+	pthread_mutex_lock(&c->qlock);
+	while (c->inflight > 0 && c->inflight_bytes + b > NBD_INFLIGHT_BYTES)
+		pthread_cond_wait(&c->room, &c->qlock);
+	c->inflight++;
+	c->inflight_bytes += b;
+	pthread_mutex_unlock(&c->qlock);
+}
+
+static void unadmit(struct conn *c, uint64_t b)
+{
+	pthread_mutex_lock(&c->qlock);
+	c->inflight--;
+	c->inflight_bytes -= b;
+	pthread_cond_signal(&c->room);
+	pthread_mutex_unlock(&c->qlock);
+}
+
+/* Whether one more request of any size is admitted without waiting. */
+static bool has_room(struct conn *c)
+{
+	pthread_mutex_lock(&c->qlock);
+	bool ok = c->inflight == 0 || c->inflight_bytes + NBD_MAX_PAYLOAD <= NBD_INFLIGHT_BYTES;
+	pthread_mutex_unlock(&c->qlock);
+	return ok;
+}
+
+static int one_request(struct conn *c, bool draining);
+
+/* Sends an inline reply. The reader holds wlock throughout; when the
+ * socket is full it polls, reading further requests (queued, never
+ * inline, and only while they are admitted without waiting: waiting
+ * would need a worker's reply, which needs wlock) until all is sent.
+ * 0, 1 at DISC or EOF seen meanwhile (the caller ends), or -errno. */
+static int send_inline(struct conn *c, struct iovec *iov, int n)
+{
+	int e = nbd_writev_some(c->s.fd, iov, n, true), ended = 0;
+	while (e == -EAGAIN) {
+		bool rd = !ended && has_room(c);
+		if (rd && c->rpos < c->rlen) { /* buffered requests need no poll */
+			int k = one_request(c, true);
+			if (k != 0)
+				ended = k < 0 ? k : 1;
+			continue;
+		}
+		struct pollfd p = { .fd = c->s.fd, .events = POLLOUT | (rd ? POLLIN : 0) };
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (p.revents & POLLOUT)
+			e = nbd_writev_some(c->s.fd, iov, n, true);
+		else if (p.revents & (POLLERR | POLLNVAL))
+			return -EPIPE;
+		else if (p.revents & (POLLIN | POLLHUP)) {
+			int k = one_request(c, true);
+			if (k != 0)
+				ended = k < 0 ? k : 1;
+		}
+	}
+	if (e < 0)
+		return e;
+	return ended;
+}
+
+/* A READ answered now if every page is a host-tier hit: 1 done, 0 not. */
+static int try_inline(struct conn *c, struct nbd_request *r)
+{
+	if (r->length > c->hitcap ||
+	    vc_volume_read_hit(c->s.exp->vol, c->hitbuf, r->length, r->offset) != (ssize_t)r->length)
+		return 0;
+	r->data = c->hitbuf;
+	unsigned char h[NBD_REPLY_HDR_MAX];
+	struct iovec iov[2];
+	int n = nbd_reply_build(&c->s, r, 0, h, iov);
+	pthread_mutex_lock(&c->wlock);
+	count(c, r, 0);
+	int e = send_inline(c, iov, n);
+	pthread_mutex_unlock(&c->wlock);
+	if (e < 0) {
+		shutdown(c->s.fd, SHUT_RDWR);
+		return e;
+	}
+	return e == 1 ? 2 : 1;
+}
+
+/* Reads, checks and dispatches one request. 0 to go on, 1 at DISC or
+ * EOF, -errno on an I/O error or a bad magic (cannot re-frame: hang up).
+ * `draining`: called by send_inline, which holds wlock, so nothing is
+ * answered here; refusals go to the workers too. */
+static int one_request(struct conn *c, bool draining)
+{
+	unsigned char h[NBD_REQUEST_LEN];
+	int e = rb_read(c, h, sizeof(h));
+	if (e < 0)
+		return e == -ECONNRESET ? 1 : e;
+	struct nbd_request r;
+	if ((e = nbd_request_decode(h, &r)) < 0)
+		return e;
+	if (r.type == NBD_CMD_DISC)
+		return 1;
+	uint32_t err = nbd_request_check(&c->s, &r);
+	if (err == 0 && !draining && r.type == NBD_CMD_READ && r.length > 0) {
+		int k = try_inline(c, &r);
+		if (k != 0)
+			return k < 0 ? k : k - 1;
+	}
+	uint64_t b = payload_bytes(&r);
+	if (err == 0)
+		admit(c, b);
+	struct job *j = err && !draining ? NULL : calloc(1, sizeof(*j));
+	if (j && !err && b > 0 && !(r.data = malloc(r.length))) {
+		free(j);
+		j = NULL;
+	}
+	if (!err && !j) {
+		err = NBD_ENOMEM;
+		unadmit(c, b);
+		if (draining && !(j = calloc(1, sizeof(*j))))
+			return -ENOMEM; /* cannot even queue the refusal: hang up */
+	}
+	if (j && err) { /* a refusal the workers send; counts as in flight */
+		j->err = err;
+		pthread_mutex_lock(&c->qlock);
+		c->inflight++;
+		pthread_mutex_unlock(&c->qlock);
+	}
+	if (r.type == NBD_CMD_WRITE) {
+		e = r.data ? rb_read(c, r.data, r.length) : rb_skip(c, r.length);
+		if (e < 0) { /* the client vanished mid-request */
+			if (j) {
+				unadmit(c, j->err ? 0 : b);
+				free(r.data);
+				free(j);
+			}
+			return e == -ECONNRESET ? 1 : e;
+		}
+	}
+	if (!j) {
+		r.data = NULL;
+		return reply_locked(c, &r, err) < 0 ? 1 : 0;
+	}
+	j->r = r;
+	pthread_mutex_lock(&c->qlock);
+	if (c->tail)
+		c->tail->next = j;
+	else
+		c->head = j;
+	c->tail = j;
+	pthread_cond_signal(&c->work);
+	pthread_mutex_unlock(&c->qlock);
+	return 0;
+}
+
 /* Reads requests until DISC, EOF, an I/O error or a bad magic. */
 static int reader(struct conn *c)
 {
-	int fd = c->s.fd;
-	for (;;) {
-		unsigned char h[NBD_REQUEST_LEN];
-		int e = nbd_read_full(fd, h, sizeof(h));
-		if (e < 0)
-			return e == -ECONNRESET ? 0 : e;
-		struct nbd_request r;
-		if ((e = nbd_request_decode(h, &r)) < 0)
-			return e; /* cannot re-frame the stream: hang up */
-		if (r.type == NBD_CMD_DISC)
-			return 0;
-		uint32_t err = nbd_request_check(&c->s, &r);
-		bool payload_in = r.type == NBD_CMD_WRITE;
-		if (err == 0) {
-			uint64_t b = payload_bytes(&r);
-			pthread_mutex_lock(&c->qlock);
-			while (c->inflight > 0 && c->inflight_bytes + b > NBD_INFLIGHT_BYTES)
-				pthread_cond_wait(&c->room, &c->qlock);
-			c->inflight++;
-			c->inflight_bytes += b;
-			pthread_mutex_unlock(&c->qlock);
-		}
-		struct job *j = err ? NULL : calloc(1, sizeof(*j));
-		if (j && payload_bytes(&r) > 0 && !(r.data = malloc(r.length))) {
-			free(j);
-			j = NULL;
-		}
-		if (!err && !j) {
-			err = NBD_ENOMEM;
-			pthread_mutex_lock(&c->qlock);
-			c->inflight--;
-			c->inflight_bytes -= payload_bytes(&r);
-			pthread_mutex_unlock(&c->qlock);
-		}
-		if (payload_in) {
-			e = j ? nbd_read_full(fd, r.data, r.length) : nbd_skip(fd, r.length);
-			if (e < 0) { /* the client vanished mid-request */
-				if (j) {
-					pthread_mutex_lock(&c->qlock);
-					c->inflight--;
-					c->inflight_bytes -= payload_bytes(&r);
-					pthread_mutex_unlock(&c->qlock);
-					free(r.data);
-					free(j);
-				}
-				return e == -ECONNRESET ? 0 : e;
-			}
-		}
-		if (!j) {
-			r.data = NULL;
-			if (reply_locked(c, &r, err) < 0)
-				return 0;
-			continue;
-		}
-		j->r = r;
-		pthread_mutex_lock(&c->qlock);
-		if (c->tail)
-			c->tail->next = j;
-		else
-			c->head = j;
-		c->tail = j;
-		pthread_cond_signal(&c->work);
-		pthread_mutex_unlock(&c->qlock);
-	}
+	int e;
+	while ((e = one_request(c, true)) == 0)
+		;
+	return e > 0 ? 0 : e;
 }
 
 int nbd_conn_run(int fd, const struct nbd_server *srv)
@@ -173,6 +330,14 @@ int nbd_conn_run(int fd, const struct nbd_server *srv)
 	int e = nbd_handshake(&c.s);
 	if (e <= 0)
 		return e;
+	c.hitcap = (size_t)VC_READ_HIT_PAGES * vc_page_size(srv->cache);
+	c.rbuf = malloc(RBUF_BYTES);
+	c.hitbuf = malloc(c.hitcap);
+	if (!c.rbuf || !c.hitbuf) {
+		free(c.rbuf);
+		free(c.hitbuf);
+		return -ENOMEM;
+	}
 	struct nbd_counters *cnt = c.s.exp->counters;
 	if (cnt) {
 		atomic_fetch_add(&cnt->conns, 1);
@@ -210,5 +375,7 @@ int nbd_conn_run(int fd, const struct nbd_server *srv)
 	pthread_mutex_destroy(&c.wlock);
 	if (cnt)
 		atomic_fetch_sub(&cnt->conns, 1);
+	free(c.rbuf);
+	free(c.hitbuf);
 	return e;
 }

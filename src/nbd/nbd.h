@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/uio.h>
 
 #include "nbd/proto.h"
 #include "vramcache.h"
@@ -109,8 +110,14 @@ uint32_t nbd_request_check(const struct nbd_session *s, const struct nbd_request
 /* Runs a checked request on the engine: 0 or an NBD_E* error. READ fills
  * r->data (the caller allocated r->length bytes). */
 uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r);
-/* Sends the reply for r (with r->data for a successful READ). The caller
- * holds the connection's write lock. 0 or -errno. */
+/* The reply for r (with r->data for a successful READ) as iov[0] (the
+ * header, built in h) and maybe iov[1] (data or message): returns the
+ * count. One sendmsg per reply. */
+#define NBD_REPLY_HDR_MAX (NBD_CHUNK_HDR_LEN + 8)
+int nbd_reply_build(const struct nbd_session *s, const struct nbd_request *r, uint32_t error,
+		    unsigned char h[NBD_REPLY_HDR_MAX], struct iovec iov[2]);
+/* Builds and sends it whole. The caller holds the connection's write
+ * lock. 0 or -errno. */
 int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error);
 
 /* --- extents.c --- */

@@ -184,18 +184,21 @@ static const char *errmsg(uint32_t error)
 	}
 }
 
-int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error)
+int nbd_reply_build(const struct nbd_session *s, const struct nbd_request *r, uint32_t error,
+		    unsigned char h[NBD_REPLY_HDR_MAX], struct iovec iov[2])
 {
-	unsigned char h[NBD_CHUNK_HDR_LEN + 8 + 6];
 	bool chunked = r->type == NBD_CMD_READ || r->type == NBD_CMD_BLOCK_STATUS;
+	iov[0].iov_base = h;
 	if (!s->structured || !chunked) {
 		nbd_put32(h, NBD_SIMPLE_REPLY_MAGIC);
 		nbd_put32(h + 4, error);
 		nbd_put64(h + 8, r->cookie);
-		int e = nbd_write_full(s->fd, h, NBD_SIMPLE_REPLY_LEN);
-		if (e == 0 && error == 0 && r->type == NBD_CMD_READ)
-			e = nbd_write_full(s->fd, r->data, r->length);
-		return e;
+		iov[0].iov_len = NBD_SIMPLE_REPLY_LEN;
+		if (error == 0 && r->type == NBD_CMD_READ && r->length > 0) {
+			iov[1] = (struct iovec){ r->data, r->length };
+			return 2;
+		}
+		return 1;
 	}
 	/* Structured READ: one OFFSET_DATA chunk (DF always holds), or one
 	 * ERROR chunk with a message. Both carry DONE. A zero-length read has
@@ -211,24 +214,36 @@ int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uin
 		nbd_put32(h + 16, 6u + ml);
 		nbd_put32(h + 20, error);
 		nbd_put16(h + 24, ml);
-		int e = nbd_write_full(s->fd, h, NBD_CHUNK_HDR_LEN + 6);
-		return e ? e : nbd_write_full(s->fd, m, ml);
+		iov[0].iov_len = NBD_CHUNK_HDR_LEN + 6;
+		iov[1] = (struct iovec){ (void *)m, ml };
+		return 2;
 	}
 	if (r->type == NBD_CMD_BLOCK_STATUS) {
 		nbd_put16(h + 6, NBD_REPLY_TYPE_BLOCK_STATUS);
 		nbd_put32(h + 16, 4u + 8u * r->ndesc);
 		nbd_put32(h + 20, NBD_CTX_ALLOCATION_ID);
-		int e = nbd_write_full(s->fd, h, NBD_CHUNK_HDR_LEN + 4);
-		return e ? e : nbd_write_full(s->fd, r->data, 8u * r->ndesc);
+		iov[0].iov_len = NBD_CHUNK_HDR_LEN + 4;
+		iov[1] = (struct iovec){ r->data, 8u * r->ndesc };
+		return 2;
 	}
 	if (r->length == 0) {
 		nbd_put16(h + 6, NBD_REPLY_TYPE_NONE);
 		nbd_put32(h + 16, 0);
-		return nbd_write_full(s->fd, h, NBD_CHUNK_HDR_LEN);
+		iov[0].iov_len = NBD_CHUNK_HDR_LEN;
+		return 1;
 	}
 	nbd_put16(h + 6, NBD_REPLY_TYPE_OFFSET_DATA);
 	nbd_put32(h + 16, 8u + r->length);
 	nbd_put64(h + 20, r->offset);
-	int e = nbd_write_full(s->fd, h, NBD_CHUNK_HDR_LEN + 8);
-	return e ? e : nbd_write_full(s->fd, r->data, r->length);
+	iov[0].iov_len = NBD_CHUNK_HDR_LEN + 8;
+	iov[1] = (struct iovec){ r->data, r->length };
+	return 2;
+}
+
+int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error)
+{
+	unsigned char h[NBD_REPLY_HDR_MAX];
+	struct iovec iov[2];
+	int n = nbd_reply_build(s, r, error, h, iov);
+	return nbd_writev_full(s->fd, iov, n);
 }

@@ -3,8 +3,10 @@
 #ifndef VC_NBD_WIRE_H
 #define VC_NBD_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 static inline uint16_t nbd_get16(const unsigned char *p)
 {
@@ -41,5 +43,13 @@ int nbd_read_full(int fd, void *buf, size_t n);
 int nbd_skip(int fd, uint64_t n);
 /* Writes exactly n bytes; no SIGPIPE on a socket. 0 or -errno. */
 int nbd_write_full(int fd, const void *buf, size_t n);
+/* Sends iov[0..n) whole, in as few calls as the socket takes (sendmsg;
+ * writev where fd is not a socket). Advances the iovecs past what went.
+ * `dontwait`: returns -EAGAIN as soon as the socket is full, perhaps
+ * after part of it (see nbd_iov_left). 0 or -errno. */
+int nbd_writev_full(int fd, struct iovec *iov, int n);
+int nbd_writev_some(int fd, struct iovec *iov, int n, bool dontwait);
+/* Bytes of iov[0..n) not yet sent. */
+size_t nbd_iov_left(const struct iovec *iov, int n);
 
 #endif
