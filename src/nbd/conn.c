@@ -32,6 +32,10 @@
 /* Read buffer: 64 KiB holds over 2000 request headers, and payloads at
  * least this large are read straight into their own buffer. */
 #define RBUF_BYTES 65536u
+/* Inline replies per sendmsg: 32 covers a QD32 client's burst; their data
+ * shares one buffer of VC_READ_HIT_PAGES pages, so a batch is at most
+ * 32 x 4 KiB reads or one 128 KiB read (IOV_MAX is far above 64). */
+#define PEND_MAX 32
 
 #include "nbd/nbd.h"
 #include "nbd/wire.h"
@@ -55,9 +59,18 @@ struct conn {
 	/* Reader only. */
 	unsigned char *rbuf;
 	size_t rpos, rlen;    /* unread bytes: rbuf[rpos, rlen) */
-	unsigned char *hitbuf; /* VC_READ_HIT_PAGES pages: data of inline replies */
-	size_t hitcap;
+	unsigned char *hitbuf; /* data of pending inline replies (hitcap bytes) */
+	size_t hitcap, hitused;
+	/* Inline replies wait here until the reader would block or the batch
+	 * is full, then leave in one sendmsg: the replies to one burst of
+	 * requests cost one call. */
+	struct iovec piov[2 * PEND_MAX];
+	unsigned char phdr[PEND_MAX][NBD_REPLY_HDR_MAX];
+	int npiov, npend;
+	bool in_send; /* send_inline runs: no flush from inside it */
 };
+
+static int flush_pending(struct conn *c);
 
 /* Reads exactly n bytes through the buffer. Same codes as nbd_read_full. */
 static int rb_read(struct conn *c, void *dst, size_t n)
@@ -68,6 +81,11 @@ static int rb_read(struct conn *c, void *dst, size_t n)
 	c->rpos += k;
 	d += k;
 	n -= k;
+	if (n > 0 && c->npend && !c->in_send) {
+		int e = flush_pending(c); /* about to block: send what waits */
+		if (e < 0)
+			return e;
+	}
 	if (n >= RBUF_BYTES / 2)
 		return nbd_read_full(c->s.fd, d, n); /* large payloads: no copy */
 	while (n > 0) {
@@ -164,6 +182,8 @@ static void *worker(void *arg)
 
 static void admit(struct conn *c, uint64_t b)
 {
+	if (c->npend && !c->in_send)
+		flush_pending(c); /* may wait below; an error shows on the next read */
 	pthread_mutex_lock(&c->qlock);
 	while (c->inflight > 0 && c->inflight_bytes + b > NBD_INFLIGHT_BYTES)
 		pthread_cond_wait(&c->room, &c->qlock);
@@ -226,25 +246,45 @@ static int send_inline(struct conn *c, struct iovec *iov, int n)
 	return ended;
 }
 
-/* A READ answered now if every page is a host-tier hit: 1 done, 0 not. */
+/* Sends the pending inline replies: 0, 1 (DISC or EOF seen meanwhile),
+ * or -errno (the connection is shut). */
+static int flush_pending(struct conn *c)
+{
+	if (c->npend == 0)
+		return 0;
+	pthread_mutex_lock(&c->wlock);
+	c->in_send = true;
+	int e = send_inline(c, c->piov, c->npiov);
+	c->in_send = false;
+	pthread_mutex_unlock(&c->wlock);
+	c->npend = c->npiov = 0;
+	c->hitused = 0;
+	if (e < 0)
+		shutdown(c->s.fd, SHUT_RDWR);
+	return e;
+}
+
+/* A READ answered here if every page is a host-tier hit: its reply joins
+ * the pending batch. 1 done, 0 not (the caller queues it), -errno, or 2
+ * when sending saw DISC or EOF. */
 static int try_inline(struct conn *c, struct nbd_request *r)
 {
-	if (r->length > c->hitcap ||
-	    vc_volume_read_hit(c->s.exp->vol, c->hitbuf, r->length, r->offset) != (ssize_t)r->length)
+	if (r->length > c->hitcap)
 		return 0;
-	r->data = c->hitbuf;
-	unsigned char h[NBD_REPLY_HDR_MAX];
-	struct iovec iov[2];
-	int n = nbd_reply_build(&c->s, r, 0, h, iov);
-	pthread_mutex_lock(&c->wlock);
-	count(c, r, 0);
-	int e = send_inline(c, iov, n);
-	pthread_mutex_unlock(&c->wlock);
-	if (e < 0) {
-		shutdown(c->s.fd, SHUT_RDWR);
-		return e;
+	if (c->npend == PEND_MAX || r->length > c->hitcap - c->hitused) {
+		int e = flush_pending(c);
+		if (e != 0)
+			return e < 0 ? e : 2;
 	}
-	return e == 1 ? 2 : 1;
+	unsigned char *d = c->hitbuf + c->hitused;
+	if (vc_volume_read_hit(c->s.exp->vol, d, r->length, r->offset) != (ssize_t)r->length)
+		return 0;
+	r->data = d;
+	c->hitused += r->length;
+	c->npiov += nbd_reply_build(&c->s, r, 0, c->phdr[c->npend], c->piov + c->npiov);
+	c->npend++;
+	count(c, r, 0);
+	return 1;
 }
 
 /* Reads, checks and dispatches one request. 0 to go on, 1 at DISC or
@@ -319,9 +359,10 @@ static int one_request(struct conn *c, bool draining)
 static int reader(struct conn *c)
 {
 	int e;
-	while ((e = one_request(c, true)) == 0)
+	while ((e = one_request(c, false)) == 0)
 		;
-	return e > 0 ? 0 : e;
+	int f = flush_pending(c); /* replies owed before the end (spec: DISC) */
+	return e > 0 ? (f < 0 ? f : 0) : e;
 }
 
 int nbd_conn_run(int fd, const struct nbd_server *srv)
