@@ -64,20 +64,18 @@ head -c $((1 << 30)) /dev/urandom >"$dir/disk.img"
 	--gpu-bytes 0 "$dir/disk.img"
 pids+=("$(cat "$dir/vc.pid")")
 uri="nbd+unix:///?socket=$sock"
-fio_run warm "$uri" --rw=read --bs=1m --iodepth=4 --time_based=0 >/dev/null # every page cached
-for t in "${tests[@]}"; do
-	res[vc:${t%%:*}]=$(fio_run "vc-${t%%:*}" "$uri" ${t#*:})
-done
-kill "${pids[-1]}"; unset 'pids[-1]'
+run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run all, stop
+	fio_run "$1-warm" "$2" --rw="$3" --bs=1m --iodepth=4 --time_based=0 >/dev/null
+	for t in "${tests[@]}"; do
+		res[$1:${t%%:*}]=$(fio_run "$1-${t%%:*}" "$2" ${t#*:})
+	done
+	kill "${pids[-1]}"; unset 'pids[-1]'
+}
+run_tests vc "$uri" read
 nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" memory $size &
 wait_sock "$dir/k.sock"
 pids+=("$(cat "$dir/k.pid")")
-kuri="nbd+unix:///?socket=$dir/k.sock"
-fio_run kwarm "$kuri" --rw=write --bs=1m --iodepth=4 --time_based=0 >/dev/null # allocate its pages
-for t in "${tests[@]}"; do
-	res[nk:${t%%:*}]=$(fio_run "nk-${t%%:*}" "$kuri" ${t#*:})
-done
-kill "${pids[-1]}"; unset 'pids[-1]'
+run_tests nk "nbd+unix:///?socket=$dir/k.sock" write
 
 {
 	echo "{\"machine\": \"$(nproc) cores, $(uname -r)\", \"fio\": \"$(fio --version)\","

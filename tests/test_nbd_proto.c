@@ -358,6 +358,17 @@ static void test_structured(void)
 	CHECK(finish(&s) == 0);
 }
 
+/* A successful simple reply with a cookie in [base, base + n) not seen
+ * before; returns its index. */
+static int reply_once(struct session *s, uint64_t base, int n, bool *seen)
+{
+	uint64_t c;
+	CHECK(simple_reply(s, &c) == 0);
+	CHECK(c >= base && c < base + (uint64_t)n && !seen[c - base]);
+	seen[c - base] = true;
+	return (int)(c - base);
+}
+
 /* 256 requests sent without waiting: every cookie answered exactly once,
  * every read sees the write that was acknowledged before it was sent. */
 static void test_in_flight(void)
@@ -372,12 +383,8 @@ static void test_in_flight(void)
 		request(&s, 0, NBD_CMD_WRITE, 1000 + i, (uint64_t)i * LEN, LEN, pat[i]);
 	}
 	static bool seen[2 * N];
-	for (int i = 0; i < N; i++) {
-		uint64_t c;
-		CHECK(simple_reply(&s, &c) == 0);
-		CHECK(c >= 1000 && c < 1000 + N && !seen[c - 1000]);
-		seen[c - 1000] = true;
-	}
+	for (int i = 0; i < N; i++)
+		reply_once(&s, 1000, N, seen);
 	/* Reads have payloads: the cookie says how to parse what follows.
 	 * The requests are small enough to all fit in the socket buffer, so
 	 * sending them all before reading cannot deadlock. */
@@ -385,11 +392,7 @@ static void test_in_flight(void)
 		request(&s, i % 2 ? NBD_CMD_FLAG_FUA : 0, i % 3 ? NBD_CMD_READ : NBD_CMD_CACHE,
 			5000 + i, (uint64_t)i * LEN, LEN, NULL);
 	for (int i = 0; i < N; i++) {
-		uint64_t c;
-		CHECK(simple_reply(&s, &c) == 0);
-		CHECK(c >= 5000 && c < 5000 + N && !seen[N + c - 5000]);
-		seen[N + c - 5000] = true;
-		int k = (int)(c - 5000);
+		int k = reply_once(&s, 5000, N, seen + N);
 		if (k % 3) {
 			unsigned char r[LEN];
 			rd(&s, r, LEN);

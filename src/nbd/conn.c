@@ -68,21 +68,30 @@ struct conn {
 	unsigned char phdr[PEND_MAX][NBD_REPLY_HDR_MAX];
 	int npiov, npend;
 	bool in_send; /* send_inline runs: no flush from inside it */
+	bool ended;   /* send_inline read DISC, EOF or garbage: read no more */
 };
 
 static int flush_pending(struct conn *c);
 
+/* Before the reader may block: the pending inline replies leave. */
+static int before_block(struct conn *c)
+{
+	return c->npend && !c->in_send ? flush_pending(c) : 0;
+}
+
 /* Reads exactly n bytes through the buffer. Same codes as nbd_read_full. */
 static int rb_read(struct conn *c, void *dst, size_t n)
 {
+	if (c->ended)
+		return -ECONNRESET;
 	unsigned char *d = dst;
 	size_t k = c->rlen - c->rpos < n ? c->rlen - c->rpos : n;
 	memcpy(d, c->rbuf + c->rpos, k);
 	c->rpos += k;
 	d += k;
 	n -= k;
-	if (n > 0 && c->npend && !c->in_send) {
-		int e = flush_pending(c); /* about to block: send what waits */
+	if (n > 0) {
+		int e = before_block(c);
 		if (e < 0)
 			return e;
 	}
@@ -105,17 +114,15 @@ static int rb_read(struct conn *c, void *dst, size_t n)
 	return 0;
 }
 
+/* Skips n bytes: what is buffered, then the rest on the socket. */
 static int rb_skip(struct conn *c, uint64_t n)
 {
-	unsigned char scratch[4096];
-	while (n > 0) {
-		size_t k = n < sizeof(scratch) ? (size_t)n : sizeof(scratch);
-		int r = rb_read(c, scratch, k);
-		if (r < 0)
-			return r;
-		n -= k;
-	}
-	return 0;
+	size_t k = c->rlen - c->rpos < n ? c->rlen - c->rpos : (size_t)n;
+	c->rpos += k;
+	if (n == k)
+		return 0;
+	int e = before_block(c);
+	return e < 0 ? e : nbd_skip(c->s.fd, n - k);
 }
 
 static uint64_t payload_bytes(const struct nbd_request *r)
@@ -182,8 +189,7 @@ static void *worker(void *arg)
 
 static void admit(struct conn *c, uint64_t b)
 {
-	if (c->npend && !c->in_send)
-		flush_pending(c); /* may wait below; an error shows on the next read */
+	before_block(c); /* may wait below; an error shows on the next read */
 	pthread_mutex_lock(&c->qlock);
 	while (c->inflight > 0 && c->inflight_bytes + b > NBD_INFLIGHT_BYTES)
 		pthread_cond_wait(&c->room, &c->qlock);
@@ -243,6 +249,7 @@ static int send_inline(struct conn *c, struct iovec *iov, int n)
 	}
 	if (e < 0)
 		return e;
+	c->ended |= ended != 0;
 	return ended;
 }
 

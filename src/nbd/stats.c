@@ -86,17 +86,23 @@ static uint64_t ld(const _Atomic uint64_t *a)
 	return atomic_load_explicit(a, memory_order_relaxed);
 }
 
-int nbd_stats_json(const struct nbd_server *srv, FILE *f)
+/* The cache's metrics now: their count, or -errno. */
+static int snapshot(const struct nbd_server *srv, struct metric m[32])
 {
 	struct vc_stats st = { .size = sizeof st };
 	int r = vc_get_stats(srv->cache, &st);
-	if (r < 0)
-		return r;
+	return r < 0 ? r : (int)cache_metrics(&st, m);
+}
+
+int nbd_stats_json(const struct nbd_server *srv, FILE *f)
+{
 	struct metric m[32];
-	unsigned n = cache_metrics(&st, m);
+	int n = snapshot(srv, m);
+	if (n < 0)
+		return n;
 	fprintf(f, "{\"device\": \"%s\", \"page_size\": %u, \"cache\": {", vc_device_name(srv->cache),
 		vc_page_size(srv->cache));
-	for (unsigned i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 		fprintf(f, "%s\"%s\": %.17g", i ? ", " : "", m[i].name, m[i].v);
 	fputs("}, \"exports\": [", f);
 	for (unsigned i = 0; i < srv->n_exports; i++) {
@@ -138,14 +144,12 @@ static void prom_export(FILE *f, const char *fam, const struct nbd_export *e, co
 
 int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f)
 {
-	struct vc_stats st = { .size = sizeof st };
-	int r = vc_get_stats(srv->cache, &st);
-	if (r < 0)
-		return r;
 	struct metric m[32];
-	unsigned n = cache_metrics(&st, m);
+	int n = snapshot(srv, m);
+	if (n < 0)
+		return n;
 	char fam[96], prev[96] = "";
-	for (unsigned i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		family(&m[i], fam, sizeof fam);
 		if (strcmp(fam, prev) != 0) /* a family's samples follow one header */
 			prom_head(f, fam, m[i].help, m[i].counter);

@@ -36,25 +36,6 @@ int nbd_skip(int fd, uint64_t n)
 	return 0;
 }
 
-int nbd_write_full(int fd, const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-	int use_send = 1;
-	while (n > 0) {
-		ssize_t r = use_send ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
-		if (r < 0 && errno == ENOTSOCK && use_send) {
-			use_send = 0; /* a pipe or file (fuzzing); SIGPIPE is the caller's */
-			continue;
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
 
 size_t nbd_iov_left(const struct iovec *iov, int n)
 {
@@ -100,4 +81,10 @@ int nbd_writev_some(int fd, struct iovec *iov, int n, bool dontwait)
 int nbd_writev_full(int fd, struct iovec *iov, int n)
 {
 	return nbd_writev_some(fd, iov, n, false);
+}
+
+int nbd_write_full(int fd, const void *buf, size_t n)
+{
+	struct iovec v = { (void *)buf, n };
+	return nbd_writev_some(fd, &v, 1, false);
 }
