@@ -5,11 +5,17 @@
  *
  * Workload: Zipf-skewed page accesses, half of them rewrites, write-back,
  * over a working set twice the two tiers, from several threads, so GPU
- * hits keep orphaning slots and the log fragments. No backing latency is
- * modelled: the engine's own speed is what GC could slow down.
+ * hits keep orphaning slots and the log fragments. By default no backing
+ * latency is modelled: the engine's own speed is what GC could slow down.
+ * --backing-latency US adds a device's read latency to every backing
+ * access, where what the cleaner keeps in the GPU tier saves I/O.
  *
  * Reported per variant (median of --reps runs, variants interleaved):
- * throughput, hit ratios, GC steps, pages moved, GC time, and
+ * throughput, hit ratios, GC steps, pages moved, GC time, what the engine
+ * did besides (write-backs of dirty pages, segments evicted, PCIe bytes
+ * moved, and the callers' time waiting for device moves and for the
+ * backing store, per access: where a gap that is not GC time comes
+ * from), and
  *   overhead    1 - throughput(on) / throughput(off)
  *   gc share    GC time / (wall time x threads): the share of the callers'
  *               time spent stalled in GC pauses (a pause holds the engine
@@ -17,7 +23,7 @@
  * Goal (issue 3): overhead <= 3%.
  *
  * Usage: gc_overhead [--device auto|cuda|emu] [--quick] [--threads N]
- *                    [--reps N] [--json FILE] [--dir DIR]
+ *                    [--reps N] [--json FILE] [--dir DIR] [--backing-latency US]
  */
 #include <errno.h>
 #include <stdint.h>
@@ -42,7 +48,7 @@ struct res {
 };
 
 static int run_one(const char *path, int device, int policy, uint64_t host, uint64_t gpu,
-		   uint64_t ws, uint64_t accesses, int threads, uint64_t seed,
+		   uint64_t ws, uint64_t accesses, int threads, uint64_t seed, uint64_t lat_ns,
 		   struct vc_wl_result *out, char *desc, size_t desclen)
 {
 	struct vc_config cfg;
@@ -53,6 +59,7 @@ static int run_one(const char *path, int device, int policy, uint64_t host, uint
 	cfg.device = device;
 	cfg.write_mode = VC_WRITE_BACK;
 	cfg.gc_policy = policy;
+	cfg.backing_latency_ns = lat_ns;
 	vc_cache *c;
 	int r = vc_open(&cfg, &c);
 	if (r < 0) {
@@ -77,6 +84,7 @@ static int run_one(const char *path, int device, int policy, uint64_t host, uint
 int main(int argc, char **argv)
 {
 	int device = VC_DEVICE_AUTO, threads = 4, reps = 3;
+	double lat_us = 0;
 	bool quick = false;
 	const char *json = NULL, *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	for (int i = 1; i < argc; i++) {
@@ -99,15 +107,18 @@ int main(int argc, char **argv)
 			json = v;
 		else if (strcmp(a, "--dir") == 0)
 			dir = v;
+		else if (strcmp(a, "--backing-latency") == 0)
+			lat_us = atof(v);
 		else {
 			fprintf(stderr, "usage: gc_overhead [--device auto|cuda|emu] [--quick] "
-					"[--threads N] [--reps N] [--json FILE] [--dir DIR]\n");
+					"[--threads N] [--reps N] [--json FILE] [--dir DIR] "
+					"[--backing-latency US]\n");
 			return 2;
 		}
 		i++;
 	}
-	if (threads < 1 || reps < 1 || reps > 16) {
-		fprintf(stderr, "gc_overhead: bad --threads or --reps\n");
+	if (threads < 1 || reps < 1 || reps > 16 || !(lat_us >= 0 && lat_us <= 1e6)) {
+		fprintf(stderr, "gc_overhead: bad --threads, --reps or --backing-latency\n");
 		return 2;
 	}
 	/* Host tier 16K pages (64 MiB), GPU tier 64K pages (256 MiB, 64
@@ -134,7 +145,7 @@ int main(int argc, char **argv)
 			int v = (j + k) % NV; /* rotate the order: no variant always first */
 			struct vc_wl_result wr;
 			r = run_one(path, device, variants[v].policy, host, gpu, ws, accesses, threads,
-				    42, &wr, desc, sizeof desc);
+				    42, (uint64_t)(lat_us * 1e3), &wr, desc, sizeof desc);
 			if (r == 0) {
 				res[v].thr[k] = (double)accesses / wr.seconds;
 				if (k == 0 || wr.seconds < res[v].r.seconds)
@@ -156,27 +167,34 @@ int main(int argc, char **argv)
 	for (int v = 0; v < NV; v++)
 		over[v] = 1 - thr[v] / thr[0];
 	printf("GC overhead on %s: write-back, 50%% rewrites, Zipf 0.9, host %llu + GPU %llu pages, "
-	       "working set %llu, %llu accesses x %d threads, median of %d\n",
+	       "working set %llu, %llu accesses on %d threads, backing latency %g us, median of %d\n",
 	       desc, (unsigned long long)host, (unsigned long long)gpu, (unsigned long long)ws,
-	       (unsigned long long)accesses, threads, reps);
-	printf("%-13s %12s %8s %8s %8s %9s %10s %9s %9s %9s\n", "gc", "accesses/s", "hit host",
-	       "hit gpu", "miss", "gc steps", "pages mvd", "gc ms", "gc share", "overhead");
+	       (unsigned long long)accesses, threads, lat_us, reps);
+	printf("%-13s %12s %8s %8s %8s %9s %10s %9s %9s %9s %9s %8s %9s %8s %8s\n", "gc",
+	       "accesses/s", "hit host", "hit gpu", "miss", "gc steps", "pages mvd", "gc ms",
+	       "gc share", "overhead", "wb pages", "segs ev", "PCIe MiB", "move us", "io us");
 	for (int v = 0; v < NV; v++) {
 		const struct vc_wl_result *w = &res[v].r;
-		printf("%-13s %12.0f %7.2f%% %7.2f%% %7.2f%% %9llu %10llu %9.1f %8.2f%% %8.2f%%\n",
+		const double per_acc = 1e-3 / (double)accesses; /* ns in all -> us per access */
+		printf("%-13s %12.0f %7.2f%% %7.2f%% %7.2f%% %9llu %10llu %9.1f %8.2f%% %8.2f%% %9llu "
+		       "%8llu %9.0f %8.2f %8.2f\n",
 		       variants[v].name, thr[v], 100 * w->hit_ratio[0], 100 * w->hit_ratio[1],
 		       100 * w->miss_ratio, (unsigned long long)w->st.gc_runs,
 		       (unsigned long long)w->st.gc_pages_moved, w->st.gc_ns / 1e6, 100 * share[v],
-		       100 * over[v]);
+		       100 * over[v], (unsigned long long)w->st.writebacks,
+		       (unsigned long long)w->st.gpu_segments_evicted,
+		       (double)(w->st.h2d_bytes + w->st.d2h_bytes) / 1048576.0,
+		       (double)w->st.batch_wait_ns * per_acc, (double)w->st.backing_wait_ns * per_acc);
 	}
 	printf("goal: overhead <= 3%% (BAG: 2.1%%)\n");
 
 	if (json) {
 		FILE *f = bench_json_open(json, "gc_overhead", desc);
 		fprintf(f, ",\n  \"host_pages\": %llu,\n  \"gpu_pages\": %llu,\n  \"working_set\": %llu,\n"
-			   "  \"accesses\": %llu,\n  \"threads\": %d,\n  \"reps\": %d,\n  \"variants\": [",
+			   "  \"accesses\": %llu,\n  \"threads\": %d,\n  \"reps\": %d,\n"
+			   "  \"backing_latency_us\": %g,\n  \"variants\": [",
 			(unsigned long long)host, (unsigned long long)gpu, (unsigned long long)ws,
-			(unsigned long long)accesses, threads, reps);
+			(unsigned long long)accesses, threads, reps, lat_us);
 		for (int v = 0; v < NV; v++) {
 			const struct vc_wl_result *w = &res[v].r;
 			fprintf(f, "%s\n    {\"gc\": \"%s\", \"accesses_per_s\": ", v ? "," : "",
@@ -190,6 +208,13 @@ int main(int argc, char **argv)
 			bench_json_field(f, "", "gc_ms", w->st.gc_ns / 1e6);
 			bench_json_field(f, "", "gc_share", share[v]);
 			bench_json_field(f, "", "overhead", over[v]);
+			bench_json_field(f, "", "writebacks", (double)w->st.writebacks);
+			bench_json_field(f, "", "segments_evicted", (double)w->st.gpu_segments_evicted);
+			bench_json_field(f, "", "pcie_bytes", (double)(w->st.h2d_bytes + w->st.d2h_bytes));
+			bench_json_field(f, "", "move_wait_us_per_access",
+					 (double)w->st.batch_wait_ns / 1e3 / (double)accesses);
+			bench_json_field(f, "", "backing_wait_us_per_access",
+					 (double)w->st.backing_wait_ns / 1e3 / (double)accesses);
 			fputc('}', f);
 		}
 		fputs("\n  ]", f);

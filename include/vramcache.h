@@ -224,7 +224,8 @@ struct vc_stats {
 	/* Version 2: the GPU tier's log. */
 	uint64_t gpu_segments, gpu_segments_free; /* now */
 	double gpu_fragmentation;                 /* now: dead share of used slots */
-	uint64_t gc_runs, gc_pages_moved, gc_ns;  /* cleaning steps, pages they moved, time */
+	uint64_t gc_runs, gc_pages_moved;         /* cleaning steps, pages they moved */
+	uint64_t gc_ns; /* time in cleaning steps (engine lock held), fruitless attempts included */
 	uint64_t gpu_segments_evicted;            /* segments dropped from the tail */
 	uint64_t early_releases;                  /* pages evicted ahead of need */
 };

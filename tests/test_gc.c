@@ -7,7 +7,8 @@
  * "content id": the owner for a live page, a unique filler id otherwise;
  * the bytes of content id c are a hash of (per-case nonce, c, word index),
  * so a page that is stale, misplaced, torn or shifted reads wrong. The model
- * is the content id, key and stamp of every slot; a job is applied to it by
+ * is the content id, key and stamp of every slot, and the slot of every
+ * owner (where[], given to half the cases); a job is applied to it by
  * a stable merge sort of the live source slots (taken in source order) by
  * stamp, independent of both backends' code. After each job every key,
  * every stamp and every byte of the store is checked, so a stray write
@@ -21,7 +22,9 @@
  * one's destination; jobs of more than one sort tile and of more than 256
  * gather chunks; grids capped at 2 blocks (VC_CUDA_GC_BLOCKS) so every
  * grid-stride loop turns; two threads running jobs at once; -ENOSPC and
- * -EINVAL changing nothing.
+ * -EINVAL changing nothing, among them wrong statements (a live count off
+ * by one, stamp bounds one too tight), which only the device can see.
+ * Stated bounds are exact or loosened at random (more sort bits).
  *
  * VC_TEST_DEVICE=emu|cuda picks the backend; cuda skips without a GPU.
  * VC_TEST_QUICK=1 runs a third of the random cases and leaves out the
@@ -59,8 +62,12 @@ struct tcase {
 	uint64_t key_dev;
 	uint64_t *stamp;
 	uint64_t stamp_dev;
+	uint32_t *where; /* per owner (ids below nowners), or NULL */
+	uint64_t where_dev;
+	uint32_t nowners;
 
 	uint64_t *cid; /* the model */
+	uint32_t *xwhere;
 	uint32_t *xkey;
 	uint64_t *xstamp;
 	uint32_t next_owner;
@@ -106,6 +113,7 @@ static uint64_t gen_stamp(struct tcase *t, uint64_t g)
 
 static void set_live(struct tcase *t, uint64_t g)
 {
+	t->xwhere[t->next_owner] = (uint32_t)g;
 	t->cid[g] = t->next_owner;
 	t->xkey[g] = t->next_owner++;
 	t->xstamp[g] = gen_stamp(t, g);
@@ -133,12 +141,21 @@ static void tc_setup(struct tcase *t, uint32_t ps, uint32_t per, uint32_t nseg)
 	t->key = p;
 	CHECK_OK(d->ops->host_alloc(d, slots * sizeof(uint64_t), &p, &t->stamp_dev));
 	t->stamp = p;
+	t->nowners = (uint32_t)slots + 1; /* owners are 1 .. live pages */
+	t->where = NULL;
+	t->where_dev = 0;
+	if (rnd(t, 2)) {
+		CHECK_OK(d->ops->host_alloc(d, t->nowners * sizeof(uint32_t), &p, &t->where_dev));
+		t->where = p;
+	}
+	t->xwhere = malloc(t->nowners * sizeof *t->xwhere);
 	t->cid = malloc(slots * sizeof *t->cid);
 	t->xkey = malloc(slots * sizeof *t->xkey);
 	t->xstamp = malloc(slots * sizeof *t->xstamp);
 	t->segs = malloc(nseg * sizeof *t->segs);
 	t->stage = malloc(STAGE_BYTES > ps ? STAGE_BYTES : ps);
-	CHECK(t->cid && t->xkey && t->xstamp && t->segs && t->stage);
+	CHECK(t->cid && t->xkey && t->xstamp && t->segs && t->stage && t->xwhere);
+	memset(t->xwhere, 0xff, t->nowners * sizeof *t->xwhere);
 	t->nonce = t_rand(&t->rng);
 	t->next_owner = 1;
 	t->next_filler = FILLER;
@@ -159,6 +176,9 @@ static void tc_teardown(struct tcase *t)
 	d->ops->mem_free(d, t->base);
 	d->ops->host_free(d, t->key);
 	d->ops->host_free(d, t->stamp);
+	if (t->where)
+		d->ops->host_free(d, t->where);
+	free(t->xwhere);
 	free(t->cid);
 	free(t->xkey);
 	free(t->xstamp);
@@ -180,6 +200,8 @@ static void upload(struct tcase *t)
 		per_stage = 1;
 	memcpy(t->key, t->xkey, slots * sizeof *t->key);
 	memcpy(t->stamp, t->xstamp, slots * sizeof *t->stamp);
+	if (t->where)
+		memcpy(t->where, t->xwhere, t->nowners * sizeof *t->where);
 	for (uint64_t g = 0; g < slots; g += per_stage) {
 		uint64_t k = slots - g < per_stage ? slots - g : per_stage;
 		for (uint64_t i = 0; i < k; i++)
@@ -214,6 +236,11 @@ static void verify(struct tcase *t)
 			fail(t, "wrong stamp", g);
 		}
 	}
+	for (uint32_t o = 0; t->where && o < t->nowners; o++)
+		if (t->where[o] != t->xwhere[o]) {
+			fprintf(stderr, "owner %u at %u, want %u\n", o, t->where[o], t->xwhere[o]);
+			fail(t, "wrong where[]", t->xwhere[o]);
+		}
 	for (uint64_t g = 0; g < slots; g += per_stage) {
 		uint64_t k = slots - g < per_stage ? slots - g : per_stage;
 		CHECK_OK(t->d->ops->memcpy_sync(t->d, (uint64_t)(uintptr_t)t->stage,
@@ -284,15 +311,41 @@ static uint32_t model_job(struct tcase *t, const struct vc_gc_job *j)
 		t->cid[gd] = t->cid[gs];
 		t->xkey[gd] = t->xkey[gs];
 		t->xstamp[gd] = t->xstamp[gs];
+		t->xwhere[t->xkey[gs]] = (uint32_t)gd;
 	}
 	free(a);
 	free(tmp);
 	return (uint32_t)n;
 }
 
-static struct vc_gc_job make_job(const struct tcase *t, const uint32_t *src, uint32_t nsrc,
+/* The live source slots' stamp range (lo > hi: none). */
+static void exact_bounds(const struct tcase *t, const uint32_t *src, uint32_t nsrc, uint64_t *lo,
+			 uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (uint32_t i = 0; i < nsrc; i++)
+		for (uint32_t s = 0; s < t->per; s++) {
+			uint64_t g = (uint64_t)src[i] * t->per + s;
+			if (t->xkey[g] == VC_GC_DEAD)
+				continue;
+			*lo = t->xstamp[g] < *lo ? t->xstamp[g] : *lo;
+			*hi = t->xstamp[g] > *hi ? t->xstamp[g] : *hi;
+		}
+}
+
+/* A job with the model's statement: its live count and stamp bounds,
+ * loosened at random where they can be. */
+static struct vc_gc_job make_job(struct tcase *t, const uint32_t *src, uint32_t nsrc,
 				 const uint32_t *dst, uint32_t ndst, uint32_t dst_first)
 {
+	uint64_t lo, hi;
+	exact_bounds(t, src, nsrc, &lo, &hi);
+	if (lo <= hi && rnd(t, 2)) {
+		uint64_t down = rnd(t, 1000), up = rnd(t, 1000);
+		lo = lo > down ? lo - down : 0;
+		hi = hi < UINT64_MAX - up ? hi + up : UINT64_MAX;
+	}
 	return (struct vc_gc_job){ .base = t->base,
 				   .page_size = t->ps,
 				   .per_seg = t->per,
@@ -300,11 +353,17 @@ static struct vc_gc_job make_job(const struct tcase *t, const uint32_t *src, uin
 				   .key_dev = t->key_dev,
 				   .stamp = t->stamp,
 				   .stamp_dev = t->stamp_dev,
+				   .where = t->where,
+				   .where_dev = t->where_dev,
+				   .nowners = t->where ? t->nowners : 0,
 				   .src = src,
 				   .dst = dst,
 				   .nsrc = nsrc,
 				   .ndst = ndst,
 				   .dst_first = dst_first,
+				   .live = (uint32_t)live_in(t, src, nsrc),
+				   .stamp_min = lo,
+				   .stamp_max = hi,
 				   .moved = 12345 };
 }
 
@@ -408,6 +467,38 @@ static void run_case(struct tcase *t, const struct shape *sh, bool errors)
 		j = make_job(t, src1, sh->nsrc, pool, npool, dst_first);
 		j.per_seg = 0;
 		run_bad(t, j, -EINVAL);
+		/* Wrong statements: seen by the device, nothing moves. */
+		j = make_job(t, src1, sh->nsrc, pool, npool, dst_first);
+		if (j.live + 1 <= (uint64_t)sh->nsrc * sh->per) {
+			j.live++;
+			run_bad(t, j, -EINVAL);
+		}
+		j = make_job(t, src1, sh->nsrc, pool, npool, dst_first);
+		if (j.live > 0) {
+			j.live--;
+			run_bad(t, j, -EINVAL);
+			j.live++;
+			uint64_t lo, hi; /* exact: one tighter on either side is wrong */
+			exact_bounds(t, src1, sh->nsrc, &lo, &hi);
+			struct vc_gc_job b = j;
+			if (lo < UINT64_MAX) {
+				b.stamp_min = lo + 1;
+				b.stamp_max = hi > lo + 1 ? hi : lo + 1;
+				run_bad(t, b, -EINVAL);
+			}
+			b = j;
+			if (hi > 0) {
+				b.stamp_max = hi - 1;
+				b.stamp_min = lo < hi - 1 ? lo : hi - 1;
+				run_bad(t, b, -EINVAL);
+			}
+		}
+		/* A where table without its size. */
+		if (t->where) {
+			j = make_job(t, src1, sh->nsrc, pool, npool, dst_first);
+			j.nowners = 0;
+			run_bad(t, j, -EINVAL);
+		}
 	}
 
 	/* job 1: exactly the destination segments it needs, sometimes one more */

@@ -1,8 +1,9 @@
 /* The log-structured GPU store against a model: appends (batches land in
  * the head, rewrites orphan old slots), tail eviction, and cleaning with
  * both policies, where the device moves live pages to the head in stamp
- * order. Every live page's bytes, owner and stamp are checked on the
- * device named by VC_TEST_DEVICE. */
+ * order. Every live page's bytes, owner and place (where[], which the
+ * cleaner updates on the device) are checked on the device named by
+ * VC_TEST_DEVICE. */
 #include <errno.h>
 
 #include "core/batcher.h"
@@ -56,6 +57,7 @@ static void verify(void)
 			continue;
 		live++;
 		CHECK(vc_ls_key(ls, model[k].g) == k);
+		CHECK(vc_ls_where(ls, k) == model[k].g);
 		CHECK_OK(dev->ops->memcpy_sync(dev, pin_dev, vc_ls_addr(ls, model[k].g), PS));
 		fill(want, model[k].seed);
 		CHECK(memcmp(pin, want, PS) == 0);
@@ -106,24 +108,14 @@ static void evict_tail(void)
 	vc_ls_release(ls, seg, true);
 }
 
-/* vc_ls_clean's report: the model follows the pages, which arrive in
- * stamp order (oldest first) in consecutive slots. */
-static uint64_t last_stamp;
-static uint32_t last_g, nmoved;
-static void moved(void *arg, uint32_t k, uint32_t g)
+static int by_slot(const void *a, const void *b)
 {
-	uint32_t *segs = arg;
-	CHECK(k < NKEYS && model[k].live);
-	CHECK(model[k].g / PER_SEG == segs[0] || model[k].g / PER_SEG == segs[1] ||
-	      model[k].g / PER_SEG == segs[2]);
-	CHECK(nmoved == 0 || model[k].stamp >= last_stamp);
-	CHECK(nmoved == 0 || g / PER_SEG != last_g / PER_SEG || g == last_g + 1);
-	last_stamp = model[k].stamp;
-	last_g = g;
-	nmoved++;
-	model[k].g = g;
+	uint32_t x = model[*(const uint32_t *)a].g, y = model[*(const uint32_t *)b].g;
+	return (x > y) - (x < y);
 }
 
+/* After a clean the model follows its pages through where[]: they arrive
+ * in stamp order (oldest first) in consecutive slots. */
 static void clean(int policy)
 {
 	uint32_t segs[3] = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
@@ -131,15 +123,47 @@ static void clean(int policy)
 	if (ns == 0)
 		return;
 	int64_t gain = vc_ls_clean_gain(ls, ns, segs);
-	nmoved = 0;
-	int n = vc_ls_clean(ls, ns, segs, moved, segs);
+	uint32_t keys[3 * PER_SEG], nk = 0;
+	for (uint32_t k = 0; k < NKEYS; k++) {
+		uint32_t sg = model[k].g / PER_SEG;
+		if (model[k].live && (sg == segs[0] || sg == segs[1] || sg == segs[2]))
+			keys[nk++] = k;
+	}
+	int n = vc_ls_clean(ls, ns, segs);
 	if (n == -ENOSPC) { /* no room at the head: give the segments up instead */
 		CHECK(gain < 0);
 		vc_ls_unpick(ls, ns, segs);
 		return;
 	}
 	CHECK_OK(n);
-	CHECK((uint32_t)n == nmoved);
+	CHECK((uint32_t)n == nk);
+	for (uint32_t i = 0; i < nk; i++) {
+		uint32_t g = vc_ls_where(ls, keys[i]);
+		CHECK(vc_ls_key(ls, g) == keys[i] && g / PER_SEG != segs[0] &&
+		      g / PER_SEG != segs[1] && g / PER_SEG != segs[2]);
+		model[keys[i]].g = g;
+	}
+	/* In each destination segment: consecutive slots, stamps in order;
+	 * the segments' stamp ranges in some order (the head's, then fresh
+	 * ones, whose numbers say nothing of their order). */
+	qsort(keys, nk, sizeof *keys, by_slot);
+	uint64_t lo[4], hi[4];
+	uint32_t nr = 0;
+	for (uint32_t i = 0; i < nk; i++) {
+		const struct mpage *b = &model[keys[i]];
+		if (i == 0 || b->g / PER_SEG != model[keys[i - 1]].g / PER_SEG) {
+			CHECK(nr < 4);
+			lo[nr] = hi[nr] = b->stamp;
+			nr++;
+			continue;
+		}
+		const struct mpage *a = &model[keys[i - 1]];
+		CHECK(a->stamp <= b->stamp && b->g == a->g + 1);
+		hi[nr - 1] = b->stamp;
+	}
+	for (uint32_t i = 0; i < nr; i++) /* each range meets every other in order */
+		for (uint32_t j = 0; j < nr; j++)
+			CHECK(i == j || hi[i] <= lo[j] || hi[j] <= lo[i]);
 }
 
 /* Deterministic picks: cost-benefit prefers the emptiest old segment,
@@ -170,7 +194,7 @@ static void picks(void)
 	uint32_t pick[2];
 	CHECK(vc_ls_pick(s, VC_LS_CLEAN_COST_BENEFIT, 1, pick) == 1 && pick[0] == g[4] / 4);
 	CHECK(vc_ls_clean_gain(s, 1, pick) == -1); /* no free segment, full head */
-	CHECK(vc_ls_clean(s, 1, pick, NULL, NULL) == -ENOSPC);
+	CHECK(vc_ls_clean(s, 1, pick) == -ENOSPC);
 	vc_ls_unpick(s, 1, pick);
 	for (int i = 0; i < 3; i++)
 		vc_ls_orphan(s, g[i]); /* A is 1/4 live too */
@@ -194,15 +218,53 @@ static void picks(void)
 	CHECK(vc_ls_open(dev, &cfg, &s) == -EINVAL);
 }
 
+/* A cleaned segment keeps its old keys until appends overwrite them; one
+ * reopened, filled part-way and sealed short by eviction's take (then
+ * given back) must not let the cleaner see the stale keys past its used
+ * slots. */
+static void recycled(void)
+{
+	struct vc_ls_config cfg = { .page_size = PS, .seg_bytes = PS * 4, .total_bytes = PS * 4 * 3,
+				    .free_watermark = 0, .early_release = 0, .owners = 16 };
+	struct vc_ls *s;
+	CHECK_OK(vc_ls_open(dev, &cfg, &s));
+	uint32_t keys[4] = { 1, 2, 3, 4 }, g[4], seg;
+	CHECK_OK(vc_ls_append(s, 4, keys, 1, g)); /* A: full, sealed */
+	const uint32_t a = g[0] / 4;
+	vc_ls_orphan(s, g[0]);
+	CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &seg) == 1 && seg == a);
+	CHECK(vc_ls_clean(s, 1, &seg) == 3); /* to B; A is free with keys 2, 3, 4 left */
+	CHECK(vc_ls_where(s, 2) / 4 != a && vc_ls_key(s, vc_ls_where(s, 4)) == 4);
+	uint32_t more[2] = { 5, 6 };
+	CHECK_OK(vc_ls_append(s, 1, more, 2, g)); /* fills B */
+	CHECK_OK(vc_ls_append(s, 1, more + 1, 3, g)); /* reopens A (the free stack's top) */
+	CHECK(g[0] / 4 == a && g[0] % 4 == 0 && vc_ls_where(s, 6) == g[0]);
+	CHECK_OK(vc_ls_take(s, a)); /* sealed short */
+	for (uint32_t k = 1; k < 4; k++)
+		CHECK(vc_ls_key(s, a * 4 + k) == VC_LS_DEAD);
+	vc_ls_unpick(s, 1, &seg);
+	CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &seg) == 1);
+	CHECK(seg == a || vc_ls_seg_live(s, seg) < 4);
+	if (seg != a) { /* B was older: clean it, then A */
+		vc_ls_unpick(s, 1, &seg);
+		CHECK_OK(vc_ls_take(s, seg)); /* keep B out of the way */
+		CHECK(vc_ls_pick(s, VC_LS_CLEAN_OLDEST, 1, &seg) == 1 && seg == a);
+	}
+	CHECK(vc_ls_clean(s, 1, &seg) == 1); /* only key 6, not the stale 2, 3, 4 */
+	CHECK(vc_ls_where(s, 6) / 4 != a && vc_ls_key(s, vc_ls_where(s, 6)) == 6);
+	vc_ls_close(s);
+}
+
 int main(void)
 {
 	int r = vc_device_open(t_device_kind(), 0, &dev);
 	t_skip_if_absent(r, "log store test on CUDA");
 	CHECK_OK(r);
 	picks();
+	recycled();
 	struct vc_ls_config cfg = { .page_size = PS, .seg_bytes = PS * PER_SEG,
 				    .total_bytes = (uint64_t)PS * PER_SEG * NSEG,
-				    .free_watermark = 0.2, .early_release = 0.1 };
+				    .free_watermark = 0.2, .early_release = 0.1, .owners = NKEYS };
 	CHECK_OK(vc_ls_open(dev, &cfg, &ls));
 	CHECK(vc_ls_slots_per_seg(ls) == PER_SEG);
 	CHECK(vc_ls_capacity(ls) == PER_SEG * NSEG);

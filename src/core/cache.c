@@ -131,6 +131,7 @@ struct vc_cache {
 	int gc_policy;
 	uint32_t gc_segments;
 	double gc_frag;
+	uint64_t gc_ns;   /* in cleaning steps under c->mu, attempts included */
 	struct vc_tiermem *stage_wb;   /* see WB_STAGING_PAGES */
 	struct vc_tiermem *stage_bulk; /* flush and GPU prefetch; batch_pages pages */
 	struct vc_batcher *bat;
@@ -216,21 +217,29 @@ static void dirty_add(struct vc_cache *c, struct vc_page *p, int d)
 	vol_of(c, p->pno)->ndirty += (uint64_t)(int64_t)d;
 }
 
-static uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
-{
-	return p->tier == GPU ? vc_ls_addr(c->ls, p->slot) : vc_tier_addr(c->host, p->slot);
-}
-
-static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
-{
-	return vc_tier_host(c->host, p->slot);
-}
-
 /* A page's id: its entry's place in the pool, stable while it is cached.
  * The GPU log names slot owners by it. */
 static uint32_t page_id(const struct vc_cache *c, const struct vc_page *p)
 {
 	return (uint32_t)(p - c->ix.pool);
+}
+
+/* A GPU-tier page's slot in the log: kept by the log store (where[]), which
+ * the device cleaner updates in place, so cleaning costs the engine no
+ * work per moved page. */
+static uint32_t gpu_slot(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_ls_where(c->ls, page_id(c, p));
+}
+
+static uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
+{
+	return p->tier == GPU ? vc_ls_addr(c->ls, gpu_slot(c, p)) : vc_tier_addr(c->host, p->slot);
+}
+
+static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_tier_host(c->host, p->slot);
 }
 
 static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
@@ -289,7 +298,7 @@ static void page_drop_drained(struct vc_cache *c, struct vc_page *p, bool draine
 		vc_opq_remove_now(c->opq, &p->qn, g);
 	}
 	if (p->tier == GPU)
-		vc_ls_orphan(c->ls, p->slot);
+		vc_ls_orphan(c->ls, gpu_slot(c, p));
 	else
 		vc_tier_free(c->host, p->slot);
 	if (p->dirty)
@@ -427,7 +436,7 @@ static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, unevictable, NULL);
 	if (!n)
 		return -EAGAIN;
-	uint32_t seg = vc_page_of(&n->pn)->slot / vc_ls_slots_per_seg(c->ls);
+	uint32_t seg = gpu_slot(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->ls);
 	if (vc_ls_take(c->ls, seg) < 0)
 		return -EAGAIN;
 	return evict_seg(c, seg, evicted);
@@ -490,17 +499,37 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 	return r;
 }
 
-static void gc_moved(void *arg, uint32_t key, uint32_t g)
+/* True if no live page of the segments is in flight. O(live pages): the
+ * owners' entries are scattered over the pool, so their loads are issued
+ * PREFETCH ahead (a miss each, overlapped) rather than one after another. */
+static bool segs_settled(struct vc_cache *c, uint32_t n, const uint32_t *segs)
 {
-	struct vc_cache *c = arg;
-	c->ix.pool[key].slot = g;
+	enum { PREFETCH = 16 };
+	const uint32_t per = vc_ls_slots_per_seg(c->ls);
+	uint32_t ring[PREFETCH], head = 0, seen = 0;
+	bool ok = true;
+	for (uint32_t i = 0; i < n && ok; i++)
+		for (uint32_t s = 0; s < per && ok; s++) {
+			uint32_t k = vc_ls_key(c->ls, segs[i] * per + s);
+			if (k == VC_LS_DEAD)
+				continue;
+			__builtin_prefetch(&c->ix.pool[k].st);
+			if (seen >= PREFETCH)
+				ok = !(st_of(&c->ix.pool[ring[head]]) & VC_ST_BUSY);
+			ring[head] = k;
+			head = (head + 1) % PREFETCH;
+			seen++;
+		}
+	for (uint32_t j = 0; j < PREFETCH && j < seen && ok; j++)
+		ok = !(st_of(&c->ix.pool[ring[j]]) & VC_ST_BUSY);
+	return ok;
 }
 
 /* One cleaning step: up to gc_segments segments chosen by the policy, if
  * cleaning them frees space and none of their pages is in flight (else
  * -EAGAIN). Runs under c->mu: the pause is one device job over those
- * segments' live pages. */
-static int gc_step(struct vc_cache *c)
+ * segments' live pages, plus the check that none is in flight. */
+static int gc_step_locked(struct vc_cache *c)
 {
 	uint32_t segs[64];
 	uint32_t max = c->gc_segments < 64 ? c->gc_segments : 64;
@@ -513,18 +542,12 @@ static int gc_step(struct vc_cache *c)
 		vc_ls_unpick(c->ls, 1, &segs[--n]);
 	if (n == 0)
 		return -EAGAIN;
-	bool ok = true;
 	uint32_t per = vc_ls_slots_per_seg(c->ls);
-	for (uint32_t i = 0; i < n && ok; i++)
-		for (uint32_t s = 0; s < per && ok; s++) {
-			uint32_t k = vc_ls_key(c->ls, segs[i] * per + s);
-			ok = k == VC_LS_DEAD || !(st_of(&c->ix.pool[k]) & VC_ST_BUSY);
-		}
-	if (!ok) {
+	if (!segs_settled(c, n, segs)) {
 		vc_ls_unpick(c->ls, n, segs);
 		return -EAGAIN;
 	}
-	int r = vc_ls_clean(c->ls, n, segs, gc_moved, c);
+	int r = vc_ls_clean(c->ls, n, segs);
 	if (r == -ENOSPC) {
 		vc_ls_unpick(c->ls, n, segs);
 		return -EAGAIN;
@@ -550,6 +573,15 @@ static int gc_step(struct vc_cache *c)
 	}
 	wake(c);
 	return 0;
+}
+
+/* The step's time, whatever its outcome, is GC time (vc_stats.gc_ns). */
+static int gc_step(struct vc_cache *c)
+{
+	uint64_t t0 = vc_now_ns();
+	int r = gc_step_locked(c);
+	c->gc_ns += vc_now_ns() - t0;
+	return r;
 }
 
 /* Frees GPU log space once: a cleaning step when the log is fragmented
@@ -645,8 +677,7 @@ static int evict_host_one(struct vc_cache *c)
 	}
 	st_clear(v, VC_ST_BUSY | VC_ST_HOST);
 	vc_tier_free(c->host, v->slot);
-	v->tier = GPU;
-	v->slot = g;
+	v->tier = GPU; /* at slot g: vc_ls_append recorded it */
 	pol_insert(c, v, GPU);
 	c->st.evictions[HOST]++;
 	c->st.h2d += c->page_size;
@@ -704,14 +735,13 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 		uint32_t hs = v->slot;
 		st_clear(v, VC_ST_BUSY | VC_ST_HOST);
 		v->tier = GPU;
-		v->slot = p->slot;
-		vc_ls_rekey(c->ls, v->slot, page_id(c, v), ++c->clock);
+		vc_ls_rekey(c->ls, gpu_slot(c, p), page_id(c, v), ++c->clock);
 		pol_insert(c, v, GPU);
 		c->st.evictions[HOST]++;
 		c->st.h2d += c->page_size;
 		s = hs;
 	} else {
-		vc_ls_orphan(c->ls, p->slot);
+		vc_ls_orphan(c->ls, gpu_slot(c, p));
 	}
 	p->tier = HOST;
 	p->slot = s;
@@ -1064,7 +1094,9 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 					   .seg_bytes = seg_bytes(&cfg),
 					   .total_bytes = cfg.gpu_bytes,
 					   .free_watermark = cfg.gc_watermark,
-					   .early_release = cfg.early_release };
+					   .early_release = cfg.early_release,
+					   /* page ids: the pool, sized below */
+					   .owners = (uint32_t)(host_pages + gpu_pages) };
 		r = vc_ls_open(c->dev, &lc, &c->ls);
 		if (r == 0)
 			gpu_pages = vc_ls_capacity(c->ls);
@@ -1532,8 +1564,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 			vc_tier_free(c->stage_bulk, s);
 			break;
 		}
-		p->tier = GPU;
-		p->slot = g;
+		p->tier = GPU; /* at slot g: vc_ls_append recorded it */
 		atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
@@ -1632,7 +1663,7 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 		st.gpu_fragmentation = ls.fragmentation;
 		st.gc_runs = ls.gc_runs;
 		st.gc_pages_moved = ls.gc_pages_moved;
-		st.gc_ns = ls.gc_ns;
+		st.gc_ns = c->gc_ns;
 		st.gpu_segments_evicted = ls.segs_evicted;
 		st.early_releases = ls.early_releases;
 	}

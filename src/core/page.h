@@ -35,7 +35,7 @@ struct vc_page {
 	uint64_t pno;
 	_Atomic uint64_t st;
 	struct vc_page *next_free;
-	uint32_t slot;    /* slot in `tier` (the GPU log's global slot number) */
+	uint32_t slot;    /* host-tier slot; a GPU page's is the log's where[id] */
 	uint32_t version; /* bumped on every write: the consistency version */
 	uint8_t tier;     /* VC_TIER_HOST or VC_TIER_GPU */
 	uint8_t dirty : 1; /* newer than the backing store (write-back only) */

@@ -67,5 +67,17 @@ int vc_gc_check(const struct vc_gc_job *j)
 	if (j->ndst ? j->dst_first >= j->per_seg : j->dst_first != 0)
 		return vc_err(-EINVAL, "gc: first destination slot %u of %u segments of %u slots",
 			      j->dst_first, j->ndst, j->per_seg);
+	if (j->live > (uint64_t)j->nsrc * j->per_seg)
+		return vc_err(-EINVAL, "gc: %u live pages stated in %u segments of %u slots", j->live,
+			      j->nsrc, j->per_seg);
+	if (j->live && j->stamp_min > j->stamp_max)
+		return vc_err(-EINVAL, "gc: stamp bounds %llu > %llu",
+			      (unsigned long long)j->stamp_min, (unsigned long long)j->stamp_max);
+	if (!j->where_dev != !j->where || (j->where && j->nowners == 0))
+		return vc_err(-EINVAL, "gc: a where table needs its host view, device address and size");
+	const uint64_t room = j->ndst ? (uint64_t)j->ndst * j->per_seg - j->dst_first : 0;
+	if (j->live > room)
+		return vc_err(-ENOSPC, "gc: %u live pages, room for %llu", j->live,
+			      (unsigned long long)room);
 	return 0;
 }

@@ -53,20 +53,32 @@ struct vc_dbatch {
  * device reads and writes them in place:
  *   key[g]    the owner of slot g (the engine's page id), VC_GC_DEAD if garbage
  *   stamp[g]  the owner's LRU stamp: smaller is older
+ * and, optional, the inverse map, also mapped (where_dev 0: none):
+ *   where[o]  the global slot of owner o, for o < nowners
  * The job takes every live slot of the source segments (src[0..nsrc)),
  * orders them by stamp, oldest first (stable: equal stamps keep source
  * order, src[0] first, then slot order), and moves rank r to destination
  * position dst_first + r, where position q is slot q % per_seg of segment
- * dst[q / per_seg]. For every moved page it copies the data and writes key
- * and stamp of the destination slot. Source slots keep their key and stamp:
- * the caller releases the source segments (killing their keys on the host
- * costs no PCIe traffic). `moved` returns the number of pages moved.
+ * dst[q / per_seg]. For every moved page it copies the data, writes key
+ * and stamp of the destination slot and, with a where table, where[owner]:
+ * the index update is the device's, with no host work per page. Source
+ * slots keep their key and stamp: the caller releases the source segments
+ * (killing their keys on the host costs no PCIe traffic). `moved` returns
+ * the number of pages moved.
+ *
+ * The caller states what its own bookkeeping knows, so that the device
+ * needs no round trip to the host mid-job: `live`, the number of live
+ * source slots, and [stamp_min, stamp_max], bounds on their stamps (the
+ * tighter, the fewer sort passes). Both are verified on the device before
+ * anything moves: a job whose statement is wrong returns -EINVAL and
+ * changes nothing.
  *
  * Preconditions (the caller's, not checked on the device): destination
  * slots are free and outside the sources; no batch in flight touches a
- * source or destination page; ndst segments hold dst_first + (live pages).
- * Cost: O(live pages) device work in a few launches, plus O(nsrc + ndst)
- * host work; synchronous: the data and both tables are final on return. */
+ * source or destination page; owners are below nowners. Cost: O(live
+ * pages) device work in a few launches (4 B of PCIe write per page for
+ * where[], random), plus O(nsrc + ndst) host work; synchronous: the data
+ * and the tables are final on return. */
 #define VC_GC_DEAD UINT32_MAX
 struct vc_gc_job {
 	uint64_t base;
@@ -75,10 +87,15 @@ struct vc_gc_job {
 	uint64_t key_dev;  /* its device-visible address */
 	uint64_t *stamp;   /* host view of stamp[] (host_alloc) */
 	uint64_t stamp_dev;
+	uint32_t *where;   /* host view of where[] (host_alloc), or NULL */
+	uint64_t where_dev;
+	uint32_t nowners;  /* where[] entries */
 	const uint32_t *src; /* host arrays of segment numbers */
 	const uint32_t *dst;
 	uint32_t nsrc, ndst;
 	uint32_t dst_first; /* first free slot of dst[0] */
+	uint32_t live;      /* live source slots, as the caller counts them */
+	uint64_t stamp_min, stamp_max; /* bounds on their stamps (live > 0) */
 	uint32_t moved;     /* out */
 };
 
@@ -89,9 +106,10 @@ struct vc_gc_job {
 /* Checks what a backend can check of a job before touching anything:
  * page_size a power of two in 512 B .. 2 MiB, base 16-byte aligned,
  * per_seg >= 1, the bounds above, the arrays present, dst_first <
- * per_seg (0 without destinations). 0 or -EINVAL. Both backends also
- * return -ENOSPC, changing nothing, when the live pages turn out not to
- * fit the destination. */
+ * per_seg (0 without destinations), live <= source slots, stamp_min <=
+ * stamp_max when live > 0, and a where table with its size: 0 or -EINVAL.
+ * -ENOSPC when `live` pages do not fit the destinations. Either way
+ * nothing has changed. */
 int vc_gc_check(const struct vc_gc_job *job);
 
 struct vc_device_ops {

@@ -1,6 +1,7 @@
 #include "tier/logstore.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,19 @@ struct seg {
 	uint32_t live;       /* of those, not orphaned */
 	uint32_t state;
 	uint32_t _pad;
+	uint64_t smin, smax; /* bounds on its live slots' stamps; smin > smax: none yet */
 };
 
 /* Invariants: live_total and used_total are the sums of the segments'
- * live and used counts; a slot's key is VC_LS_DEAD unless it is one of its
- * segment's `live` slots; the head, if any, is the only SEG_OPEN segment. */
+ * live and used counts; below its segment's `used`, a slot's key is
+ * VC_LS_DEAD unless it is one of the segment's `live` slots; in a sealed
+ * or taken segment every slot is below `used` or dead (a free or open
+ * segment's slots past `used` hold whatever they held: every one is
+ * written before the segment is sealed full, and one sealed short has
+ * them killed), so the cleaner, which reads whole sealed segments, sees
+ * only current keys; the head, if any, is the only SEG_OPEN segment;
+ * every live slot's stamp lies in its segment's [smin, smax]; where[k] = g
+ * for every live slot g with key k < nowners. */
 struct vc_ls {
 	struct vc_device *dev;
 	uint64_t base; /* device address of segment 0 */
@@ -33,6 +42,9 @@ struct vc_ls {
 	uint64_t key_dev;
 	uint64_t *stamp; /* per global slot, mapped pinned */
 	uint64_t stamp_dev;
+	uint32_t *where; /* per owner, mapped pinned; NULL without owners */
+	uint64_t where_dev;
+	uint32_t nowners;
 	uint32_t *free; /* stack of free segments */
 	uint32_t nfree;
 	int64_t head; /* open segment, or -1 */
@@ -77,6 +89,11 @@ int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_
 	if (r == 0)
 		r = dev->ops->host_alloc(dev, nslot * sizeof *ls->stamp, (void **)&ls->stamp,
 					 &ls->stamp_dev);
+	if (r == 0 && cfg->owners) {
+		ls->nowners = cfg->owners;
+		r = dev->ops->host_alloc(dev, (size_t)cfg->owners * sizeof *ls->where,
+					 (void **)&ls->where, &ls->where_dev);
+	}
 	if (r == 0)
 		r = dev->ops->mem_alloc(dev, nseg * (size_t)sb, &ls->base);
 	if (r < 0) {
@@ -85,6 +102,8 @@ int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_
 	}
 	memset(ls->key, 0xff, nslot * sizeof *ls->key);
 	memset(ls->stamp, 0, nslot * sizeof *ls->stamp);
+	if (ls->where)
+		memset(ls->where, 0xff, (size_t)ls->nowners * sizeof *ls->where);
 	for (uint32_t i = 0; i < nseg; i++)
 		ls->free[ls->nfree++] = (uint32_t)(nseg - 1 - i);
 	*out = ls;
@@ -101,6 +120,8 @@ void vc_ls_close(struct vc_ls *ls)
 		ls->dev->ops->host_free(ls->dev, ls->key);
 	if (ls->stamp)
 		ls->dev->ops->host_free(ls->dev, ls->stamp);
+	if (ls->where)
+		ls->dev->ops->host_free(ls->dev, ls->where);
 	free(ls->segs);
 	free(ls->free);
 	free(ls);
@@ -131,6 +152,22 @@ uint32_t vc_ls_key(const struct vc_ls *ls, uint32_t g)
 	return ls->key[g];
 }
 
+uint32_t vc_ls_where(const struct vc_ls *ls, uint32_t key)
+{
+	return ls->where[key];
+}
+
+/* Slot g of segment sg now holds `key` with `stamp`. */
+static void slot_set(struct vc_ls *ls, struct seg *sg, uint32_t g, uint32_t key, uint64_t stamp)
+{
+	ls->key[g] = key;
+	ls->stamp[g] = stamp;
+	if (key < ls->nowners)
+		ls->where[key] = g;
+	sg->smin = stamp < sg->smin ? stamp : sg->smin;
+	sg->smax = stamp > sg->smax ? stamp : sg->smax;
+}
+
 uint64_t vc_ls_room(const struct vc_ls *ls)
 {
 	uint64_t n = (uint64_t)ls->nfree * ls->per_seg;
@@ -146,7 +183,7 @@ static uint32_t head_seg(struct vc_ls *ls)
 {
 	if (ls->head < 0) {
 		uint32_t s = ls->free[--ls->nfree];
-		ls->segs[s] = (struct seg){ .lsn = ++ls->lsn, .state = SEG_OPEN };
+		ls->segs[s] = (struct seg){ .lsn = ++ls->lsn, .state = SEG_OPEN, .smin = UINT64_MAX };
 		ls->head = s;
 	}
 	return (uint32_t)ls->head;
@@ -171,8 +208,7 @@ int vc_ls_append(struct vc_ls *ls, uint32_t n, const uint32_t *keys, uint64_t st
 		uint32_t g = (s << ls->seg_shift) + sg->used++;
 		sg->live++;
 		sg->last_clock = ++ls->clock;
-		ls->key[g] = keys[i];
-		ls->stamp[g] = stamp;
+		slot_set(ls, sg, g, keys[i], stamp);
 		out[i] = g;
 		seal_full(ls);
 	}
@@ -197,8 +233,7 @@ void vc_ls_orphan(struct vc_ls *ls, uint32_t g)
 
 void vc_ls_rekey(struct vc_ls *ls, uint32_t g, uint32_t key, uint64_t stamp)
 {
-	ls->key[g] = key;
-	ls->stamp[g] = stamp;
+	slot_set(ls, &ls->segs[g >> ls->seg_shift], g, key, stamp);
 }
 
 bool vc_ls_low(const struct vc_ls *ls)
@@ -229,6 +264,8 @@ int vc_ls_take(struct vc_ls *ls, uint32_t seg)
 {
 	struct seg *sg = &ls->segs[seg];
 	if (sg->state == SEG_OPEN) {
+		for (uint32_t s = sg->used; s < ls->per_seg; s++)
+			ls->key[(seg << ls->seg_shift) + s] = VC_LS_DEAD;
 		ls->head = -1;
 		sg->state = SEG_SEALED;
 	}
@@ -254,10 +291,9 @@ uint32_t vc_ls_seg_live(const struct vc_ls *ls, uint32_t seg)
 
 void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted)
 {
+	/* Its keys stay: O(1), where killing them would cost a pass over
+	 * the slots (for a cleaned segment, over its live owners' keys). */
 	struct seg *sg = &ls->segs[seg];
-	uint32_t g0 = seg << ls->seg_shift;
-	for (uint32_t s = 0; s < sg->used; s++)
-		ls->key[g0 + s] = VC_LS_DEAD;
 	ls->live_total -= sg->live;
 	ls->used_total -= sg->used;
 	if (ls->head == (int64_t)seg)
@@ -319,6 +355,19 @@ static uint64_t live_of(const struct vc_ls *ls, uint32_t n, const uint32_t *segs
 	return live;
 }
 
+/* The union of the segments' stamp bounds (min > max: none). */
+static void bounds_of(const struct vc_ls *ls, uint32_t n, const uint32_t *segs, uint64_t *lo,
+		      uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct seg *sg = &ls->segs[segs[i]];
+		*lo = sg->smin < *lo ? sg->smin : *lo;
+		*hi = sg->smax > *hi ? sg->smax : *hi;
+	}
+}
+
 int64_t vc_ls_clean_gain(const struct vc_ls *ls, uint32_t n, const uint32_t *segs)
 {
 	uint64_t live = live_of(ls, n, segs);
@@ -329,8 +378,7 @@ int64_t vc_ls_clean_gain(const struct vc_ls *ls, uint32_t n, const uint32_t *seg
 	return (int64_t)n - (int64_t)fresh;
 }
 
-int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
-		void (*moved)(void *arg, uint32_t key, uint32_t g), void *arg)
+int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs)
 {
 	uint64_t t0 = vc_now_ns();
 	uint64_t live = live_of(ls, n, segs);
@@ -358,6 +406,8 @@ int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
 		dst[nd++] = head_seg(ls);
 		fit += ls->per_seg;
 	}
+	uint64_t lo, hi;
+	bounds_of(ls, n, segs, &lo, &hi);
 	struct vc_gc_job job = {
 		.base = ls->base,
 		.page_size = ls->page_size,
@@ -366,11 +416,17 @@ int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
 		.key_dev = ls->key_dev,
 		.stamp = ls->stamp,
 		.stamp_dev = ls->stamp_dev,
+		.where = ls->where,
+		.where_dev = ls->where_dev,
+		.nowners = ls->nowners,
 		.src = segs,
 		.dst = dst,
 		.nsrc = n,
 		.ndst = nd,
 		.dst_first = first,
+		.live = (uint32_t)live,
+		.stamp_min = lo,
+		.stamp_max = hi,
 	};
 	int r = live ? ls->dev->ops->gc_run(ls->dev, &job) : 0;
 	if (r == 0 && job.moved != live)
@@ -382,7 +438,8 @@ int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
 		free(dst);
 		return r;
 	}
-	/* Fill the destination segments' counts, then report. */
+	/* The destination segments' counts and bounds; the device has
+	 * written their keys, stamps and owners' places. */
 	uint64_t q = first;
 	for (uint32_t i = 0; i < nd; i++) {
 		struct seg *sg = &ls->segs[dst[i]];
@@ -390,9 +447,8 @@ int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
 		sg->used += take;
 		sg->live += take;
 		sg->last_clock = ++ls->clock;
-		uint32_t g0 = (dst[i] << ls->seg_shift) + (uint32_t)q;
-		for (uint32_t s = 0; s < take && moved; s++)
-			moved(arg, ls->key[g0 + s], g0 + s);
+		sg->smin = lo < sg->smin ? lo : sg->smin;
+		sg->smax = hi > sg->smax ? hi : sg->smax;
 		left -= take;
 		q = 0;
 	}

@@ -21,14 +21,16 @@
  *
  * Per-slot metadata is the owner (the engine's page id) and its stamp, in
  * mapped pinned host memory: the host writes them on append at no transfer
- * cost, and the device cleaner reads and rewrites them in place. Per-page
+ * cost, and the device cleaner reads and rewrites them in place. So is the
+ * inverse, where[owner] = slot, the GPU tier's index: the cleaner updates
+ * it on the device, and the host has no work per moved page. Per-page
  * metadata that must not move with the data (content signature, block
  * pointer, encryption tweak, version) belongs to the owner, not the slot.
  *
  * Not thread safe: the engine calls it under its lock. Costs: append,
  * orphan and rekey O(1) per page; tail and pick O(segments); clean O(live
- * pages moved) on the device plus one callback per moved page. Metadata:
- * 12 bytes per slot (pinned), 40 per segment.
+ * pages moved) on the device, O(segments cleaned) on the host. Metadata:
+ * 12 bytes per slot and 4 per owner (pinned), 56 per segment.
  */
 #ifndef VC_LOGSTORE_H
 #define VC_LOGSTORE_H
@@ -51,6 +53,7 @@ struct vc_ls_config {
 	uint64_t total_bytes;  /* rounded down to whole segments; >= 2 segments */
 	double free_watermark; /* "low" when free segments fall below this share */
 	double early_release;  /* share of live pages released early when low (BAG: 0.10) */
+	uint32_t owners;       /* owner keys are < owners: the where[] table (0: none) */
 };
 
 struct vc_ls_stats {
@@ -81,6 +84,8 @@ void vc_ls_rekey(struct vc_ls *ls, uint32_t g, uint32_t key, uint64_t stamp);
 uint64_t vc_ls_addr(const struct vc_ls *ls, uint32_t g);
 /* Owner of slot g, VC_LS_DEAD if garbage. */
 uint32_t vc_ls_key(const struct vc_ls *ls, uint32_t g);
+/* The slot of a live owner key (< cfg.owners); anything for others. */
+uint32_t vc_ls_where(const struct vc_ls *ls, uint32_t key);
 uint32_t vc_ls_slots_per_seg(const struct vc_ls *ls);
 uint64_t vc_ls_capacity(const struct vc_ls *ls); /* slots */
 uint64_t vc_ls_live_total(const struct vc_ls *ls);
@@ -103,7 +108,8 @@ uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_
 /* Live pages in a segment. */
 uint32_t vc_ls_seg_live(const struct vc_ls *ls, uint32_t seg);
 /* Drops a whole taken segment (its live pages are gone: the caller has
- * written back or re-homed them) and returns it to the free pool. */
+ * written back or re-homed them) and returns it to the free pool. O(1):
+ * the slots' keys are left for appends to overwrite. */
 void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted);
 /* Gives taken or picked segments back, sealed, unchanged. */
 void vc_ls_unpick(struct vc_ls *ls, uint32_t n, const uint32_t *segs);
@@ -117,14 +123,13 @@ uint32_t vc_ls_pick(struct vc_ls *ls, int policy, uint32_t max, uint32_t *segs);
  * -1 also when the free pool cannot take their live pages. */
 int64_t vc_ls_clean_gain(const struct vc_ls *ls, uint32_t n, const uint32_t *segs);
 /* Cleans taken segments: the device moves their live pages to the head in
- * stamp order (oldest first), then `moved` hears of each page's new slot
- * (the caller updates its index: the old slot is dead), and the segments
- * return to the free pool. The caller guarantees that nothing is in flight
- * on those pages. Returns pages moved, or -ENOSPC with nothing changed
- * (segments still taken) when the head cannot take them. The pause is
- * O(live pages of the n segments). */
-int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs,
-		void (*moved)(void *arg, uint32_t key, uint32_t g), void *arg);
+ * stamp order (oldest first), updating where[] (vc_ls_where: the caller's
+ * index of the GPU tier needs no update), and the segments return to the
+ * free pool. The caller guarantees that nothing is in flight on those
+ * pages. Returns pages moved, or -ENOSPC with nothing changed (segments
+ * still taken) when the head cannot take them. The pause is O(live pages
+ * of the n segments) on the device, with one host round trip. */
+int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs);
 
 /* Pages to release early once below the watermark: early_release of the
  * live pages (BAG: up to 10%), so later evictions need not stall. */

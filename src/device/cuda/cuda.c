@@ -632,10 +632,10 @@ static int gc_reserve(struct cu_dev *c, uint64_t slots, uint64_t lists)
 	return 0;
 }
 
-/* The host's share is O(nsrc + ndst): staging the lists, two launches
- * apart (see kernels/gc.h), one synchronization between them to learn the
- * live count and stamp range, and one at the end. Nothing is written
- * before the count is known, so -ENOSPC leaves the store as it was. */
+/* The host's share is O(nsrc + ndst): staging the lists, the launches of
+ * both steps back to back (see kernels/gc.h), and one synchronization at
+ * the end. vc_gc_check has settled -ENOSPC from the statement; a wrong
+ * statement is caught on the device before anything moves. */
 static int cu_gc_run_locked(struct cu_dev *c, struct vc_gc_job *job)
 {
 	struct cu_gc *g = &c->gc;
@@ -652,39 +652,38 @@ static int cu_gc_run_locked(struct cu_dev *c, struct vc_gc_job *job)
 		.base = job->base,
 		.key = (uint32_t *)(uintptr_t)job->key_dev,
 		.stamp = (uint64_t *)(uintptr_t)job->stamp_dev,
+		.where = (uint32_t *)(uintptr_t)job->where_dev,
 		.lists = g->list_host_dev,
 		.nsrc = job->nsrc,
 		.ndst = job->ndst,
 		.per_seg = job->per_seg,
 		.page_size = job->page_size,
 		.dst_first = job->dst_first,
+		.nowners = job->where_dev ? job->nowners : 0,
+		.live = job->live,
+		.smin = job->stamp_min,
+		.smax = job->stamp_max,
 	};
 	g->s.src = g->list_dev;
 	g->s.dst = g->list_dev + job->nsrc;
 	r = CU((cudaError_t)vc_cuda_gc_gather(&kj, &g->s, g->count_dev, g->gather_blocks, g->stream));
-	if (r < 0)
-		goto drain;
-	if ((r = CU(cudaStreamSynchronize(g->stream))) < 0)
+	if (r == 0 && job->live > 0)
+		r = CU((cudaError_t)vc_cuda_gc_finish(&kj, &g->s, g->gather_blocks, g->move_blocks,
+						      g->stream));
+	/* Also after a failed launch: what was enqueued still reads the lists. */
+	int rs = CU(cudaStreamSynchronize(g->stream));
+	if (r < 0 || (r = rs) < 0)
 		return r;
 	const struct vc_cuda_gc_count cnt = *g->count;
-	const uint64_t room = (uint64_t)job->ndst * job->per_seg - job->dst_first;
-	if (cnt.live > room)
-		return vc_err(-ENOSPC, "cuda: gc: %u live pages, room for %llu", cnt.live,
-			      (unsigned long long)room);
-	if (cnt.live > 0) {
-		r = CU((cudaError_t)vc_cuda_gc_finish(&kj, &g->s, &cnt, g->gather_blocks, g->move_blocks,
-						      g->stream));
-		if (r < 0)
-			goto drain;
-		if ((r = CU(cudaStreamSynchronize(g->stream))) < 0)
-			return r;
-	}
+	if (!cnt.go)
+		return vc_err(-EINVAL,
+			      "cuda: gc: the job states %u live pages in stamps [%llu, %llu]; %u are "
+			      "live in [%llu, %llu]; nothing moved",
+			      job->live, (unsigned long long)job->stamp_min,
+			      (unsigned long long)job->stamp_max, cnt.live, (unsigned long long)cnt.min,
+			      (unsigned long long)cnt.max);
 	job->moved = cnt.live;
 	return 0;
-drain:
-	/* What was enqueued before the failed launch still reads the lists. */
-	(void)CU(cudaStreamSynchronize(g->stream));
-	return r;
 }
 
 static int cu_gc_run(struct vc_device *d, struct vc_gc_job *job)

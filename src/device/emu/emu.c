@@ -203,7 +203,8 @@ static int cmp_live(const void *a, const void *b)
 
 /* struct vc_gc_job on the CPU. Positions are unique, so ordering by
  * (stamp, position) is the job's stable order. The caller keeps batches
- * off these pages (device.h), so the worker thread needs no say. */
+ * off these pages (device.h), so the worker thread needs no say. The
+ * caller's statement is checked before anything changes, as on CUDA. */
 static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
 {
 	(void)d;
@@ -215,15 +216,19 @@ static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
 	if (S && !(lv = malloc(S * sizeof *lv)))
 		return vc_err(-ENOMEM, "emu: gc: cannot allocate %llu slots", (unsigned long long)S);
 	uint32_t n = 0;
+	bool in_bounds = true;
 	for (uint64_t p = 0; p < S; p++) {
 		uint64_t g = j->src[p / per] * per + p % per;
-		if (j->key[g] != VC_GC_DEAD)
-			lv[n++] = (struct emu_live){ j->stamp[g], (uint32_t)p };
+		if (j->key[g] == VC_GC_DEAD)
+			continue;
+		lv[n++] = (struct emu_live){ j->stamp[g], (uint32_t)p };
+		in_bounds &= j->stamp[g] >= j->stamp_min && j->stamp[g] <= j->stamp_max;
 	}
-	if (n > (uint64_t)j->ndst * per - j->dst_first) {
+	if (n != j->live || !in_bounds) {
 		free(lv);
-		return vc_err(-ENOSPC, "emu: gc: %u live pages, room for %llu", n,
-			      (unsigned long long)((uint64_t)j->ndst * per - j->dst_first));
+		return vc_err(-EINVAL, "emu: gc: the job states %u live pages in stamps [%llu, %llu]; "
+				       "%u are live%s", j->live, (unsigned long long)j->stamp_min,
+			      (unsigned long long)j->stamp_max, n, in_bounds ? "" : ", some outside");
 	}
 	if (n > 1)
 		qsort(lv, n, sizeof *lv, cmp_live);
@@ -233,8 +238,11 @@ static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
 		uint64_t gs = j->src[p / per] * per + p % per;
 		uint64_t gd = j->dst[q / per] * per + q % per;
 		memcpy(base + gd * j->page_size, base + gs * j->page_size, j->page_size);
-		j->key[gd] = j->key[gs];
+		uint32_t owner = j->key[gs];
+		j->key[gd] = owner;
 		j->stamp[gd] = lv[i].stamp;
+		if (j->where && owner < j->nowners)
+			j->where[owner] = (uint32_t)gd;
 	}
 	free(lv);
 	j->moved = n;

@@ -11,12 +11,15 @@
  * one-warp scan of the 32 (iteration, warp) counts, so within a chunk the
  * live slots keep source order; the chunk's count and stamp range go to
  * per-chunk arrays. The last block to finish (a fenced atomic count, as in
- * move.cu) scans the chunk counts into offsets and reports the live count
- * and range to the host. The gather also copies the segment lists from
- * mapped memory to device memory for the later kernels.
+ * move.cu) scans the chunk counts into offsets, compares the live count
+ * and range with the job's statement and writes the verdict (go) to device
+ * memory and, with the count, to the host. The gather also copies the
+ * segment lists from mapped memory to device memory for the later kernels.
  *
- * finish: the compaction writes chunk c's live slots at offset coff[c] as
- * (stamp - min, position): source order, so CUB's stable LSD radix sort,
+ * finish: enqueued right behind the gather, sized by the statement (the
+ * host does not wait for the gather). The compaction writes chunk c's
+ * live slots at offset coff[c] as (stamp - stated min, position): source
+ * order, so CUB's stable LSD radix sort,
  * run on bits [0, bit length of max - min) only, yields exactly the job's
  * order (stamp, then source position). With 8-bit digits a job whose
  * stamps span less than 2^16 sorts in 2 passes; ranges under 2^32 use
@@ -25,9 +28,12 @@
  * memsets of setup, then a memset and a launch per digit). A range of 0 or a
  * single item needs no sort.
  *
- * moves: one launch, two kinds of warp-sized work item, in this order:
+ * moves: one launch, nothing unless go, two kinds of warp-sized work item,
+ * one meta item ahead of its 32 ranks' pieces:
  *   meta   32 consecutive ranks: key[] and stamp[] of their destination
- *          slots (consecutive within a segment: 128 + 256-byte writes);
+ *          slots (consecutive within a segment: 128 + 256-byte writes) and
+ *          where[] of their owners (4 B each, scattered; posted writes
+ *          that overlap the pieces' device-memory traffic);
  *   piece  min(page_size, 4 KiB) of one page: the move kernel's style (one
  *          warp, 16-byte words, all V loads of the piece before its
  *          stores), so pages of 512 B .. 2 MiB all spread over the GPU.
@@ -36,9 +42,10 @@
  * PCIe. Source keys are not touched: the caller releases the segments.
  *
  * Cost per job: key[] read once over PCIe (4 B per source slot) and stamp[]
- * once per live slot (8 B); 12 B of PCIe writes per moved page; the pages once each way in device memory; the sort's passes
- * over 8 or 12 bytes per live page. Host: one synchronization between the
- * steps; 4 to 5 launches and memsets plus 2 per sort pass.
+ * once per live slot (8 B); 12 B of PCIe writes per moved page, 16 with
+ * where[]; the pages once each way in device memory; the sort's passes
+ * over 8 or 12 bytes per live page. Host: 4 to 5 launches and memsets plus
+ * 2 per sort pass, enqueued while the gather runs; one synchronization.
  */
 #include <cuda_runtime.h>
 
@@ -236,7 +243,10 @@ gather_kernel(const struct vc_cuda_gc_job j, const struct vc_cuda_gc_scratch s,
 			lo = umin64(lo, wmin[u]);
 			hi = umax64(hi, wmax[u]);
 		}
+		const uint32_t go = carry == j.live && (carry == 0 || (lo >= j.smin && hi <= j.smax));
+		*s.go = go; /* read by the move kernel (stream order) */
 		out->live = carry;
+		out->go = go;
 		out->min = lo;
 		out->max = hi;
 		*s.done = 0; /* seen by the next launch (stream order) */
@@ -288,31 +298,43 @@ __device__ __forceinline__ void copy_piece(const uint4 *src, uint4 *dst)
 		__stcs(dst + 32 * k, a[k]);
 }
 
-/* Items: [0, nmeta) meta, then n << shift pieces; nitems in all.
- * Grid-stride, one warp per item. */
+/* Items in groups of G = 1 + (32 << shift), one group per 32 ranks: the
+ * group's meta item, then its pieces (a short last group has idle ones);
+ * nitems = groups * G. Interleaved, the table writes over PCIe spread over
+ * the whole copy instead of queueing ahead of it. Grid-stride, one warp
+ * per item. */
 template <int V>
 __global__ void __launch_bounds__(THREADS)
 move_kernel(const struct vc_cuda_gc_job j, const struct vc_cuda_gc_scratch s, const void *keys,
 	    uint32_t key64, const uint32_t *__restrict__ vals, uint32_t n, uint64_t min,
-	    uint32_t nmeta, uint32_t nitems, uint32_t shift)
+	    uint32_t nitems, uint32_t shift)
 {
 	constexpr uint32_t PIECE = V * 32 * 16;
 	const uint32_t lane = threadIdx.x & 31;
 	const uint32_t nwarps = gridDim.x * WARPS;
 	const uint32_t mask = (1u << shift) - 1;
+	const uint32_t G = 1 + (32u << shift);
+	if (!*s.go)
+		return; /* the statement was wrong: nothing moves */
 
 	for (uint32_t it = blockIdx.x * WARPS + threadIdx.x / 32; it < nitems; it += nwarps) {
-		if (it < nmeta) {
-			const uint32_t r = it * 32 + lane;
+		const uint32_t grp = it / G, k = it - grp * G;
+		if (k == 0) {
+			const uint32_t r = grp * 32 + lane;
 			if (r < n) {
-				const uint64_t k = key64 ? static_cast<const uint64_t *>(keys)[r]
-							 : static_cast<const uint32_t *>(keys)[r];
+				const uint64_t key = key64 ? static_cast<const uint64_t *>(keys)[r]
+							   : static_cast<const uint32_t *>(keys)[r];
 				const uint64_t g = dst_slot(j, s, r);
-				j.key[g] = s.owner[vals[r]];
-				j.stamp[g] = min + k;
+				const uint32_t o = s.owner[vals[r]];
+				j.key[g] = o;
+				j.stamp[g] = min + key;
+				if (j.where && o < j.nowners)
+					j.where[o] = (uint32_t)g;
 			}
 		} else {
-			const uint32_t x = it - nmeta, r = x >> shift;
+			const uint32_t x = (grp << (5 + shift)) + (k - 1), r = x >> shift;
+			if (r >= n)
+				continue;
 			const uint32_t p = vals[r]; /* one address: a broadcast */
 			const uint64_t off = (uint64_t)(x & mask) * PIECE + lane * 16u;
 			const uint64_t from = j.base + src_slot(j, s, p) * j.page_size + off;
@@ -374,7 +396,7 @@ cudaError_t sort_bytes(uint32_t cap, size_t *bytes)
 } // namespace
 
 /* Per-position arrays: key_a, key_b (8 B), val_a, val_b, owner (4 B); per
- * chunk: ccount, coff (4 B), cmin, cmax (8 B); then the done word. */
+ * chunk: ccount, coff (4 B), cmin, cmax (8 B); then the done and go words. */
 static size_t part_bytes(size_t n)
 {
 	return (n + 255) & ~(size_t)255;
@@ -384,7 +406,7 @@ extern "C" size_t vc_cuda_gc_slot_bytes(uint32_t cap)
 {
 	const size_t nch = (cap + CHUNK - 1) / CHUNK;
 	return 2 * part_bytes(8ull * cap) + 3 * part_bytes(4ull * cap) + 2 * part_bytes(4 * nch) +
-	       2 * part_bytes(8 * nch) + part_bytes(4);
+	       2 * part_bytes(8 * nch) + 2 * part_bytes(4);
 }
 
 extern "C" void vc_cuda_gc_carve(void *mem, uint32_t cap, struct vc_cuda_gc_scratch *s)
@@ -400,7 +422,8 @@ extern "C" void vc_cuda_gc_carve(void *mem, uint32_t cap, struct vc_cuda_gc_scra
 	s->coff = reinterpret_cast<uint32_t *>(p), p += part_bytes(4 * nch);
 	s->cmin = reinterpret_cast<uint64_t *>(p), p += part_bytes(8 * nch);
 	s->cmax = reinterpret_cast<uint64_t *>(p), p += part_bytes(8 * nch);
-	s->done = reinterpret_cast<uint32_t *>(p);
+	s->done = reinterpret_cast<uint32_t *>(p), p += part_bytes(4);
+	s->go = reinterpret_cast<uint32_t *>(p);
 }
 
 extern "C" int vc_cuda_gc_sort_bytes(uint32_t cap, size_t *bytes)
@@ -434,23 +457,22 @@ extern "C" int vc_cuda_gc_gather(const struct vc_cuda_gc_job *j, const struct vc
 }
 
 extern "C" int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc_cuda_gc_scratch *s,
-				 const struct vc_cuda_gc_count *count, uint32_t gather_blocks,
-				 uint32_t move_blocks, void *stream)
+				 uint32_t gather_blocks, uint32_t move_blocks, void *stream)
 {
-	const uint32_t ps = j->page_size, n = count->live;
+	const uint32_t ps = j->page_size, n = j->live;
 	const uint64_t S = (uint64_t)j->nsrc * j->per_seg;
-	if (n == 0 || n > S || S > VC_GC_MAX_SLOTS || count->min > count->max || ps < 512 ||
+	if (n == 0 || n > S || S > VC_GC_MAX_SLOTS || j->smin > j->smax || ps < 512 ||
 	    ps > (2u << 20) || (ps & (ps - 1)) != 0 || gather_blocks == 0 || move_blocks == 0)
 		return (int)cudaErrorInvalidValue;
 	cudaStream_t st = static_cast<cudaStream_t>(stream);
 	const uint32_t nchunks = (uint32_t)((S + CHUNK - 1) / CHUNK);
-	const uint64_t range = count->max - count->min;
+	const uint64_t range = j->smax - j->smin;
 	const void *keys;
 	const uint32_t *vals;
 	const uint32_t key64 = range > UINT32_MAX;
-	cudaError_t e = key64 ? order<uint64_t>(*s, nchunks, n, count->min, range, gather_blocks, st,
+	cudaError_t e = key64 ? order<uint64_t>(*s, nchunks, n, j->smin, range, gather_blocks, st,
 						&keys, &vals)
-			      : order<uint32_t>(*s, nchunks, n, count->min, range, gather_blocks, st,
+			      : order<uint32_t>(*s, nchunks, n, j->smin, range, gather_blocks, st,
 						&keys, &vals);
 	if (e != cudaSuccess)
 		return (int)e;
@@ -462,28 +484,28 @@ extern "C" int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc
 		v = ps / 512;
 	else
 		shift = (uint32_t)__builtin_ctz(ps / 4096);
-	const uint32_t nmeta = (n + 31) / 32;
-	const uint64_t items = (uint64_t)nmeta + ((uint64_t)n << shift);
+	const uint64_t groups = (n + 31) / 32;
+	const uint64_t items = groups * (1 + (32ull << shift));
 	if (items > (1ull << 31) + (1ull << 28))
 		return (int)cudaErrorInvalidValue;
 	const dim3 grid(grid_of((items + WARPS - 1) / WARPS, move_blocks)), block(THREADS);
 	const uint32_t ni = (uint32_t)items;
 	switch (v) {
 	case 1:
-		move_kernel<1><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
-						      nmeta, ni, shift);
+		move_kernel<1><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
+						      ni, shift);
 		break;
 	case 2:
-		move_kernel<2><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
-						      nmeta, ni, shift);
+		move_kernel<2><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
+						      ni, shift);
 		break;
 	case 4:
-		move_kernel<4><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
-						      nmeta, ni, shift);
+		move_kernel<4><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
+						      ni, shift);
 		break;
 	default:
-		move_kernel<8><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, count->min,
-						      nmeta, ni, shift);
+		move_kernel<8><<<grid, block, 0, st>>>(*j, *s, keys, key64, vals, n, j->smin,
+						      ni, shift);
 		break;
 	}
 	return (int)cudaGetLastError();

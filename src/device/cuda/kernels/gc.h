@@ -2,19 +2,22 @@
  * (device code in gc.cu; the job's semantics are struct vc_gc_job's, in
  * device/device.h).
  *
- * A job is two steps with one host round trip between them, because CUB's
- * sort takes its item count and bit range from the host:
+ * A job is two steps enqueued back to back on one stream, with no host
+ * round trip between them: the caller states the live count and stamp
+ * bounds (struct vc_gc_job), so CUB's sort gets its item count and bit
+ * range from the host up front, and the device verifies the statement:
  *
  *   gather  one launch: reads key[] of every source slot and stamp[] of the
  *           live ones in place (mapped host memory, coalesced), keeps the
  *           live ones per chunk of VC_CUDA_GC_CHUNK source positions in
  *           source order, and its last block scans the chunk counts and
- *           reports the live count and the stamps' range to the host;
- *   finish  compacts the chunks (stamps minus the minimum, 32-bit keys when
- *           the range fits), sorts them with cub::DeviceRadixSort (stable,
- *           only the bits of the range), then one launch moves the pages,
- *           writes key[] and stamp[] of the destination slots and kills
- *           the source keys.
+ *           reports the live count and the stamps' range (to the host,
+ *           and as a go/no-go word in device memory);
+ *   finish  compacts the chunks (stamps minus the stated minimum, 32-bit
+ *           keys when the stated range fits), sorts them with
+ *           cub::DeviceRadixSort (stable, only the bits of the range), then
+ *           one launch moves the pages and writes key[], stamp[] and
+ *           where[] of the moved pages, unless the gather said no-go.
  *
  * Functions return a cudaError_t as int, so that this header needs no CUDA
  * header and host code passes the result through its one checking macro.
@@ -44,8 +47,11 @@ struct vc_cuda_gc_job {
 	uint64_t base;
 	uint32_t *key;   /* device-visible key[] */
 	uint64_t *stamp; /* device-visible stamp[] */
+	uint32_t *where; /* device-visible where[], or null */
 	const uint32_t *lists;
 	uint32_t nsrc, ndst, per_seg, page_size, dst_first;
+	uint32_t nowners, live; /* where[] entries; the stated live count */
+	uint64_t smin, smax;    /* the stated stamp bounds */
 };
 
 /* Device scratch of a job, for up to `cap` source positions: owned by the
@@ -58,16 +64,18 @@ struct vc_cuda_gc_scratch {
 	uint32_t *ccount, *coff; /* per chunk: live count, exclusive prefix */
 	uint64_t *cmin, *cmax;   /* per chunk: live stamp range */
 	uint32_t *done;          /* gather blocks finished; 0 between launches */
+	uint32_t *go;            /* 1: the gather confirmed the stated count and bounds */
 	uint32_t *src, *dst;     /* device copies of the lists (filled by the gather) */
 	void *sort_tmp;          /* CUB's temporary storage */
 	size_t sort_bytes;
 };
 
 /* What the gather reports, in mapped host memory: the live count and the
- * live stamps' range (min > max when none is live). */
+ * live stamps' range (min > max when none is live). The job went ahead
+ * iff they match the statement (go). */
 struct vc_cuda_gc_count {
 	uint32_t live;
-	uint32_t _pad;
+	uint32_t go;
 	uint64_t min, max;
 };
 
@@ -90,11 +98,11 @@ int vc_cuda_gc_blocks_per_sm(int *gather, int *move);
 int vc_cuda_gc_gather(const struct vc_cuda_gc_job *j, const struct vc_cuda_gc_scratch *s,
 		      struct vc_cuda_gc_count *count, uint32_t max_blocks, void *stream);
 
-/* Enqueues the rest of the job after the gather reported `count` (live >=
- * 1, and ndst segments hold dst_first + live): compaction, sort, moves. */
+/* Enqueues the rest of the job right behind the gather, from the job's
+ * statement (live >= 1; ndst segments hold dst_first + live): compaction,
+ * sort, moves. The moves happen only if the gather confirmed it. */
 int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc_cuda_gc_scratch *s,
-		      const struct vc_cuda_gc_count *count, uint32_t gather_blocks,
-		      uint32_t move_blocks, void *stream);
+		      uint32_t gather_blocks, uint32_t move_blocks, void *stream);
 
 #ifdef __cplusplus
 }
