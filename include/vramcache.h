@@ -153,6 +153,53 @@ const char *vc_device_name(const vc_cache *c);
 /* The device in words, e.g. "NVIDIA H200 (sm_90, 132 SMs)" or "emulated". */
 const char *vc_device_desc(const vc_cache *c);
 
+/* ---- Volumes: several backing stores sharing one cache -----------------
+ * The store vc_open opened is volume 0, and the calls above act on it. More
+ * stores join the same tiers, index and replacement policy as further
+ * volumes: their pages compete for the same memory, so a cache sized once
+ * serves, say, all of a host's VM images. Each volume has the calls above,
+ * with the same meaning, on its own store. vc_flush covers every volume;
+ * vc_volume_flush covers one. vc_volume_open and vc_volume_close may run
+ * while other volumes are in use, but not while any call runs on the volume
+ * being closed, nor concurrently with each other, vc_flush or vc_close. */
+#define VC_VOLUMES_MAX 1024
+typedef struct vc_volume vc_volume;
+
+/* Volume 0 of c. Never NULL for an open cache; it closes with the cache. */
+vc_volume *vc_volume_default(vc_cache *c);
+/* Opens a store (path, or when path is NULL an fd the cache does not
+ * close) as a new volume; flags: VC_OPEN_READONLY. -EMFILE past
+ * VC_VOLUMES_MAX. */
+int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_volume **out);
+/* Writes back the volume's dirty pages, syncs, drops its pages and closes
+ * it. On failure the volume stays open and nothing is lost. Volume 0:
+ * -EINVAL (vc_close closes it). NULL is a no-op. */
+int vc_volume_close(vc_volume *v);
+ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off);
+ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off);
+/* vc_volume_read, but only when every page of the range is in the host
+ * tier now: never blocks or sleeps, takes no lock. -EAGAIN otherwise (and
+ * for ranges of more than VC_READ_HIT_PAGES pages), having copied nothing
+ * and counted nothing. For servers that answer hits on the thread that
+ * reads requests and hand the rest to workers. */
+#define VC_READ_HIT_PAGES 32
+ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off);
+int vc_volume_flush(vc_volume *v);
+int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags);
+int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier);
+uint64_t vc_volume_size(const vc_volume *v);
+
+/* vc_volume_extent results. */
+#define VC_EXTENT_DATA 0 /* allocated, or the store cannot say */
+#define VC_EXTENT_HOLE 1 /* unallocated in the store and not written since: reads as zeroes */
+/* Allocation of the extent at off, as the store will hold it once every
+ * write acknowledged so far reaches it (dirty cached pages are data): the
+ * extent's length goes to *ext_len (> 0, at most len, clipped to the end).
+ * Returns VC_EXTENT_* or -errno; off past the end or len 0: -EINVAL.
+ * Cost: two lseeks, plus, in a hole, a look at the cached pages in it
+ * (at most one pass over the cache's entries). */
+int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len);
+
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_STATS_VERSION 2
 struct vc_stats {

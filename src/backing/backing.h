@@ -8,6 +8,7 @@
 #ifndef VC_BACKING_H
 #define VC_BACKING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,11 @@ int vc_backing_write(struct vc_backing *b, const void *buf, size_t len, uint64_t
  * Returns 0 if all succeeded, else the first failure; each bio has its own
  * result. */
 int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n);
+/* Allocation at off (< size): *hole tells whether [off, *end) is a hole
+ * (reads as zeroes, SEEK_HOLE) or data; *end > off. A store that cannot
+ * say (no SEEK_DATA: a block device, some file systems) is data to its
+ * end. 0 or -errno. Cost: at most two lseek calls. */
+int vc_backing_extent(struct vc_backing *b, uint64_t off, uint64_t *end, bool *hole);
 /* fdatasync, or fsync for a block device. */
 int vc_backing_sync(struct vc_backing *b);
 /* Nanoseconds spent inside this backing's calls so far (all threads). */

@@ -646,3 +646,37 @@ uint64_t vc_backing_wait_ns(const struct vc_backing *b)
 {
 	return atomic_load_explicit(&b->wait_ns, memory_order_relaxed);
 }
+
+int vc_backing_extent(struct vc_backing *b, uint64_t off, uint64_t *end, bool *hole)
+{
+	*end = b->size;
+	*hole = false;
+	if (b->blockdev)
+		return 0;
+	/* lseek moves the fd's offset, which nothing here uses (pread and
+	 * pwrite take their own), so threads may call this at once. */
+	off_t d = lseek(b->fd, (off_t)off, SEEK_DATA);
+	if (d < 0) {
+		if (errno == ENXIO) { /* no data at or after off: a hole to the end */
+			*hole = true;
+			return 0;
+		}
+		if (errno == EINVAL || errno == EOPNOTSUPP)
+			return 0; /* cannot say: data */
+		int e = errno;
+		return vc_err(-e, "backing %s: lseek(SEEK_DATA): %s", b->name, strerror(e));
+	}
+	if ((uint64_t)d > off) {
+		*hole = true;
+		*end = (uint64_t)d < b->size ? (uint64_t)d : b->size;
+		return 0;
+	}
+	off_t h = lseek(b->fd, (off_t)off, SEEK_HOLE);
+	if (h < 0) {
+		int e = errno;
+		return vc_err(-e, "backing %s: lseek(SEEK_HOLE): %s", b->name, strerror(e));
+	}
+	if ((uint64_t)h > off && (uint64_t)h < b->size)
+		*end = (uint64_t)h;
+	return 0;
+}

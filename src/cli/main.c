@@ -5,6 +5,8 @@
  *   mrc.c      vramcache mrc      (miss-ratio curves: exact and SHARDS)
  *   replay.c   vramcache replay   (trace through the real engine)
  *   trace.c    vramcache trace    (trace statistics and conversion)
+ *   serve.c    vramcache serve    (NBD server over the cache; protocol in src/nbd/)
+ *   stat.c     vramcache stat     (a running server's statistics)
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +32,8 @@ void cli_usage(FILE *f)
 	      "            SVG, and a GPU-tier size for a given host tier\n"
 	      "  replay    drive the real engine with a trace: throughput, latency\n"
 	      "  trace     print a trace's statistics, or convert it (--to FILE.vct)\n"
+	      "  serve     serve a file or block device over NBD through the cache\n"
+	      "  stat      a running server's statistics (JSON or Prometheus text)\n"
 	      "\n"
 	      "Each command takes --help. Traces: ARC .lis, CloudPhysics, MSR, SYSTOR'17,\n"
 	      "Tencent CBS, a generic CSV and our binary .vct, read directly when zstd,\n"
@@ -82,6 +86,10 @@ int main(int argc, char **argv)
 		return cmd_replay(argc - 1, argv + 1);
 	if (strcmp(cmd, "trace") == 0)
 		return cmd_trace(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "stat") == 0)
+		return cmd_stat(argc - 1, argv + 1);
 	fprintf(stderr, "vramcache: unknown command '%s' (try --help)\n", cmd);
 	return 2;
 }

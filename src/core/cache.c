@@ -84,6 +84,24 @@
  * the lock for their hits. */
 #define MAX_QUEUE_THREADS 128
 
+/* Volumes share the tiers, the index and the policy: a page's number (its
+ * key everywhere in the engine) is its volume id in the top VOL_BITS bits
+ * over its page index in the volume. 48 index bits cover 2^57 bytes at the
+ * smallest (512 B) page, so no real store is refused; the rest leaves room
+ * for far more volumes than VC_VOLUMES_MAX. */
+#define VOL_SHIFT 48
+#define PAGE_MASK ((1ull << VOL_SHIFT) - 1)
+
+struct vc_volume {
+	struct vc_cache *c;
+	struct vc_backing *bk;
+	uint64_t size;
+	uint64_t base; /* id << VOL_SHIFT: the volume's first page number */
+	uint32_t id;
+	bool readonly;
+	uint64_t ndirty; /* its dirty pages (under c->mu) */
+};
+
 struct vc_cache {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* page flags or slots changed */
@@ -96,13 +114,15 @@ struct vc_cache {
 
 	uint32_t page_size;
 	unsigned pshift;
-	uint64_t size;
 	int write_mode;
-	bool readonly;
 	uint32_t batch_pages;
+	uint64_t latency_ns; /* added to every backing call of every volume */
 
+	/* vols[id]: set and cleared under mu. Read without it only for a
+	 * page that is cached, whose volume cannot close meanwhile
+	 * (vc_volume_close drops its pages first, waiting for busy ones). */
+	struct vc_volume *vols[VC_VOLUMES_MAX];
 	struct vc_device *dev;
-	struct vc_backing *bk;
 	struct vc_tiermem *host;
 	struct vc_ls *ls; /* the GPU tier; NULL when it is disabled */
 	bool gpu_off;     /* the device failed while cleaning: no more demotions */
@@ -173,12 +193,28 @@ static void unpin(struct vc_cache *c, struct vc_page *p)
 	}
 }
 
-/* Bytes of page pno that lie inside the backing store. */
+static struct vc_volume *vol_of(const struct vc_cache *c, uint64_t pno)
+{
+	return c->vols[pno >> VOL_SHIFT];
+}
+
+/* Byte offset of page pno in its volume's backing store. */
+static uint64_t page_off(const struct vc_cache *c, uint64_t pno)
+{
+	return (pno & PAGE_MASK) << c->pshift;
+}
+
+/* Bytes of page pno that lie inside its backing store. */
 static uint32_t page_len(const struct vc_cache *c, uint64_t pno)
 {
-	uint64_t start = pno << c->pshift;
-	uint64_t left = c->size - start;
+	uint64_t left = vol_of(c, pno)->size - page_off(c, pno);
 	return left < c->page_size ? (uint32_t)left : c->page_size;
+}
+
+static void dirty_add(struct vc_cache *c, struct vc_page *p, int d)
+{
+	c->ndirty += (uint64_t)(int64_t)d;
+	vol_of(c, p->pno)->ndirty += (uint64_t)(int64_t)d;
 }
 
 /* A page's id: its entry's place in the pool, stable while it is cached.
@@ -209,7 +245,7 @@ static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *
 static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 {
 	p->dirty = 0;
-	c->ndirty--;
+	dirty_add(c, p, -1);
 	c->st.writebacks++;
 	c->st.wr_bytes += len;
 }
@@ -266,7 +302,7 @@ static void page_drop_drained(struct vc_cache *c, struct vc_page *p, bool draine
 	else
 		vc_tier_free(c->host, p->slot);
 	if (p->dirty)
-		c->ndirty--;
+		dirty_add(c, p, -1);
 	vc_index_remove(&c->ix, p);
 }
 
@@ -289,7 +325,7 @@ static int move1(struct vc_cache *c, int op, uint64_t src, uint64_t dst)
 static int load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf)
 {
 	uint32_t len = page_len(c, pno);
-	int r = vc_backing_read(c->bk, buf, len, pno << c->pshift);
+	int r = vc_backing_read(vol_of(c, pno)->bk, buf, len, page_off(c, pno));
 	if (len < c->page_size)
 		memset(buf + len, 0, c->page_size - len);
 	return r;
@@ -315,7 +351,7 @@ static int writeback_page(struct vc_cache *c, struct vc_page *p)
 	pthread_mutex_unlock(&c->mu);
 	int r = on_gpu ? move1(c, VC_MOVE_COPY, src, vc_tier_addr(c->stage_wb, s)) : 0;
 	if (r == 0)
-		r = vc_backing_write(c->bk, buf, page_len(c, pno), pno << c->pshift);
+		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
 	pthread_mutex_lock(&c->mu);
 	if (on_gpu) {
 		vc_tier_free(c->stage_wb, s);
@@ -353,7 +389,7 @@ static int writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n,
 						  .dst = vc_tier_addr(c->stage_wb, st[j]),
 						  .op = VC_MOVE_COPY };
 			io[j] = (struct vc_bio){ .buf = vc_tier_host(c->stage_wb, st[j]),
-						 .off = p->pno << c->pshift,
+						 .off = page_off(c, p->pno),
 						 .len = page_len(c, p->pno),
 						 .write = 1 };
 		}
@@ -361,8 +397,13 @@ static int writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n,
 		int r = vc_batcher_add_n(c->bat, mv, k, tk);
 		if (r == 0)
 			r = vc_batcher_wait_n(c->bat, tk, k);
-		if (r == 0)
-			r = vc_backing_submit(c->bk, io, k);
+		/* One submission per volume: a segment mixes them. */
+		for (uint32_t j = 0, e; r == 0 && j < k; j = e) {
+			struct vc_volume *v = vol_of(c, pages[i + j]->pno);
+			for (e = j + 1; e < k && vol_of(c, pages[i + e]->pno) == v; e++)
+				;
+			r = vc_backing_submit(v->bk, io + j, e - j);
+		}
 		pthread_mutex_lock(&c->mu);
 		for (uint32_t j = 0; j < k; j++) {
 			vc_tier_free(c->stage_wb, st[j]);
@@ -523,7 +564,7 @@ static int gc_step_locked(struct vc_cache *c)
 				struct vc_page *p = &c->ix.pool[k];
 				pol_remove(c, p);
 				if (p->dirty)
-					c->ndirty--;
+					dirty_add(c, p, -1);
 				vc_index_remove(&c->ix, p);
 			}
 		c->gpu_off = true;
@@ -745,7 +786,9 @@ static struct vc_opq_local *local_queue(struct vc_cache *c)
 /* The hot path: page pno pinned if it sits in the host tier, not busy or
  * owned, found and pinned without the lock; else NULL (take acquire()).
  * Lock-free: an index lookup, one compare-and-swap, a queued hit. */
-static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
+/* Pins page pno if it is in the host tier and free to read, without the
+ * lock and without recording a hit; NULL otherwise. */
+static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno)
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
 	if (!p)
@@ -763,6 +806,12 @@ static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
 		unpin(c, p);
 		return NULL;
 	}
+	return p;
+}
+
+/* Records a lock-free host hit on pinned page p. */
+static void note_hit_fast(struct vc_cache *c, struct vc_page *p)
+{
 	struct vc_opq_local *l = local_queue(c);
 	if (l) {
 		vc_opq_hit(l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
@@ -772,6 +821,13 @@ static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
 		pthread_mutex_unlock(&c->mu);
 	}
 	atomic_fetch_add_explicit(&c->lf_hits, 1, memory_order_relaxed);
+}
+
+static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
+{
+	struct vc_page *p = pin_fast(c, pno);
+	if (p)
+		note_hit_fast(c, p);
 	return p;
 }
 
@@ -867,7 +923,7 @@ static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, u
 	p->version++;
 	if (dirtied && !p->dirty) {
 		p->dirty = 1;
-		c->ndirty++;
+		dirty_add(c, p, 1);
 	}
 	st_clear(p, VC_ST_EXCL);
 	wake(c);
@@ -966,6 +1022,38 @@ static int config_check(const struct vc_config *cfg)
 	return 0;
 }
 
+static void vol_free(struct vc_volume *v)
+{
+	vc_backing_close(v->bk);
+	free(v);
+}
+
+/* Opens a backing store as volume id (a free slot) and publishes it. */
+static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, uint32_t flags)
+{
+	struct vc_volume *v = calloc(1, sizeof *v);
+	if (!v)
+		return vc_err(-ENOMEM, "out of memory");
+	*v = (struct vc_volume){ .c = c, .id = id, .base = (uint64_t)id << VOL_SHIFT,
+				 .readonly = flags & VC_OPEN_READONLY };
+	int r = vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	v->size = vc_backing_size(v->bk);
+	if (v->size >> c->pshift > PAGE_MASK) {
+		unsigned long long sz = v->size;
+		vol_free(v);
+		return vc_err(-EFBIG, "backing store of %llu bytes: more than 2^%d pages", sz,
+			      VOL_SHIFT);
+	}
+	pthread_mutex_lock(&c->mu);
+	c->vols[id] = v;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
 int vc_open(const struct vc_config *in, vc_cache **out)
 {
 	struct vc_config cfg;
@@ -988,7 +1076,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->page_size = cfg.page_size;
 	c->pshift = (unsigned)__builtin_ctz(cfg.page_size);
 	c->write_mode = cfg.write_mode;
-	c->readonly = cfg.flags & VC_OPEN_READONLY;
+	c->latency_ns = cfg.backing_latency_ns;
 	c->batch_pages = cfg.batch_pages;
 	c->gc_policy = cfg.gc_policy;
 	c->gc_segments = cfg.gc_segments;
@@ -996,12 +1084,9 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
 	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;
 
-	r = vc_backing_open(cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, c->readonly,
-			    cfg.backing_latency_ns, &c->bk);
-	if (r == 0) {
-		c->size = vc_backing_size(c->bk);
+	r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, cfg.flags);
+	if (r == 0)
 		r = vc_device_open(cfg.device, cfg.device_ordinal, &c->dev);
-	}
 	if (r == 0)
 		r = vc_tier_open(c->dev, HOST, host_pages, c->page_size, &c->host);
 	if (r == 0 && cfg.gpu_bytes) {
@@ -1070,7 +1155,9 @@ int vc_close(vc_cache *c)
 	vc_ls_close(c->ls);
 	vc_tier_close(c->host);
 	vc_device_close(c->dev);
-	vc_backing_close(c->bk);
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
+		if (c->vols[i])
+			vol_free(c->vols[i]);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -1079,7 +1166,38 @@ int vc_close(vc_cache *c)
 
 uint64_t vc_size(const vc_cache *c)
 {
-	return c->size;
+	return c->vols[0]->size;
+}
+
+vc_volume *vc_volume_default(vc_cache *c)
+{
+	return c ? c->vols[0] : NULL;
+}
+
+uint64_t vc_volume_size(const vc_volume *v)
+{
+	return v->size;
+}
+
+int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_volume **out)
+{
+	if (!c || !out || (!path && fd < 0))
+		return vc_err(-EINVAL, "vc_volume_open: NULL argument or no backing store");
+	if (flags & ~(uint32_t)VC_OPEN_READONLY)
+		return vc_err(-EINVAL, "vc_volume_open: unknown flags %#x", flags);
+	pthread_mutex_lock(&c->mu);
+	uint32_t id = 1;
+	while (id < VC_VOLUMES_MAX && c->vols[id])
+		id++;
+	pthread_mutex_unlock(&c->mu);
+	/* Opening unlocked is safe: volume calls may not race with each other's
+	 * open and close (header), so nobody else takes this slot meanwhile. */
+	if (id == VC_VOLUMES_MAX)
+		return vc_err(-EMFILE, "a cache holds at most %d volumes", VC_VOLUMES_MAX);
+	int r = vol_open(c, id, path, fd, flags);
+	if (r == 0)
+		*out = c->vols[id];
+	return r;
 }
 
 uint32_t vc_page_size(const vc_cache *c)
@@ -1099,27 +1217,29 @@ const char *vc_device_desc(const vc_cache *c)
 
 /* Splits a byte range at page boundaries: the piece at pos, of at most
  * `left` bytes, lies in page *pno from offset *in; returns its length. */
-static size_t piece(const struct vc_cache *c, uint64_t pos, size_t left, uint64_t *pno,
+static size_t piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t *pno,
 		    uint32_t *in)
 {
-	*pno = pos >> c->pshift;
+	const struct vc_cache *c = v->c;
+	*pno = v->base + (pos >> c->pshift);
 	*in = (uint32_t)(pos & (c->page_size - 1));
 	return c->page_size - *in < left ? c->page_size - *in : left;
 }
 
-ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
+ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 {
-	if (!c || (!buf && len))
+	if (!v || (!buf && len))
 		return vc_err(-EINVAL, "vc_read: NULL argument");
-	if (off >= c->size)
+	struct vc_cache *c = v->c;
+	if (off >= v->size)
 		return 0;
-	if (len > c->size - off)
-		len = (size_t)(c->size - off);
+	if (len > v->size - off)
+		len = (size_t)(v->size - off);
 	size_t done = 0;
 	while (done < len) {
 		uint64_t pno;
 		uint32_t in;
-		size_t k = piece(c, off + done, len - done, &pno, &in);
+		size_t k = piece(v, off + done, len - done, &pno, &in);
 		struct vc_page *p = acquire_fast(c, pno);
 		if (!p) {
 			int r = acquire(c, pno, ACQ_READ, true, &p);
@@ -1133,22 +1253,23 @@ ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
 	return (ssize_t)len;
 }
 
-ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
+ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 {
-	if (!c || (!buf && len))
+	if (!v || (!buf && len))
 		return vc_err(-EINVAL, "vc_write: NULL argument");
-	if (c->readonly)
+	struct vc_cache *c = v->c;
+	if (v->readonly)
 		return vc_err(-EROFS, "cache was opened read-only");
-	if (off > c->size || len > c->size - off)
+	if (off > v->size || len > v->size - off)
 		return vc_err(-ENOSPC, "write of %zu bytes at %llu passes the end of the backing store "
 				       "(%llu bytes)", len, (unsigned long long)off,
-			      (unsigned long long)c->size);
+			      (unsigned long long)v->size);
 	bool wb = c->write_mode == VC_WRITE_BACK;
 	size_t done = 0;
 	while (done < len) {
 		uint64_t pos = off + done, pno;
 		uint32_t in;
-		size_t k = piece(c, pos, len - done, &pno, &in);
+		size_t k = piece(v, pos, len - done, &pno, &in);
 		int mode = (in == 0 && k == page_len(c, pno)) ? ACQ_WRITE_FULL : ACQ_WRITE;
 		struct vc_page *p;
 		int r = acquire(c, pno, mode, true, &p);
@@ -1159,7 +1280,7 @@ ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
 		if (mode == ACQ_WRITE_FULL && k < c->page_size)
 			memset(d + k, 0, c->page_size - k);
 		if (!wb) {
-			r = vc_backing_write(c->bk, d + in, k, pos);
+			r = vc_backing_write(v->bk, d + in, k, pos);
 			if (r < 0) {
 				/* The cache must not hold what the store refused. */
 				pthread_mutex_lock(&c->mu);
@@ -1237,12 +1358,13 @@ static int bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
 	return r;
 }
 
-/* One round of vc_flush: writes back up to batch_pages dirty pages found at
- * or after *pos in the entry pool, advancing *pos. Host pages are pinned
- * (readers go on, writers wait); GPU pages are busy while they travel
- * through the bulk staging pages. */
-static int flush_round(struct vc_cache *c, uint64_t *pos)
+/* One round of a volume's flush: writes back up to batch_pages of its dirty
+ * pages found at or after *pos in the entry pool, advancing *pos. Host
+ * pages are pinned (readers go on, writers wait); GPU pages are busy while
+ * they travel through the bulk staging pages. */
+static int flush_round(struct vc_volume *v, uint64_t *pos)
 {
+	struct vc_cache *c = v->c;
 	struct bulk b;
 	int r = bulk_init(c, &b);
 	if (r < 0)
@@ -1250,7 +1372,7 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 	pthread_mutex_lock(&c->mu);
 	while (*pos < c->ix.npool && b.n < c->batch_pages) {
 		struct vc_page *p = &c->ix.pool[*pos];
-		if (!p->used || !p->dirty) {
+		if (!p->used || !p->dirty || vol_of(c, p->pno) != v) {
 			(*pos)++;
 			continue;
 		}
@@ -1277,7 +1399,7 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 			atomic_fetch_add(&p->st, VC_ST_PIN1); /* readers go on, writers wait */
 			io->buf = host_data(c, p);
 		}
-		io->off = p->pno << c->pshift;
+		io->off = page_off(c, p->pno);
 		io->len = page_len(c, p->pno);
 		io->write = 1;
 		b.n++;
@@ -1287,7 +1409,7 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 
 	r = bulk_move(c, &b, true);
 	if (r == 0 && b.n)
-		r = vc_backing_submit(c->bk, b.bios, b.n);
+		r = vc_backing_submit(v->bk, b.bios, b.n);
 
 	pthread_mutex_lock(&c->mu);
 	for (unsigned i = 0; i < b.n; i++) {
@@ -1308,19 +1430,40 @@ static int flush_round(struct vc_cache *c, uint64_t *pos)
 	return r;
 }
 
-int vc_flush(vc_cache *c)
+/* Cost: one pass over the entry pool per volume with dirty pages, plus
+ * the writes and one sync. */
+int vc_volume_flush(vc_volume *v)
 {
-	if (!c)
+	if (!v)
 		return vc_err(-EINVAL, "vc_flush: NULL cache");
-	if (c->write_mode == VC_WRITE_BACK) {
+	struct vc_cache *c = v->c;
+	pthread_mutex_lock(&c->mu);
+	bool dirty = v->ndirty > 0;
+	pthread_mutex_unlock(&c->mu);
+	if (dirty && c->write_mode == VC_WRITE_BACK) {
 		uint64_t pos = 0;
 		while (pos < c->ix.npool) {
-			int r = flush_round(c, &pos);
+			int r = flush_round(v, &pos);
 			if (r < 0)
 				return r;
 		}
 	}
-	return c->readonly ? 0 : vc_backing_sync(c->bk);
+	return v->readonly ? 0 : vc_backing_sync(v->bk);
+}
+
+int vc_flush(vc_cache *c)
+{
+	if (!c)
+		return vc_err(-EINVAL, "vc_flush: NULL cache");
+	int r = 0;
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX && r == 0; i++) {
+		pthread_mutex_lock(&c->mu);
+		struct vc_volume *v = c->vols[i];
+		pthread_mutex_unlock(&c->mu);
+		if (v)
+			r = vc_volume_flush(v);
+	}
+	return r;
 }
 
 /* Drops page pno if cached (under c->mu; may sleep and write back). */
@@ -1351,15 +1494,16 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 	}
 }
 
-int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags)
+int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 {
-	if (!c)
+	if (!v)
 		return vc_err(-EINVAL, "vc_drop: NULL cache");
-	if (off >= c->size)
+	struct vc_cache *c = v->c;
+	if (off >= v->size)
 		return 0;
-	if (len == 0 || len > c->size - off)
-		len = c->size - off;
-	uint64_t p0 = off >> c->pshift, p1 = (off + len - 1) >> c->pshift;
+	if (len == 0 || len > v->size - off)
+		len = v->size - off;
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	bool discard = flags & VC_DROP_DISCARD;
 	int r = 0;
 	pthread_mutex_lock(&c->mu);
@@ -1381,8 +1525,9 @@ int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags)
 
 /* Loads uncached pages [*pno, p1] straight into the GPU tier, up to one
  * batch at a time, through the bulk staging pages. */
-static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
+static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 {
+	struct vc_cache *c = v->c;
 	struct bulk b;
 	int r = bulk_init(c, &b);
 	if (r < 0)
@@ -1424,7 +1569,7 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
 		io->buf = vc_tier_host(c->stage_bulk, s);
-		io->off = *pno << c->pshift;
+		io->off = page_off(c, *pno);
 		io->len = page_len(c, *pno);
 		if (io->len < c->page_size)
 			memset((char *)io->buf + io->len, 0, c->page_size - io->len);
@@ -1433,7 +1578,7 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 	}
 	pthread_mutex_unlock(&c->mu);
 
-	int e = b.n ? vc_backing_submit(c->bk, b.bios, b.n) : 0;
+	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
 	int dev_r = bulk_move(c, &b, false);
 	pthread_mutex_lock(&c->mu);
 	for (unsigned i = 0; i < b.n; i++) {
@@ -1456,10 +1601,11 @@ static int prefetch_gpu_round(struct vc_cache *c, uint64_t *pno, uint64_t p1)
 	return r;
 }
 
-int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
+int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 {
-	if (!c)
+	if (!v)
 		return vc_err(-EINVAL, "vc_prefetch: NULL cache");
+	struct vc_cache *c = v->c;
 	if (tier != HOST && tier != GPU)
 		return vc_err(-EINVAL, "prefetch: unknown tier %d", tier);
 	if (tier == GPU && !c->ls)
@@ -1467,14 +1613,14 @@ int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
 	if (tier == GPU && c->gpu_off)
 		return vc_err(-VC_EDEVICE, "prefetch into the GPU tier, but it is off after a device "
 					   "failure");
-	if (off >= c->size || len == 0)
+	if (off >= v->size || len == 0)
 		return 0;
-	if (len > c->size - off)
-		len = c->size - off;
-	uint64_t p0 = off >> c->pshift, p1 = (off + len - 1) >> c->pshift;
+	if (len > v->size - off)
+		len = v->size - off;
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	if (tier == GPU) {
 		while (p0 <= p1) {
-			int r = prefetch_gpu_round(c, &p0, p1);
+			int r = prefetch_gpu_round(v, &p0, p1);
 			if (r < 0)
 				return r;
 		}
@@ -1528,12 +1674,149 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.backing_read_bytes = c->st.rd_bytes;
 	st.backing_write_bytes = c->st.wr_bytes;
 	st.dirty_pages = c->ndirty;
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
+		if (c->vols[i])
+			st.backing_wait_ns += vc_backing_wait_ns(c->vols[i]->bk);
 	pthread_mutex_unlock(&c->mu);
-	st.backing_wait_ns = vc_backing_wait_ns(c->bk);
 	st.batches = bs.batches;
 	st.batch_pages = bs.pages;
 	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
 	st.batch_wait_ns = bs.wait_ns;
 	memcpy(out, &st, st.size);
 	return 0;
+}
+
+int vc_volume_close(vc_volume *v)
+{
+	if (!v)
+		return 0;
+	struct vc_cache *c = v->c;
+	if (v->id == 0)
+		return vc_err(-EINVAL, "volume 0 is the cache's own: vc_close closes it");
+	/* Write back, then forget its pages, so no page names the slot when
+	 * it is reused. On failure the volume stays open and nothing is lost. */
+	int r = vc_volume_flush(v);
+	if (r == 0)
+		r = vc_volume_drop(v, 0, 0, 0);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&c->mu);
+	c->vols[v->id] = NULL;
+	pthread_mutex_unlock(&c->mu);
+	vol_free(v);
+	return 0;
+}
+
+/* First dirty page in pages [p0, p1] (one volume's), or UINT64_MAX. Under c->mu.
+ * Cost: O(min(p1 - p0 + 1, pool entries)). */
+static uint64_t first_dirty(struct vc_cache *c, uint64_t p0, uint64_t p1)
+{
+	uint64_t best = UINT64_MAX;
+	if (p1 - p0 < c->ix.npool) {
+		for (uint64_t pno = p0; pno <= p1; pno++) {
+			struct vc_page *p = vc_index_find(&c->ix, pno);
+			if (p && p->dirty)
+				return pno;
+		}
+		return best;
+	}
+	for (uint64_t i = 0; i < c->ix.npool; i++) {
+		struct vc_page *p = &c->ix.pool[i];
+		if (p->used && p->dirty && p->pno >= p0 && p->pno <= p1 && p->pno < best)
+			best = p->pno;
+	}
+	return best;
+}
+
+int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len)
+{
+	if (!v || !ext_len)
+		return vc_err(-EINVAL, "vc_volume_extent: NULL argument");
+	if (off >= v->size || len == 0)
+		return vc_err(-EINVAL, "vc_volume_extent: empty range or offset %llu past the end",
+			      (unsigned long long)off);
+	struct vc_cache *c = v->c;
+	if (len > v->size - off)
+		len = v->size - off;
+	uint64_t end;
+	bool hole;
+	int r = vc_backing_extent(v->bk, off, &end, &hole);
+	if (r < 0)
+		return r;
+	if (end > off + len)
+		end = off + len;
+	if (hole) {
+		/* The store's hole may hold dirty cached pages (write-back):
+		 * those are data, and end the hole. */
+		pthread_mutex_lock(&c->mu);
+		uint64_t d = first_dirty(c, v->base + (off >> c->pshift),
+					 v->base + ((end - 1) >> c->pshift));
+		pthread_mutex_unlock(&c->mu);
+		if (d != UINT64_MAX) {
+			uint64_t start = (d - v->base) << c->pshift;
+			if (start <= off) {
+				hole = false;
+				start += c->page_size;
+			}
+			end = start < end ? start : end;
+		}
+	}
+	*ext_len = end - off;
+	return hole ? VC_EXTENT_HOLE : VC_EXTENT_DATA;
+}
+
+/* Pins every page first, so a read that cannot complete has recorded no
+ * hit and copied nothing; pins never wait, so holding many is safe. */
+ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
+{
+	if (!v || (!buf && len))
+		return vc_err(-EINVAL, "vc_read: NULL argument");
+	struct vc_cache *c = v->c;
+	if (off >= v->size || len == 0)
+		return vc_volume_read(v, buf, len, off); /* nothing to wait for */
+	if (len > v->size - off)
+		len = (size_t)(v->size - off);
+	struct vc_page *pin[VC_READ_HIT_PAGES];
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
+	if (p1 - p0 >= VC_READ_HIT_PAGES)
+		return -EAGAIN;
+	unsigned n = 0;
+	for (uint64_t pno = p0; pno <= p1; pno++, n++)
+		if (!(pin[n] = pin_fast(c, pno))) {
+			while (n > 0)
+				unpin(c, pin[--n]);
+			return -EAGAIN;
+		}
+	size_t done = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t pno;
+		uint32_t in;
+		size_t k = piece(v, off + done, len - done, &pno, &in);
+		memcpy((char *)buf + done, host_data(c, pin[i]) + in, k);
+		note_hit_fast(c, pin[i]);
+		unpin(c, pin[i]);
+		done += k;
+	}
+	return (ssize_t)len;
+}
+
+/* The calls on a cache act on its volume 0, the store vc_open opened. */
+ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
+{
+	return vc_volume_read(c ? c->vols[0] : NULL, buf, len, off);
+}
+
+ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
+{
+	return vc_volume_write(c ? c->vols[0] : NULL, buf, len, off);
+}
+
+int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags)
+{
+	return vc_volume_drop(c ? c->vols[0] : NULL, off, len, flags);
+}
+
+int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
+{
+	return vc_volume_prefetch(c ? c->vols[0] : NULL, off, len, tier);
 }

@@ -6,6 +6,13 @@
 #include "core/page.h"
 #include "index/cindex.h"
 
+/* An engine page number is volume << 48 | page (core/cache.c): the
+ * index key's backing id and page number, so volumes never collide. */
+static uint64_t key_of(uint64_t pno)
+{
+	return vc_ikey((uint32_t)(pno >> 48), pno);
+}
+
 int vc_index_init(struct vc_index *ix, uint64_t npool)
 {
 	memset(ix, 0, sizeof *ix);
@@ -36,7 +43,7 @@ void vc_index_fini(struct vc_index *ix)
 struct vc_page *vc_index_peek(const struct vc_index *ix, uint64_t pno)
 {
 	uint64_t id;
-	return vc_cindex_lookup(ix->map, vc_ikey(0, pno), &id) ? &ix->pool[id] : NULL;
+	return vc_cindex_lookup(ix->map, key_of(pno), &id) ? &ix->pool[id] : NULL;
 }
 
 struct vc_page *vc_index_find(const struct vc_index *ix, uint64_t pno)
@@ -50,7 +57,7 @@ struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno)
 	if (!p)
 		return NULL;
 	/* Puts succeed up to the capacity, which the pool never exceeds. */
-	if (vc_cindex_put(ix->map, vc_ikey(0, pno), (uint64_t)(p - ix->pool)) < 0)
+	if (vc_cindex_put(ix->map, key_of(pno), (uint64_t)(p - ix->pool)) < 0)
 		return NULL;
 	ix->free = p->next_free;
 	p->next_free = NULL;
@@ -69,7 +76,7 @@ struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno)
 
 void vc_index_remove(struct vc_index *ix, struct vc_page *p)
 {
-	vc_cindex_delete(ix->map, vc_ikey(0, p->pno));
+	vc_cindex_delete(ix->map, key_of(p->pno));
 	atomic_store_explicit(&p->st, 0, memory_order_release);
 	p->used = 0;
 	p->next_free = ix->free;

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# NBD benchmarks with fio's nbd engine (issue 4).
+#
+#   bench/nbd_fio.sh [--quick] VRAMCACHE_BINARY OUTDIR
+#
+# 1. Side by side with `nbdkit memory` (the baseline), both over a Unix
+#    socket on this machine: 4 KiB randread and randwrite at QD32 with 1 and
+#    2 jobs, and 128 KiB sequential reads at QD32. vramcache serves a file
+#    whose pages all sit in the host tier (warmed first), write-through, so
+#    reads are cache hits and writes reach the file (the page cache) before
+#    their reply; nbdkit serves RAM. Prints a table; writes nbd_fio.json with
+#    IOPS, bandwidth and the ratio vramcache / nbdkit per test.
+# 2. The cache's benefit over a slow store: the backing file with 100 us
+#    injected per I/O, 4 KiB randread QD32 over working sets from below the
+#    host tier to past host+GPU, host tier alone vs host+GPU (emulated here,
+#    CUDA where a GPU is usable). Hit ratio from `vramcache stat` over the
+#    measured run (after a warm-up run). Writes nbd_cache.json.
+set -euo pipefail
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+vc=$(realpath "$1")
+out=$2
+mkdir -p "$out"
+for c in fio nbdkit python3; do
+	command -v $c >/dev/null || { echo "nbd_fio: $c not found" >&2; exit 1; }
+done
+rt=$([ $quick = 1 ] && echo 3 || echo 15)
+dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-nbdbench-XXXXXX")
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+size=1G
+sock=$dir/s.sock
+
+fio_run() { # NAME URI FIO-ARGS... -> prints "iops bw_bytes"
+	local name=$1 uri=$2; shift 2
+	fio --name="$name" --ioengine=nbd --uri="$uri" --size=$size --time_based --runtime="$rt" \
+		--group_reporting --output-format=json "$@" >"$dir/$name.json" 2>"$dir/$name.err" ||
+		{ cat "$dir/$name.err" >&2; exit 1; }
+	python3 - "$dir/$name.json" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("{"):])["jobs"][0]  # the nbd engine prints a line first
+r, w = j["read"], j["write"]
+print("%.0f %.0f" % (r["iops"] + w["iops"], r["bw_bytes"] + w["bw_bytes"]))
+PY
+}
+tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
+	"randread-4k-j2:--rw=randread --bs=4k --iodepth=32 --numjobs=2"
+	"randwrite-4k-j1:--rw=randwrite --bs=4k --iodepth=32 --numjobs=1"
+	"randwrite-4k-j2:--rw=randwrite --bs=4k --iodepth=32 --numjobs=2"
+	"seqread-128k-j1:--rw=read --bs=128k --iodepth=32 --numjobs=1")
+
+wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+# --- 1. vramcache vs nbdkit memory ---------------------------------------
+declare -A res
+truncate -s $size "$dir/disk.img"
+head -c $((1 << 30)) /dev/urandom >"$dir/disk.img"
+"$vc" serve --device emu --socket "$sock" --pidfile "$dir/vc.pid" --host-bytes 1200M \
+	--gpu-bytes 0 "$dir/disk.img"
+pids+=("$(cat "$dir/vc.pid")")
+uri="nbd+unix:///?socket=$sock"
+run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run all, stop
+	fio_run "$1-warm" "$2" --rw="$3" --bs=1m --iodepth=4 --time_based=0 >/dev/null
+	for t in "${tests[@]}"; do
+		res[$1:${t%%:*}]=$(fio_run "$1-${t%%:*}" "$2" ${t#*:})
+	done
+	kill "${pids[-1]}"; unset 'pids[-1]'
+}
+run_tests vc "$uri" read
+nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" memory $size &
+wait_sock "$dir/k.sock"
+pids+=("$(cat "$dir/k.pid")")
+run_tests nk "nbd+unix:///?socket=$dir/k.sock" write
+
+{
+	echo "{\"machine\": \"$(nproc) cores, $(uname -r)\", \"fio\": \"$(fio --version)\","
+	echo " \"nbdkit\": \"$(nbdkit --version | head -1)\", \"runtime_s\": $rt, \"tests\": {"
+	first=1
+	for t in "${tests[@]}"; do
+		n=${t%%:*}
+		read -r vi vb <<<"${res[vc:$n]}"
+		read -r ki kb <<<"${res[nk:$n]}"
+		[ $first = 1 ] || echo ","
+		first=0
+		printf '  "%s": {"vramcache_iops": %s, "vramcache_bw": %s, "nbdkit_iops": %s, "nbdkit_bw": %s, "ratio": %.3f}' \
+			"$n" "$vi" "$vb" "$ki" "$kb" "$(python3 -c "print($vi / max($ki, 1))")"
+	done
+	echo; echo "}}"
+} >"$out/nbd_fio.json"
+python3 - "$out/nbd_fio.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("NBD over a Unix socket, fio nbd engine, %s s per test (%s)" % (j["runtime_s"], j["machine"]))
+print("%-18s %14s %14s %8s" % ("test", "vramcache", "nbdkit memory", "ratio"))
+for n, t in j["tests"].items():
+    unit = lambda i, b: ("%.0f MiB/s" % (b / 2**20)) if "128k" in n else ("%.1fk IOPS" % (i / 1000))
+    print("%-18s %14s %14s %7.2fx" % (n, unit(t["vramcache_iops"], t["vramcache_bw"]),
+                                      unit(t["nbdkit_iops"], t["nbdkit_bw"]), t["ratio"]))
+PY
+[ "${NBD_BENCH_SKIP_CACHE:-0}" = 1 ] && exit 0
+
+# --- 2. cache benefit over a slow store ----------------------------------
+host=64M; gpu=256M
+sets=(32M 128M 256M 512M)
+[ $quick = 1 ] && sets=(32M 256M)
+echo
+echo "Cache benefit: backing store with 100 us per I/O, 4 KiB randread QD32, host tier $host, GPU tier $gpu"
+printf '%-8s %-10s %10s %10s\n' "working" "tiers" "hit ratio" "IOPS"
+json="["
+for ws in "${sets[@]}"; do
+	for g in 0 $gpu; do
+		"$vc" serve --device auto --socket "$sock" --pidfile "$dir/vc.pid" --host-bytes $host \
+			--gpu-bytes $g --backing-latency 100us "$dir/disk.img"
+		pids+=("$(cat "$dir/vc.pid")")
+		fio_run "cw-$ws-$g" "$uri" --rw=randread --bs=4k --iodepth=32 --size=$ws >/dev/null # warm-up
+		"$vc" stat "$sock" >"$dir/s0.json"
+		read -r iops _ <<<"$(fio_run "c-$ws-$g" "$uri" --rw=randread --bs=4k --iodepth=32 --size=$ws)"
+		"$vc" stat "$sock" >"$dir/s1.json"
+		dev=$(python3 -c "import json; print(json.load(open('$dir/s1.json'))['device'])")
+		kill "${pids[-1]}"; unset 'pids[-1]'
+		sleep 0.3
+		hr=$(python3 - "$dir/s0.json" "$dir/s1.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["cache"] for f in sys.argv[1:])
+h = b["hits_host"] + b["hits_gpu"] - a["hits_host"] - a["hits_gpu"]
+m = b["misses"] - a["misses"]
+print("%.3f" % (h / max(h + m, 1)))
+PY
+)
+		tiers=$([ $g = 0 ] && echo host || echo "host+$dev")
+		printf '%-8s %-10s %10s %10s\n' "$ws" "$tiers" "$hr" "$iops"
+		json+="{\"working_set\": \"$ws\", \"tiers\": \"$tiers\", \"hit_ratio\": $hr, \"iops\": $iops},"
+	done
+done
+echo "${json%,}]" >"$out/nbd_cache.json"

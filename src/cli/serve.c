@@ -1,0 +1,584 @@
+/* `vramcache serve`: an NBD server in front of backing files or block
+ * devices, with the cache's host and GPU tiers in between.
+ *
+ * Each BACKING is an export and a volume of one shared vc_cache, so the
+ * exports compete for the same tiers. One thread per connection
+ * (src/nbd/conn.c adds its workers). The main thread only accepts, answers
+ * the statistics socket, and waits for a signal.
+ *
+ * Statistics: a second Unix socket beside the NBD one (SOCKET.ctl, 0600).
+ * A client sends one line, "json" or "prometheus", gets the document and
+ * the server hangs up (`vramcache stat`). A separate socket, not an NBD
+ * option, so that scrapers need no NBD client and NBD clients never see
+ * it; answered on the main thread, with a receive timeout bounding what a
+ * silent client can hold it for. Shutdown (SIGTERM, SIGINT): stop accepting, shut the
+ * read side of every connection so its reader sees EOF, let in-flight
+ * requests finish and reply, then vc_close, which writes dirty pages back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "nbd/nbd.h"
+#include "tools/workload.h"
+#include "vramcache.h"
+
+/* Connections at once. Each holds a thread, its workers and at most
+ * NBD_INFLIGHT_BYTES of buffers; beyond this many, new ones are refused. */
+#define SERVE_MAX_CONNS 128
+/* A statistics client has this long to send its line. */
+#define CTL_TIMEOUT_MS 1000
+/* Exports at most (each is a volume of the cache). */
+#define SERVE_MAX_EXPORTS 64
+
+static void serve_usage(FILE *f)
+{
+	fputs("Usage: vramcache serve [OPTIONS] [NAME=]BACKING...\n"
+	      "\n"
+	      "Serves each BACKING (a file or block device) over NBD as an export,\n"
+	      "all through one cache. An export is named NAME, or with one BACKING\n"
+	      "--export (default \"\"), else the file's base name; the first export\n"
+	      "also answers to \"\". (A path with '=' in its first part: write ./a=b.)\n"
+	      "\n"
+	      "  --socket PATH          Unix socket to listen on (default\n"
+	      "                         $XDG_RUNTIME_DIR/vramcache.sock or /tmp/...), mode 0600\n"
+	      "  --tcp HOST:PORT        listen on TCP instead (only when asked)\n"
+	      "  --host-bytes N         host tier size, e.g. 1G (default 64M)\n"
+	      "  --gpu-bytes N          GPU tier size (default 256M; 0 for none)\n"
+	      "  --device auto|cuda|emu device backend (default auto)\n"
+	      "  --write-back           write-back instead of write-through\n"
+	      "  --readonly             refuse writes\n"
+	      "  --export NAME          the export's name when there is one BACKING\n"
+	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
+	      "                         socket; read it with `vramcache stat`)\n"
+	      "  --workers N            request threads per connection (default 4)\n"
+	      "  --backing-latency T    add T (e.g. 100us, 2ms) to every backing store\n"
+	      "                         read and write: models a slower device\n"
+	      "  --pidfile PATH         write the server's pid here once it is ready\n"
+	      "  --foreground           stay in the foreground (logs to stderr)\n"
+	      "\n"
+	      "Started with systemd socket activation (LISTEN_PID/LISTEN_FDS), as by\n"
+	      "`nbdinfo [ vramcache serve FILE ]`, it serves the inherited socket (fd 3)\n"
+	      "in the foreground.\n",
+	      f);
+}
+
+/* "N", "N[KMGT]", "N[KMGT]iB" or "N[KMGT]B": bytes, binary units. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	}
+	if (shift && strcmp(end, "iB") == 0)
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static volatile sig_atomic_t stop_flag;
+static int stop_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	stop_flag = 1;
+	if (write(stop_pipe[1], "x", 1) < 0) {
+		/* the pipe is full: a wake-up is already pending */
+	}
+	errno = saved;
+}
+
+struct server {
+	struct nbd_server nbd;
+	pthread_mutex_t lock;
+	pthread_cond_t gone; /* a connection ended */
+	int fds[SERVE_MAX_CONNS]; /* -1: free slot */
+	unsigned live;
+	bool quiet;
+};
+
+struct conn_arg {
+	struct server *sv;
+	int slot;
+};
+
+static void *conn_thread(void *p)
+{
+	struct conn_arg *a = p;
+	struct server *sv = a->sv;
+	int fd = sv->fds[a->slot];
+	int e = nbd_conn_run(fd, &sv->nbd);
+	if (e < 0 && !sv->quiet)
+		fprintf(stderr, "vramcache serve: connection ended: %s\n",
+			e == -EPROTO ? "protocol violation" : strerror(-e));
+	pthread_mutex_lock(&sv->lock);
+	close(fd);
+	sv->fds[a->slot] = -1;
+	sv->live--;
+	pthread_cond_broadcast(&sv->gone);
+	pthread_mutex_unlock(&sv->lock);
+	free(a);
+	return NULL;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "vramcache serve: socket path too long: %s\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	mode_t old = umask(0177); /* the socket is born 0600: no window for others */
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, SOMAXCONN) < 0) {
+		fprintf(stderr, "vramcache serve: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int listen_tcp(const char *hostport)
+{
+	char host[256];
+	const char *colon = strrchr(hostport, ':');
+	if (!colon || (size_t)(colon - hostport) >= sizeof(host)) {
+		fprintf(stderr, "vramcache serve: --tcp wants HOST:PORT\n");
+		return -1;
+	}
+	memcpy(host, hostport, (size_t)(colon - hostport));
+	host[colon - hostport] = 0;
+	char *h = host;
+	if (h[0] == '[' && h[strlen(h) - 1] == ']') { /* [::1]:10809 */
+		h[strlen(h) - 1] = 0;
+		h++;
+	}
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	int g = getaddrinfo(*h ? h : NULL, colon + 1, &hints, &ai);
+	if (g) {
+		fprintf(stderr, "vramcache serve: %s: %s\n", hostport, gai_strerror(g));
+		return -1;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
+		fprintf(stderr, "vramcache serve: %s: %s\n", hostport, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+/* systemd's protocol: LISTEN_PID is us and LISTEN_FDS >= 1; the first
+ * socket is fd 3. The variables are removed so children do not see them. */
+static int activated_fd(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
+	if (!pid || !n || strtol(pid, NULL, 10) != (long)getpid() || strtol(n, NULL, 10) < 1)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	return 3;
+}
+
+/* One statistics request: a line naming the format, then the document.
+ * Anything else gets an error line. Bounded by CTL_TIMEOUT_MS per read. */
+static void ctl_answer(struct server *sv, int cfd)
+{
+	struct timeval tv = { .tv_sec = CTL_TIMEOUT_MS / 1000, .tv_usec = CTL_TIMEOUT_MS % 1000 * 1000 };
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	char line[64];
+	size_t n = 0;
+	while (n < sizeof line - 1) {
+		ssize_t k = read(cfd, line + n, 1);
+		if (k <= 0 || line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&doc, &len);
+	if (!f)
+		return;
+	int r = -EINVAL;
+	if (strcmp(line, "json") == 0)
+		r = nbd_stats_json(&sv->nbd, f);
+	else if (strcmp(line, "prometheus") == 0)
+		r = nbd_stats_prometheus(&sv->nbd, f);
+	if (r < 0)
+		fprintf(f, "error: %s\n", r == -EINVAL ? "unknown request (want json or prometheus)"
+						      : strerror(-r));
+	fclose(f);
+	for (size_t off = 0; off < len;) {
+		ssize_t k = send(cfd, doc + off, len - off, MSG_NOSIGNAL);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	free(doc);
+}
+
+static int accept_loop(struct server *sv, int lfd, int cfd)
+{
+	struct pollfd p[3] = { { .fd = lfd, .events = POLLIN },
+			       { .fd = stop_pipe[0], .events = POLLIN },
+			       { .fd = cfd, .events = POLLIN } };
+	while (!stop_flag) {
+		if (poll(p, cfd >= 0 ? 3 : 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!stop_flag && cfd >= 0 && (p[2].revents & POLLIN)) {
+			int c = accept4(cfd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				ctl_answer(sv, c);
+				close(c);
+			}
+		}
+		if (stop_flag || !(p[0].revents & POLLIN))
+			continue;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue; /* ECONNABORTED and friends: the next one may work */
+		pthread_mutex_lock(&sv->lock);
+		int slot = -1;
+		for (int i = 0; i < SERVE_MAX_CONNS && slot < 0; i++)
+			if (sv->fds[i] < 0)
+				slot = i;
+		struct conn_arg *a = slot >= 0 ? malloc(sizeof(*a)) : NULL;
+		pthread_t t;
+		if (a) {
+			*a = (struct conn_arg){ sv, slot };
+			sv->fds[slot] = fd;
+			pthread_attr_t at;
+			pthread_attr_init(&at);
+			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			if (pthread_create(&t, &at, conn_thread, a) == 0) {
+				sv->live++;
+			} else {
+				sv->fds[slot] = -1;
+				free(a);
+				a = NULL;
+			}
+			pthread_attr_destroy(&at);
+		}
+		pthread_mutex_unlock(&sv->lock);
+		if (!a) {
+			fprintf(stderr, "vramcache serve: refusing a connection (limit %d)\n",
+				SERVE_MAX_CONNS);
+			close(fd);
+		}
+	}
+	return 0;
+}
+
+static void unlink_sockets(const char *sock, const char *ctl)
+{
+	if (sock)
+		unlink(sock);
+	if (ctl)
+		unlink(ctl);
+}
+
+/* [NAME=]PATH arguments -> names and paths. A NAME has no '/' (so a path
+ * with '=' past a slash stays a path). Unnamed: `single` for a lone
+ * BACKING, else the file's base name. Names must differ. 0 or -1. */
+static int parse_exports(char **args, unsigned n, const char *single,
+			 char names[][NBD_MAX_STRING + 1], const char **paths)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const char *a = args[i], *eq = strchr(a, '=');
+		const char *slash = strchr(a, '/');
+		const char *name;
+		size_t len;
+		if (eq && (!slash || slash > eq)) {
+			name = a;
+			len = (size_t)(eq - a);
+			paths[i] = eq + 1;
+		} else {
+			paths[i] = a;
+			name = n == 1 ? single : (slash = strrchr(a, '/')) ? slash + 1 : a;
+			len = strlen(name);
+		}
+		if (len > NBD_MAX_STRING || !*paths[i]) {
+			fprintf(stderr, "vramcache serve: bad export '%s' (name over %d bytes or no path)\n",
+				a, NBD_MAX_STRING);
+			return -1;
+		}
+		memcpy(names[i], name, len);
+		names[i][len] = 0;
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(names[i], names[j]) == 0) {
+				fprintf(stderr, "vramcache serve: two exports named \"%s\"\n", names[i]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	const char *sock = NULL, *tcp = NULL, *export = "", *pidfile = NULL, *ctl = NULL;
+	bool foreground = false, readonly = false;
+	uint64_t workers = 0;
+	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
+	       O_CTL, O_LAT };
+	static const struct option lo[] = {
+		{ "socket", required_argument, 0, O_SOCK },
+		{ "tcp", required_argument, 0, O_TCP },
+		{ "host-bytes", required_argument, 0, O_HOST },
+		{ "gpu-bytes", required_argument, 0, O_GPU },
+		{ "device", required_argument, 0, O_DEV },
+		{ "write-back", no_argument, 0, O_WB },
+		{ "readonly", no_argument, 0, O_RO },
+		{ "export", required_argument, 0, O_EXP },
+		{ "foreground", no_argument, 0, O_FG },
+		{ "pidfile", required_argument, 0, O_PID },
+		{ "workers", required_argument, 0, O_WORK },
+		{ "stat-socket", required_argument, 0, O_CTL },
+		{ "backing-latency", required_argument, 0, O_LAT },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "hf", lo, NULL)) != -1) {
+		switch (ch) {
+		case O_SOCK: sock = optarg; break;
+		case O_TCP: tcp = optarg; break;
+		case O_HOST:
+			if (parse_bytes(optarg, &cfg.host_bytes))
+				goto bad;
+			break;
+		case O_GPU:
+			if (parse_bytes(optarg, &cfg.gpu_bytes))
+				goto bad;
+			break;
+		case O_DEV:
+			if ((cfg.device = vc_device_parse(optarg)) < 0)
+				goto bad;
+			break;
+		case O_WB: cfg.write_mode = VC_WRITE_BACK; break;
+		case O_RO: readonly = true; break;
+		case O_EXP: export = optarg; break;
+		case 'f':
+		case O_FG: foreground = true; break;
+		case O_PID: pidfile = optarg; break;
+		case O_CTL: ctl = optarg; break;
+		case O_LAT: {
+			double ms = vc_wl_parse_ms(optarg);
+			if (ms < 0)
+				goto bad;
+			cfg.backing_latency_ns = (uint64_t)(ms * 1e6);
+			break;
+		}
+		case O_WORK:
+			if (cli_u64(optarg, &workers) || workers < 1 || workers > 64)
+				goto bad;
+			break;
+		case 'h': serve_usage(stdout); return 0;
+		default: serve_usage(stderr); return 2;
+		}
+	}
+	unsigned nex = (unsigned)(argc - optind);
+	if (nex < 1 || nex > SERVE_MAX_EXPORTS) {
+		fprintf(stderr, "vramcache serve: want 1 to %d BACKING files (try --help)\n",
+			SERVE_MAX_EXPORTS);
+		return 2;
+	}
+	if (sock && tcp) {
+		fprintf(stderr, "vramcache serve: --socket and --tcp exclude each other\n");
+		return 2;
+	}
+	static struct nbd_export ex[SERVE_MAX_EXPORTS];
+	static struct nbd_counters counters[SERVE_MAX_EXPORTS];
+	static char names[SERVE_MAX_EXPORTS][NBD_MAX_STRING + 1];
+	const char *paths[SERVE_MAX_EXPORTS];
+	if (parse_exports(argv + optind, nex, export, names, paths) < 0)
+		return 2;
+	cfg.backing_path = paths[0];
+	if (readonly)
+		cfg.flags |= VC_OPEN_READONLY;
+
+	char defsock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int lfd = activated_fd();
+	if (lfd >= 0) {
+		foreground = true;
+	} else {
+		if (!sock && !tcp) {
+			const char *dir = getenv("XDG_RUNTIME_DIR");
+			snprintf(defsock, sizeof(defsock), "%s/vramcache.sock", dir && *dir ? dir : "/tmp");
+			sock = defsock;
+		}
+		lfd = tcp ? listen_tcp(tcp) : listen_unix(sock);
+		if (lfd < 0)
+			return 1;
+	}
+	char defctl[sizeof(defsock) + 8];
+	if (!ctl && sock && strlen(sock) + 4 < sizeof(defctl) - 4) {
+		snprintf(defctl, sizeof(defctl), "%s.ctl", sock);
+		ctl = defctl;
+	}
+	int cfd = ctl ? listen_unix(ctl) : -1;
+	if (ctl && cfd < 0)
+		return 1;
+
+	/* Daemon: the parent exits once the child reports the cache open (or
+	 * not), so "serve returned 0" means "ready". The cache opens after the
+	 * fork: its threads and any CUDA context would not survive one. */
+	int ready[2] = { -1, -1 };
+	if (!foreground) {
+		if (pipe(ready) < 0)
+			return 1;
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid > 0) {
+			close(ready[1]);
+			char c = 0;
+			ssize_t n = read(ready[0], &c, 1);
+			return n == 1 && c == 'y' ? 0 : 1;
+		}
+		close(ready[0]);
+		setsid();
+		int dn = open("/dev/null", O_RDWR);
+		if (dn >= 0) {
+			dup2(dn, 0);
+			dup2(dn, 1);
+			if (dn > 2)
+				close(dn);
+		}
+	}
+
+	vc_cache *c;
+	int e = vc_open(&cfg, &c);
+	if (e < 0) {
+		fprintf(stderr, "vramcache serve: %s: %s\n", cfg.backing_path,
+			*vc_last_error() ? vc_last_error() : vc_strerror(e));
+		unlink_sockets(sock, ctl);
+		return 1;
+	}
+	struct vc_stats st = { .size = sizeof(st) };
+	vc_get_stats(c, &st);
+	for (unsigned i = 0; i < nex; i++) {
+		vc_volume *v = vc_volume_default(c);
+		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, cfg.flags, &v)) < 0) {
+			fprintf(stderr, "vramcache serve: %s: %s\n", paths[i],
+				*vc_last_error() ? vc_last_error() : vc_strerror(e));
+			vc_close(c);
+			unlink_sockets(sock, ctl);
+			return 1;
+		}
+		ex[i] = (struct nbd_export){
+			.name = names[i],
+			.description = paths[i],
+			.vol = v,
+			.readonly = readonly,
+			.prefetch_tier = st.pages_capacity[VC_TIER_GPU] ? VC_TIER_GPU : VC_TIER_HOST,
+			.counters = &counters[i],
+		};
+	}
+	static struct server sv; /* static: the signal path never touches it */
+	sv.nbd = (struct nbd_server){ .exports = ex, .n_exports = nex, .workers = (unsigned)workers,
+				      .cache = c };
+	pthread_mutex_init(&sv.lock, NULL);
+	pthread_cond_init(&sv.gone, NULL);
+	for (int i = 0; i < SERVE_MAX_CONNS; i++)
+		sv.fds[i] = -1;
+
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return 1;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (pidfile) {
+		FILE *pf = fopen(pidfile, "w");
+		if (!pf || fprintf(pf, "%ld\n", (long)getpid()) < 0 || fclose(pf) != 0) {
+			fprintf(stderr, "vramcache serve: %s: %s\n", pidfile, strerror(errno));
+			vc_close(c);
+			return 1;
+		}
+	}
+	if (foreground) {
+		fprintf(stderr, "vramcache serve: on %s, device %s, %s%s%s%s\n",
+			tcp ? tcp : sock ? sock : "the activated socket", vc_device_name(c),
+			cfg.write_mode == VC_WRITE_BACK ? "write-back" : "write-through",
+			readonly ? ", read-only" : "", ctl ? ", statistics on " : "", ctl ? ctl : "");
+		for (unsigned i = 0; i < nex; i++)
+			fprintf(stderr, "  export \"%s\": %s (%llu bytes)\n", names[i], paths[i],
+				(unsigned long long)vc_volume_size(ex[i].vol));
+	}
+	if (ready[1] >= 0) {
+		if (write(ready[1], "y", 1) != 1) {
+			/* the parent died: carry on serving */
+		}
+		close(ready[1]);
+	}
+
+	accept_loop(&sv, lfd, cfd);
+
+	close(lfd);
+	if (cfd >= 0)
+		close(cfd);
+	unlink_sockets(sock, ctl);
+	pthread_mutex_lock(&sv.lock);
+	for (int i = 0; i < SERVE_MAX_CONNS; i++)
+		if (sv.fds[i] >= 0)
+			shutdown(sv.fds[i], SHUT_RD); /* readers see EOF; replies still go out */
+	while (sv.live > 0)
+		pthread_cond_wait(&sv.gone, &sv.lock);
+	pthread_mutex_unlock(&sv.lock);
+	e = vc_close(c);
+	if (e < 0)
+		fprintf(stderr, "vramcache serve: flushing on close: %s\n", vc_strerror(e));
+	if (pidfile)
+		unlink(pidfile);
+	return e < 0 ? 1 : 0;
+bad:
+	fprintf(stderr, "vramcache serve: bad value for --%s: '%s'\n", lo[ch - O_SOCK].name, optarg);
+	return 2;
+}

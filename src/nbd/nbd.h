@@ -1,0 +1,148 @@
+/* The NBD front end: a connection speaks the fixed newstyle handshake, then
+ * serves requests against one export backed by a vc_cache.
+ *
+ *   proto.h      wire constants
+ *   wire.h/.c    big-endian fields, whole-buffer socket I/O
+ *   handshake.c  option haggling: which export, which reply style
+ *   request.c    one request: validation, the engine call, the reply
+ *   extents.c    BLOCK_STATUS for base:allocation
+ *   conn.c       a connection: reader, worker pool, reply lock
+ *   stats.c      counters per export, and their JSON and Prometheus text
+ *
+ * Nothing here owns the socket's lifetime or the cache: the caller (the
+ * `serve` command, a test, a fuzzer) opens and closes both. */
+#ifndef VC_NBD_H
+#define VC_NBD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+#include "nbd/proto.h"
+#include "vramcache.h"
+
+/* The largest READ or WRITE payload we accept and advertise
+ * (NBD_INFO_BLOCK_SIZE maximum): 32 MiB, the spec's interoperable limit,
+ * so no conforming client is refused. Also bounds one request's buffer. */
+#define NBD_MAX_PAYLOAD (32u << 20)
+/* Advertised minimum and preferred block sizes: any byte range works (the
+ * engine does read-modify-write on partial pages); a 4 KiB page does not. */
+#define NBD_MIN_BLOCK 1u
+#define NBD_PREF_BLOCK 4096u
+
+/* What happened on an export, from every connection (relaxed atomics:
+ * counters only, read by the stats channel). */
+struct nbd_counters {
+	_Atomic uint64_t ops[NBD_CMD_BLOCK_STATUS + 1]; /* requests run, by command */
+	_Atomic uint64_t read_bytes, write_bytes;
+	_Atomic uint64_t errors; /* requests answered with an error */
+	_Atomic uint64_t conns, conns_total; /* connections now, and ever */
+};
+
+struct nbd_export {
+	const char *name;        /* "" is the default export */
+	const char *description; /* may be NULL */
+	vc_volume *vol;          /* the export's store, in the shared cache */
+	bool readonly;
+	int prefetch_tier; /* where NBD_CMD_CACHE loads pages: enum vc_tier */
+	struct nbd_counters *counters; /* may be NULL */
+};
+
+struct nbd_server {
+	const struct nbd_export *exports; /* exports[0] also answers to "" */
+	unsigned n_exports;
+	unsigned workers; /* threads per connection; 0: NBD_DEFAULT_WORKERS */
+	vc_cache *cache;  /* the cache every export's volume lives in (stats) */
+};
+
+/* The one metadata context we serve, and its id. */
+#define NBD_CTX_ALLOCATION "base:allocation"
+#define NBD_CTX_ALLOCATION_ID 1u
+
+/* Requests run on this many threads per connection by default. Four keeps a
+ * QD32 client's cache hits parallel without oversubscribing a small host;
+ * each idle worker costs one sleeping thread. */
+#define NBD_DEFAULT_WORKERS 4
+
+/* What the handshake settled, for the transmission phase. */
+struct nbd_session {
+	int fd;
+	const struct nbd_server *srv;
+	const struct nbd_export *exp; /* set when transmission starts */
+	uint64_t size;                /* export size */
+	uint16_t tflags;              /* transmission flags sent to the client */
+	bool structured;              /* NBD_OPT_STRUCTURED_REPLY was acked */
+	bool no_zeroes;               /* client set NBD_FLAG_C_NO_ZEROES */
+	/* The export the last SET_META_CONTEXT selected base:allocation on,
+	 * or NULL; BLOCK_STATUS is allowed only if it is the one served. */
+	const struct nbd_export *meta_exp;
+	bool meta_alloc; /* transmission: base:allocation is selected */
+};
+
+/* --- handshake.c --- */
+/* Runs option haggling on s->fd. 1: transmission starts (s->exp set);
+ * 0: the client ended the session cleanly (NBD_OPT_ABORT, or EOF between
+ * options); -EPROTO on a protocol violation (the caller hangs up); -errno
+ * on I/O failure. Memory: at most one option's data (bounded) at a time. */
+int nbd_handshake(struct nbd_session *s);
+/* Transmission flags for an export, given the reply style. */
+uint16_t nbd_export_flags(const struct nbd_export *e, bool structured);
+
+/* --- request.c --- */
+struct nbd_request {
+	uint16_t flags, type;
+	uint64_t cookie, offset;
+	uint32_t length;
+	void *data; /* WRITE: the payload; READ: the result buffer; BLOCK_STATUS:
+		       the descriptors (worker-owned, freed with the request) */
+	uint32_t ndesc; /* BLOCK_STATUS: descriptors in data */
+};
+
+/* Decodes a 28-byte request header. -EPROTO on a bad magic (the session
+ * must end: the stream can no longer be framed). */
+int nbd_request_decode(const unsigned char hdr[NBD_REQUEST_LEN], struct nbd_request *r);
+/* Checks a decoded request against the session: 0 to run it, or the
+ * NBD_E* error to reply with. Pure; O(1). */
+uint32_t nbd_request_check(const struct nbd_session *s, const struct nbd_request *r);
+/* Runs a checked request on the engine: 0 or an NBD_E* error. READ fills
+ * r->data (the caller allocated r->length bytes). */
+uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r);
+/* The reply for r (with r->data for a successful READ) as iov[0] (the
+ * header, built in h) and maybe iov[1] (data or message): returns the
+ * count. One sendmsg per reply. */
+#define NBD_REPLY_HDR_MAX (NBD_CHUNK_HDR_LEN + 8)
+int nbd_reply_build(const struct nbd_session *s, const struct nbd_request *r, uint32_t error,
+		    unsigned char h[NBD_REPLY_HDR_MAX], struct iovec iov[2]);
+/* Builds and sends it whole. The caller holds the connection's write
+ * lock. 0 or -errno. */
+int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error);
+
+/* --- extents.c --- */
+/* Fills r->data with base:allocation descriptors (length, flags; wire
+ * order) for the checked BLOCK_STATUS request r: 0 or an NBD_E* error.
+ * At most NBD_MAX_EXTENTS descriptors, one with REQ_ONE. */
+uint32_t nbd_block_status(const struct nbd_session *s, struct nbd_request *r);
+/* Descriptors per reply: 8 KiB of reply, and at most twice as many
+ * lseeks; clients ask again from where a short reply ends. */
+#define NBD_MAX_EXTENTS 1024u
+
+/* --- stats.c --- */
+/* Writes the server's statistics (cache and per export) as one JSON
+ * object, or as Prometheus text exposition. 0 or -errno. */
+int nbd_stats_json(const struct nbd_server *srv, FILE *f);
+int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f);
+
+/* --- conn.c --- */
+/* Serves one client on fd until it disconnects or breaks the protocol:
+ * handshake, then requests. Never closes fd. 0 on a clean end, -errno
+ * otherwise (for the log). Bounded memory: in-flight payloads stop the
+ * reader at NBD_INFLIGHT_BYTES (one request may exceed it). */
+int nbd_conn_run(int fd, const struct nbd_server *srv);
+/* 64 MiB: two maximum payloads, or 16k 4 KiB requests, in flight per
+ * connection; beyond that the reader waits for replies to leave. */
+#define NBD_INFLIGHT_BYTES (64u << 20)
+
+#endif
