@@ -15,6 +15,8 @@
 #    host tier to past host+GPU, host tier alone vs host+GPU (emulated here,
 #    CUDA where a GPU is usable). Hit ratio from `vramcache stat` over the
 #    measured run (after a warm-up run). Writes nbd_cache.json.
+# NBDKIT_MEMORY names the memory plugin's .so where nbdkit is not installed
+# with its plugin directory (binaries carried to the GPU machine).
 set -euo pipefail
 quick=0
 if [ "${1:-}" = --quick ]; then quick=1; shift; fi
@@ -72,7 +74,7 @@ run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run 
 	kill "${pids[-1]}"; unset 'pids[-1]'
 }
 run_tests vc "$uri" read
-nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" memory $size &
+nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" "${NBDKIT_MEMORY:-memory}" $size &
 wait_sock "$dir/k.sock"
 pids+=("$(cat "$dir/k.pid")")
 run_tests nk "nbd+unix:///?socket=$dir/k.sock" write
