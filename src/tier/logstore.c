@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/error.h"
 
 enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN };
@@ -380,7 +379,6 @@ int64_t vc_ls_clean_gain(const struct vc_ls *ls, uint32_t n, const uint32_t *seg
 
 int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs)
 {
-	uint64_t t0 = vc_now_ns();
 	uint64_t live = live_of(ls, n, segs);
 	if (live > vc_ls_room(ls))
 		return -ENOSPC;
@@ -463,7 +461,6 @@ int vc_ls_clean(struct vc_ls *ls, uint32_t n, const uint32_t *segs)
 	free(dst);
 	ls->st.gc_runs++;
 	ls->st.gc_pages_moved += live;
-	ls->st.gc_ns += vc_now_ns() - t0;
 	return (int)live;
 }
 

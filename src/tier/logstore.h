@@ -60,7 +60,7 @@ struct vc_ls_stats {
 	uint32_t segs_total, segs_free, segs_live, segs_cleaning;
 	uint64_t slots_live, slots_dead; /* in sealed and open segments */
 	double fragmentation;            /* dead / (live + dead) */
-	uint64_t gc_runs, gc_pages_moved, gc_ns, early_releases, segs_evicted;
+	uint64_t gc_runs, gc_pages_moved, early_releases, segs_evicted; /* GC time: the engine's */
 };
 
 struct vc_ls;
