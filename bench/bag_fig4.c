@@ -42,8 +42,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "core/clock.h"
-#include "core/rand.h"
+#include "base/clock.h"
+#include "base/rand.h"
 #include "index/cindex.h"
 #include "policy/lru.h"
 #include "policy/opqueue.h"

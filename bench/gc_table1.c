@@ -68,8 +68,8 @@
 
 #define BENCH_NAME "gc_table1"
 #include "bench.h"
-#include "core/clock.h"
-#include "core/rand.h"
+#include "base/clock.h"
+#include "base/rand.h"
 #include "device/device.h"
 #include "vramcache.h"
 

@@ -16,7 +16,7 @@
 
 #define BENCH_NAME "hit_latency"
 #include "bench.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "tools/workload.h"
 
 #define PS 4096

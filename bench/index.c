@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "core/clock.h"
-#include "core/rand.h"
+#include "base/clock.h"
+#include "base/rand.h"
 #include "index/cindex.h"
 
 #define LOAD 0.90

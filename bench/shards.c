@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "tools/mrc.h"
 #include "trace/trace.h"
 

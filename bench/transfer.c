@@ -39,8 +39,8 @@
 #define BENCH_NAME "transfer"
 #include "bench.h"
 #include "core/batcher.h"
-#include "core/clock.h"
-#include "core/rand.h"
+#include "base/clock.h"
+#include "base/rand.h"
 #include "device/device.h"
 #include "vramcache.h"
 

@@ -21,7 +21,7 @@
 #include <linux/seccomp.h>
 
 #include "backing/backing.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "testutil.h"
 
 /* Odd on purpose: the last page is partial and nothing is aligned. */

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "core/batcher.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "device/device.h"
 #include "testutil.h"
 

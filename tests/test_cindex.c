@@ -30,8 +30,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "core/clock.h"
-#include "index/atomics.h"
+#include "base/clock.h"
+#include "base/atomics.h"
 #include "testutil.h"
 
 /* The index is compiled into this test, under other names (so it links

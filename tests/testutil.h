@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/rand.h"
+#include "base/rand.h"
 #include "vramcache.h"
 
 #define T_SKIP 77

@@ -39,8 +39,8 @@
 #include <liburing.h>
 #endif
 
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 /* Requests in flight per submit: one ring's depth, and the unit of the
  * latency model ("a device that serves 64 requests at once"). 64 covers

@@ -68,7 +68,7 @@ int cli_size(const char *s, uint32_t page_size, uint64_t *pages, double *fractio
 	return 0;
 }
 
-#include "core/clock.h"
+#include "base/clock.h"
 
 void cli_progress_start(struct cli_progress *p, const char *what, bool enabled)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "tools/mrc.h"
 #include "tools/svg.h"
 #include "vramcache.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "policy/policy.h"
 #include "tools/sim.h"
 #include "tools/workload.h"

@@ -24,8 +24,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 /* Eight slots: one filling, the rest in flight or draining their waiters.
  * More only helps when many threads each hold a full batch outstanding. */

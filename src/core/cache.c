@@ -54,8 +54,8 @@
 
 #include "backing/backing.h"
 #include "core/batcher.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/page.h"
 #include "device/device.h"
 #include "policy/policy.h"

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vramcache.h"
 
 int vc_device_open(int kind, int ordinal, struct vc_device **out)

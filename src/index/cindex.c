@@ -140,15 +140,15 @@
  * returning to the same slot inside one lookup. Keep them on the device.
  */
 #include "index/cindex.h"
-#include "core/hash.h"
+#include "base/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/error.h"
-#include "index/atomics.h"
+#include "base/error.h"
+#include "base/atomics.h"
 
 #define B 7             /* slots per bucket */
 #define BW 16           /* words per bucket */

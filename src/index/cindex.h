@@ -3,7 +3,7 @@
  * Open addressing that stays fast above 90% load; lookups take no lock
  * (they validate against per-bucket versions, seqlock style) and writers
  * take one of a set of striped locks. Built on the portable atomics of
- * src/index/atomics.h so the same structure can later be compiled for the
+ * src/base/atomics.h so the same structure can later be compiled for the
  * device (the GPU-side file API needs it in GPU memory).
  *
  * Keys: vc_ikey(bid, pno) packs a 16-bit backing id and a 48-bit page

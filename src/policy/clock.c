@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "policy/list.h"
 #include "policy/policies.h"
 

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-#include "core/hash.h"
+#include "base/hash.h"
 
 #define NIL UINT32_MAX
 

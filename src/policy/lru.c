@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 struct lru_queue {
 	struct vc_pnode head; /* sentinel: head.next is MRU, head.prev is LRU */

@@ -73,8 +73,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "index/atomics.h"
+#include "base/error.h"
+#include "base/atomics.h"
 
 #define LINE 64
 

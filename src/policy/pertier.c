@@ -18,7 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "policy/policies.h"
 
 struct pertier {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN };
 

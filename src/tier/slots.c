@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "tier/tier.h"
 #include "vramcache.h"
 

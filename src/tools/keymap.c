@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/hash.h"
+#include "base/hash.h"
 
 #define EMPTY UINT64_MAX
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/hash.h"
+#include "base/error.h"
+#include "base/hash.h"
 #include "tools/sdist.h"
 
 /* Fixed-size histograms bin scaled distances log-linearly: exact below

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/hash.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/hash.h"
 #include "tools/keymap.h"
 #include "trace/trace.h"
 

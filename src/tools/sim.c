@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "policy/policy.h"
 #include "tools/keymap.h"
 #include "tools/workload.h"

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/rand.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/rand.h"
+#include "base/error.h"
 
 
 int vc_wl_make_file(const char *path, uint64_t npages, uint32_t page_size)

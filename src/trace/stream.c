@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vramcache.h"
 
 #ifdef VC_HAVE_ZSTD

@@ -34,9 +34,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/clock.h"
-#include "core/error.h"
-#include "index/atomics.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/atomics.h"
 #include "device/cuda/kernels/gc.h"
 #include "device/cuda/kernels/move.h"
 #include "device/device.h"

@@ -1,5 +1,5 @@
 /* Built when CUDA is not: the CUDA backend reports that it is absent. */
-#include "core/error.h"
+#include "base/error.h"
 #include "device/device.h"
 #include "vramcache.h"
 
