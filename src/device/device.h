@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct vc_device;
+struct vc_dq;
 
 enum vc_move_op {
 	VC_MOVE_COPY = 0, /* dst <- src */
@@ -139,6 +140,10 @@ struct vc_device_ops {
 
 	/* Runs a cleaning job (struct vc_gc_job) to completion. */
 	int (*gc_run)(struct vc_device *d, struct vc_gc_job *job);
+
+	/* Device queues (device/queue.h): sets q->ops, q->lanes, q->spin_ns,
+	 * q->nrings where it is 0, and q->priv. NULL: the backend has none. */
+	int (*dq_init)(struct vc_device *d, struct vc_dq *q);
 };
 
 struct vc_device {

@@ -39,7 +39,9 @@
 #include "base/atomics.h"
 #include "device/cuda/kernels/gc.h"
 #include "device/cuda/kernels/move.h"
+#include "device/cuda/kernels/server.h"
 #include "device/device.h"
+#include "device/queue.h"
 #include "vramcache.h"
 
 /* Waiting has three phases, so that a waiter sees completion within about
@@ -115,6 +117,16 @@ struct cu_dev {
 	struct cu_gc gc;
 	pthread_mutex_t mem_mu; /* guards mem */
 	struct cu_mem *mem;     /* allocations whose start was moved to align them */
+	pthread_mutex_t dq_mu;  /* guards dqs */
+	struct cu_dq *dqs;      /* device queues, paused around allocations */
+};
+
+/* A device queue's CUDA state: the server kernel's stream. */
+struct cu_dq {
+	struct cu_dq *next;
+	struct cu_dev *c;
+	struct vc_dq *q;
+	cudaStream_t stream;
 };
 
 /* How the last submission of a batch signals completion. */
@@ -179,6 +191,30 @@ static int cu_enter(struct cu_dev *c)
 	return CU(cudaSetDevice(c->ordinal));
 }
 
+/* Allocating and freeing may wait for all device work, which a running
+ * queue server never finishes: every queue's server stops around them
+ * (vc_dq_pause; producers meanwhile wait for their slots). Lock order:
+ * dq_mu, then a queue's mu. */
+static _Thread_local int quiesced; /* nesting depth in this thread */
+
+static void quiesce(struct cu_dev *c)
+{
+	if (quiesced++)
+		return;
+	pthread_mutex_lock(&c->dq_mu);
+	for (struct cu_dq *d = c->dqs; d; d = d->next)
+		vc_dq_pause(d->q);
+}
+
+static void unquiesce(struct cu_dev *c)
+{
+	if (--quiesced)
+		return;
+	for (struct cu_dq *d = c->dqs; d; d = d->next)
+		vc_dq_resume(d->q);
+	pthread_mutex_unlock(&c->dq_mu);
+}
+
 /* --- memory ------------------------------------------------------------- */
 
 static int cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t *dev_addr)
@@ -190,7 +226,9 @@ static int cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t 
 	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
 	void *p = NULL, *dp = NULL;
 	/* Pinned and page aligned; Portable: usable from any context. */
+	quiesce(c);
 	r = CU(cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable));
+	unquiesce(c);
 	if (r < 0)
 		return r;
 	r = CU(cudaHostGetDevicePointer(&dp, p, 0));
@@ -209,9 +247,12 @@ static int cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t 
 
 static void cu_host_free(struct vc_device *d, void *host)
 {
-	if (!host || cu_enter(CUD(d)) < 0)
+	struct cu_dev *c = CUD(d);
+	if (!host || cu_enter(c) < 0)
 		return;
+	quiesce(c);
 	(void)CU(cudaFreeHost(host));
+	unquiesce(c);
 }
 
 /* cudaMalloc promises 256-byte alignment only (large sizes come at 2 MiB
@@ -232,32 +273,33 @@ static int cu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 		return r;
 	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
 	void *p = NULL;
+	quiesce(c);
 	r = CU(cudaMalloc(&p, len));
+	if (r == 0 && ((uintptr_t)p & 4095) != 0) {
+		(void)CU(cudaFree(p));
+		r = CU(cudaMalloc(&p, len + 4096));
+		if (r == 0) {
+			struct cu_mem *m = malloc(sizeof *m);
+			if (!m) {
+				(void)CU(cudaFree(p));
+				r = vc_err(-ENOMEM, "out of memory");
+			} else {
+				m->raw = p;
+				m->aligned = ((uint64_t)(uintptr_t)p + 4095) & ~(uint64_t)4095;
+				pthread_mutex_lock(&c->mem_mu);
+				m->next = c->mem;
+				c->mem = m;
+				pthread_mutex_unlock(&c->mem_mu);
+				p = (void *)(uintptr_t)m->aligned;
+			}
+		}
+	}
+	unquiesce(c);
 	if (r < 0)
 		return r;
-	if (((uintptr_t)p & 4095) == 0) {
-		*dev_addr = (uint64_t)(uintptr_t)p;
-		return 0;
-	}
-	(void)CU(cudaFree(p));
-	struct cu_mem *m = malloc(sizeof *m);
-	if (!m)
-		return vc_err(-ENOMEM, "out of memory");
-	r = CU(cudaMalloc(&p, len + 4096));
-	if (r < 0) {
-		free(m);
-		return r;
-	}
-	m->raw = p;
-	m->aligned = ((uint64_t)(uintptr_t)p + 4095) & ~(uint64_t)4095;
-	pthread_mutex_lock(&c->mem_mu);
-	m->next = c->mem;
-	c->mem = m;
-	pthread_mutex_unlock(&c->mem_mu);
-	*dev_addr = m->aligned;
+	*dev_addr = (uint64_t)(uintptr_t)p;
 	return 0;
 }
-
 static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
 {
 	struct cu_dev *c = CUD(d);
@@ -274,7 +316,9 @@ static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
 			break;
 		}
 	pthread_mutex_unlock(&c->mem_mu);
+	quiesce(c);
 	(void)CU(cudaFree(raw));
+	unquiesce(c);
 }
 
 /* A copy on the calling thread's own default stream: it does not wait for
@@ -310,7 +354,9 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 	r = CU(cudaEventCreateWithFlags(&cb->ev, cudaEventDisableTiming | cudaEventBlockingSync));
 	if (r < 0)
 		goto fail_free;
+	quiesce(c);
 	r = CU(cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
+	unquiesce(c);
 	if (r < 0)
 		goto fail_event;
 	r = CU(cudaHostGetDevicePointer(&flag_dev, flag, 0));
@@ -320,12 +366,13 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 		vc_err_clear();
 		flag_dev = flag;
 	}
+	quiesce(c);
 	r = CU(cudaMalloc(&counter, sizeof(uint32_t)));
+	if (r == 0 && (r = CU(cudaMemset(counter, 0, sizeof(uint32_t)))) < 0)
+		(void)CU(cudaFree(counter));
+	unquiesce(c);
 	if (r < 0)
 		goto fail_flag;
-	r = CU(cudaMemset(counter, 0, sizeof(uint32_t)));
-	if (r < 0)
-		goto fail_counter;
 	cb->flag = flag;
 	*cb->flag = 0;
 	cb->flag_dev = flag_dev;
@@ -334,8 +381,6 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 	b->priv = cb;
 	return 0;
 
-fail_counter:
-	(void)CU(cudaFree(counter));
 fail_flag:
 	(void)CU(cudaFreeHost(flag));
 fail_event:
@@ -354,8 +399,10 @@ static void cu_batch_fini(struct vc_device *d, struct vc_dbatch *b)
 		/* The kernel may still be between its flag store and its exit. */
 		(void)CU(cudaEventSynchronize(cb->ev));
 		(void)CU(cudaEventDestroy(cb->ev));
+		quiesce(CUD(d));
 		(void)CU(cudaFree(cb->counter));
 		(void)CU(cudaFreeHost((void *)cb->flag));
+		unquiesce(CUD(d));
 	}
 	free(cb);
 	b->priv = NULL;
@@ -643,8 +690,13 @@ static int cu_gc_run_locked(struct cu_dev *c, struct vc_gc_job *job)
 	if (!g->ready && (r = gc_setup(c)) < 0)
 		return r;
 	const uint64_t S = (uint64_t)job->nsrc * job->per_seg;
-	if ((r = gc_reserve(c, S, (uint64_t)job->nsrc + job->ndst)) < 0)
-		return r;
+	if (S > g->slot_cap || (uint64_t)job->nsrc + job->ndst > g->list_cap) {
+		quiesce(c); /* it frees the old scratch */
+		r = gc_reserve(c, S, (uint64_t)job->nsrc + job->ndst);
+		unquiesce(c);
+		if (r < 0)
+			return r;
+	}
 	memcpy(g->list_host, job->src, (size_t)job->nsrc * sizeof(uint32_t));
 	if (job->ndst)
 		memcpy(g->list_host + job->nsrc, job->dst, (size_t)job->ndst * sizeof(uint32_t));
@@ -704,6 +756,155 @@ static int cu_gc_run(struct vc_device *d, struct vc_gc_job *job)
 	return r;
 }
 
+
+/* --- device queues ------------------------------------------------------ */
+
+/* Rings and lanes of the server: 8 blocks of 8 warps hold 8 SMs (of 132 on
+ * an H100) while moves flow. VC_CUDA_DQ_RINGS and VC_CUDA_DQ_LANES override
+ * them at queue creation, for measuring. */
+#define DQ_RINGS_DEFAULT 8
+#define DQ_LANES_DEFAULT 8
+/* Waiters spin this long: a lone 4 KiB move takes a few microseconds, a
+ * ring with hundreds of pieces ahead a few tens. */
+#define DQ_SPIN_NS 50000ull
+/* One bounded wait after the spin: yield-polling, then the caller checks
+ * the device's health. */
+#define DQ_BLOCK_NS 100000ull
+
+static uint32_t env_u32(const char *name, uint32_t dflt)
+{
+	const char *s = getenv(name);
+	return s && atoi(s) > 0 ? (uint32_t)atoi(s) : dflt;
+}
+
+static int cu_dq_start(struct vc_dq *q)
+{
+	struct cu_dq *cq = q->priv;
+	int r = cu_enter(cq->c);
+	if (r < 0)
+		return r;
+	struct vc_cuda_dq_view v = {
+		.pos = q->pos_dev,
+		.stop = q->stop_dev,
+		.nrings = q->nrings,
+		.lanes = q->lanes,
+		.depth_shift = q->dshift,
+		.piece = q->piece,
+	};
+	for (uint32_t i = 0; i < q->nrings; i++) {
+		v.desc[i] = q->rings[i].desc_dev;
+		v.done[i] = q->rings[i].done_dev;
+	}
+	*q->stopw = 0;
+	return CU((cudaError_t)vc_cuda_dq_launch(&v, cq->stream));
+}
+
+static int cu_dq_stop(struct vc_dq *q)
+{
+	struct cu_dq *cq = q->priv;
+	int r = cu_enter(cq->c);
+	if (r < 0)
+		return r;
+	__atomic_store_n(q->stopw, 1u, __ATOMIC_SEQ_CST);
+	r = CU(cudaStreamSynchronize(cq->stream));
+	__atomic_store_n(q->stopw, 0u, __ATOMIC_SEQ_CST);
+	return r;
+}
+
+/* The server's stream: busy while it runs, idle once stopped, and the
+ * device's sticky error after a fault. */
+static int cu_dq_health(struct vc_dq *q)
+{
+	struct cu_dq *cq = q->priv;
+	int r = cu_enter(cq->c);
+	if (r < 0)
+		return r;
+	cudaError_t e = cudaStreamQuery(cq->stream);
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return CU(e);
+}
+
+static void cu_dq_block(struct vc_dq *q, uint32_t r, uint64_t t)
+{
+	const _Atomic uint64_t *d = &q->rings[r].done[t & (q->depth - 1)];
+	uint64_t t0 = vc_now_ns();
+	while (atomic_load_explicit(d, memory_order_acquire) < t + 1 &&
+	       vc_now_ns() - t0 < DQ_BLOCK_NS)
+		sched_yield();
+}
+
+static int cu_dq_ready(struct vc_dq *q)
+{
+	struct cu_dq *cq = q->priv;
+	pthread_mutex_lock(&cq->c->dq_mu);
+	cq->next = cq->c->dqs;
+	cq->c->dqs = cq;
+	pthread_mutex_unlock(&cq->c->dq_mu);
+	return 0;
+}
+
+/* The generic code has stopped the server. */
+static void cu_dq_fini(struct vc_dq *q)
+{
+	struct cu_dq *cq = q->priv;
+	if (!cq)
+		return;
+	struct cu_dev *c = cq->c;
+	pthread_mutex_lock(&c->dq_mu);
+	for (struct cu_dq **pp = &c->dqs; *pp; pp = &(*pp)->next)
+		if (*pp == cq) {
+			*pp = cq->next;
+			break;
+		}
+	pthread_mutex_unlock(&c->dq_mu);
+	if (cu_enter(c) == 0) {
+		(void)CU(cudaStreamSynchronize(cq->stream));
+		(void)CU(cudaStreamDestroy(cq->stream));
+	}
+	free(cq);
+	q->priv = NULL;
+}
+
+static const struct vc_dq_ops cu_dq_ops = {
+	.ready = cu_dq_ready,
+	.start = cu_dq_start,
+	.stop = cu_dq_stop,
+	.health = cu_dq_health,
+	.block = cu_dq_block,
+	.fini = cu_dq_fini,
+};
+
+static int cu_dq_init(struct vc_device *d, struct vc_dq *q)
+{
+	struct cu_dev *c = CUD(d);
+	int r = cu_enter(c);
+	if (r < 0)
+		return r;
+	if (q->nrings == 0)
+		q->nrings = env_u32("VC_CUDA_DQ_RINGS", DQ_RINGS_DEFAULT);
+	q->lanes = env_u32("VC_CUDA_DQ_LANES", DQ_LANES_DEFAULT);
+	if (q->nrings > c->sms)
+		return vc_err(-EINVAL, "cuda: %u device-queue rings, but the GPU has %u SMs",
+			      q->nrings, c->sms);
+	q->spin_ns = DQ_SPIN_NS;
+	struct cu_dq *cq = calloc(1, sizeof *cq);
+	if (!cq)
+		return vc_err(-ENOMEM, "cuda: out of memory");
+	cq->c = c;
+	cq->q = q;
+	r = CU(cudaStreamCreateWithFlags(&cq->stream, cudaStreamNonBlocking));
+	if (r < 0) {
+		free(cq);
+		return r;
+	}
+	q->priv = cq;
+	q->ops = &cu_dq_ops;
+	return 0;
+}
+
 /* --- open and close ----------------------------------------------------- */
 
 /* Batches are the owner's to finish (batch_fini) before close. */
@@ -719,6 +920,7 @@ static void cu_close(struct vc_device *d)
 	}
 	pthread_mutex_destroy(&c->gc_mu);
 	pthread_mutex_destroy(&c->mem_mu);
+	pthread_mutex_destroy(&c->dq_mu);
 	while (c->mem) { /* leaked by a caller: freed with the context */
 		struct cu_mem *m = c->mem;
 		c->mem = m->next;
@@ -740,6 +942,7 @@ static const struct vc_device_ops cu_ops = {
 	.batch_wait = cu_batch_wait,
 	.memcpy_sync = cu_memcpy_sync,
 	.gc_run = cu_gc_run,
+	.dq_init = cu_dq_init,
 };
 
 /* " PCIe genG xW" from sysfs for the device's PCI address, or "" where
@@ -824,6 +1027,7 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->sms = (uint32_t)p.multiProcessorCount;
 	pthread_mutex_init(&c->gc_mu, NULL);
 	pthread_mutex_init(&c->mem_mu, NULL);
+	pthread_mutex_init(&c->dq_mu, NULL);
 	for (int i = 0; i < NSTREAMS; i++) {
 		r = CU(cudaStreamCreateWithFlags(&c->streams[i], cudaStreamNonBlocking));
 		if (r < 0) {

@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "device/device.h"
+#include "device/queue.h"
 #include "vramcache.h"
 
 struct emu_batch {
@@ -249,6 +252,213 @@ static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
 	return 0;
 }
 
+
+/* --- device queues -----------------------------------------------------
+ *
+ * One thread per ring lane takes its tickets in order (lane l of ring r:
+ * tickets t = l mod lanes), so completions come out of order across lanes,
+ * as on CUDA. An idle lane sleeps on its ring's `work` after announcing
+ * itself in `sleepers`; producers publish (seq_cst) and then wake sleepers.
+ * Waiters sleep on `done` the same way. Both sleeps are also bounded
+ * (EMU_NAP_NS), so nothing hangs on a wakeup that a bug lost. */
+
+/* Two rings of two lanes: enough to run completions out of order, few
+ * enough for the 2-core CI machine. */
+#define EMU_DQ_RINGS 2
+#define EMU_DQ_LANES 2
+#define EMU_NAP_NS 1000000ull
+
+struct emu_ring {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	_Atomic int sleepers, waiters;
+};
+
+struct emu_lane {
+	struct vc_dq *q;
+	uint32_t ring, lane;
+	pthread_t tid;
+	bool started;
+};
+
+struct emu_dq {
+	_Atomic bool closing;
+	struct emu_ring rings[VC_DQ_MAX_RINGS];
+	struct emu_lane *lanes;
+	uint32_t nlanes;
+};
+
+static void nap(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)EMU_NAP_NS;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void emu_piece(uint64_t src, uint64_t dst, uint64_t op, uint32_t len)
+{
+	unsigned char *s = (unsigned char *)(uintptr_t)src, *t = (unsigned char *)(uintptr_t)dst;
+	if (op == VC_MOVE_COPY) {
+		memcpy(t, s, len);
+		return;
+	}
+	unsigned char tmp[VC_DQ_PIECE_MAX];
+	memcpy(tmp, s, len);
+	memcpy(s, t, len);
+	memcpy(t, tmp, len);
+}
+
+static void *emu_lane_main(void *arg)
+{
+	struct emu_lane *ln = arg;
+	struct vc_dq *q = ln->q;
+	struct emu_dq *ed = q->priv;
+	struct vc_dq_ring *rg = &q->rings[ln->ring];
+	struct emu_ring *er = &ed->rings[ln->ring];
+	const uint64_t mask = q->depth - 1;
+	uint64_t t = ln->lane;
+	unsigned idle = 0;
+	for (;;) {
+		struct vc_dq_desc *d = &rg->desc[t & mask];
+		uint64_t tag = vc_dq_tag(t, q->dshift);
+		uint64_t op = atomic_load(&d->op);
+		if (op >> VC_DQ_ADDR_BITS == tag) {
+			uint64_t src = atomic_load_explicit(&d->src, memory_order_relaxed);
+			uint64_t dst = atomic_load_explicit(&d->dst, memory_order_relaxed);
+			emu_piece(src & VC_DQ_ADDR_MASK, dst & VC_DQ_ADDR_MASK, op & 0xff, q->piece);
+			atomic_store(&rg->done[t & mask], t + 1); /* seq_cst: see above */
+			if (atomic_load(&er->waiters)) {
+				pthread_mutex_lock(&er->mu);
+				pthread_cond_broadcast(&er->done);
+				pthread_mutex_unlock(&er->mu);
+			}
+			t += q->lanes;
+			idle = 0;
+			continue;
+		}
+		if (atomic_load(&ed->closing))
+			break;
+		if (++idle < 32) {
+			sched_yield();
+			continue;
+		}
+		pthread_mutex_lock(&er->mu);
+		atomic_fetch_add(&er->sleepers, 1);
+		if (atomic_load(&d->op) >> VC_DQ_ADDR_BITS != tag && !atomic_load(&ed->closing))
+			nap(&er->work, &er->mu);
+		atomic_fetch_sub(&er->sleepers, 1);
+		pthread_mutex_unlock(&er->mu);
+	}
+	return NULL;
+}
+
+static void emu_dq_notify(struct vc_dq *q, uint32_t r)
+{
+	struct emu_dq *ed = q->priv;
+	struct emu_ring *er = &ed->rings[r];
+	if (atomic_load(&er->sleepers)) {
+		pthread_mutex_lock(&er->mu);
+		pthread_cond_broadcast(&er->work);
+		pthread_mutex_unlock(&er->mu);
+	}
+}
+
+static void emu_dq_block(struct vc_dq *q, uint32_t r, uint64_t t)
+{
+	struct emu_dq *ed = q->priv;
+	struct emu_ring *er = &ed->rings[r];
+	pthread_mutex_lock(&er->mu);
+	atomic_fetch_add(&er->waiters, 1);
+	if (atomic_load(&q->rings[r].done[t & (q->depth - 1)]) < t + 1)
+		nap(&er->done, &er->mu);
+	atomic_fetch_sub(&er->waiters, 1);
+	pthread_mutex_unlock(&er->mu);
+}
+
+static int emu_dq_health(struct vc_dq *q)
+{
+	(void)q;
+	return 0;
+}
+
+static void emu_dq_fini(struct vc_dq *q)
+{
+	struct emu_dq *ed = q->priv;
+	if (!ed)
+		return;
+	atomic_store(&ed->closing, true);
+	for (uint32_t r = 0; r < q->nrings; r++) {
+		pthread_mutex_lock(&ed->rings[r].mu);
+		pthread_cond_broadcast(&ed->rings[r].work);
+		pthread_mutex_unlock(&ed->rings[r].mu);
+	}
+	for (uint32_t i = 0; i < ed->nlanes; i++)
+		if (ed->lanes[i].started)
+			pthread_join(ed->lanes[i].tid, NULL);
+	for (uint32_t r = 0; r < VC_DQ_MAX_RINGS; r++) {
+		pthread_mutex_destroy(&ed->rings[r].mu);
+		pthread_cond_destroy(&ed->rings[r].work);
+		pthread_cond_destroy(&ed->rings[r].done);
+	}
+	free(ed->lanes);
+	free(ed);
+	q->priv = NULL;
+}
+
+/* Called once the rings exist. */
+static int emu_dq_ready(struct vc_dq *q)
+{
+	struct emu_dq *ed = q->priv;
+	for (uint32_t i = 0; i < ed->nlanes; i++) {
+		struct emu_lane *ln = &ed->lanes[i];
+		*ln = (struct emu_lane){ .q = q, .ring = i / q->lanes, .lane = i % q->lanes };
+		int r = pthread_create(&ln->tid, NULL, emu_lane_main, ln);
+		if (r)
+			return vc_err(-r, "emu: cannot start a device-queue lane");
+		ln->started = true;
+	}
+	return 0;
+}
+
+static const struct vc_dq_ops emu_dq_ops = {
+	.health = emu_dq_health,
+	.ready = emu_dq_ready,
+	.notify = emu_dq_notify,
+	.block = emu_dq_block,
+	.fini = emu_dq_fini,
+};
+
+static int emu_dq_init(struct vc_device *d, struct vc_dq *q)
+{
+	(void)d;
+	if (q->nrings == 0)
+		q->nrings = EMU_DQ_RINGS;
+	if (q->nrings > VC_DQ_MAX_RINGS)
+		return vc_err(-EINVAL, "emu: %u device-queue rings (at most %d)", q->nrings,
+			      VC_DQ_MAX_RINGS);
+	q->lanes = EMU_DQ_LANES;
+	q->spin_ns = 2000;
+	struct emu_dq *ed = calloc(1, sizeof *ed);
+	if (!ed || !(ed->lanes = calloc((size_t)q->nrings * q->lanes, sizeof *ed->lanes))) {
+		free(ed);
+		return vc_err(-ENOMEM, "emu: out of memory");
+	}
+	ed->nlanes = q->nrings * q->lanes;
+	for (uint32_t r = 0; r < VC_DQ_MAX_RINGS; r++) {
+		pthread_mutex_init(&ed->rings[r].mu, NULL);
+		pthread_cond_init(&ed->rings[r].work, NULL);
+		pthread_cond_init(&ed->rings[r].done, NULL);
+	}
+	q->priv = ed;
+	q->ops = &emu_dq_ops;
+	return 0;
+}
+
 static const struct vc_device_ops emu_ops = {
 	.name = "emu",
 	.close = emu_close,
@@ -262,6 +472,7 @@ static const struct vc_device_ops emu_ops = {
 	.batch_wait = emu_batch_wait,
 	.memcpy_sync = emu_memcpy_sync,
 	.gc_run = emu_gc_run,
+	.dq_init = emu_dq_init,
 };
 
 int vc_emu_open(struct vc_device **out)

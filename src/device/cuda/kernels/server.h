@@ -1,0 +1,34 @@
+/* The device-queue server kernel, as host code sees it (device code in
+ * server.cu; the protocol in device/queue.h).
+ *
+ * One launch serves every ring until asked to stop: block r serves ring r,
+ * warp l of it serves lane l (tickets l, l + lanes, ...). Returns a
+ * cudaError_t as int, so this header needs no CUDA header. */
+#ifndef VC_CUDA_SERVER_H
+#define VC_CUDA_SERVER_H
+
+#include <stdint.h>
+
+#include "device/queue_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the kernel gets by value: device-visible addresses only. */
+struct vc_cuda_dq_view {
+	uint64_t desc[VC_DQ_MAX_RINGS]; /* struct vc_dq_desc[depth] per ring (mapped) */
+	uint64_t done[VC_DQ_MAX_RINGS]; /* uint64_t[depth] per ring (mapped) */
+	uint64_t pos;                   /* uint64_t[rings * lanes] (mapped) */
+	uint64_t stop;                  /* uint32_t (mapped): nonzero asks to exit */
+	uint32_t nrings, lanes, depth_shift, piece;
+};
+
+/* Enqueues the server on `stream` (a cudaStream_t): nrings blocks of lanes
+ * warps. piece: 512, 1024, 2048 or 4096 bytes. */
+int vc_cuda_dq_launch(const struct vc_cuda_dq_view *v, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
