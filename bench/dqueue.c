@@ -18,7 +18,8 @@
  *             directions, queue only
  *
  * Pages are scattered at random over a 256 MiB device region.
- * Usage: dqueue [--device auto|cuda|emu] [--seconds S] [--n N] [--quick] [--json FILE]
+ * Usage: dqueue [--device auto|cuda|emu] [--seconds S] [--n N] [--quick] [--latency-only]
+ *               [--json FILE]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -202,12 +203,14 @@ static double bulk(bool h2d)
 int main(int argc, char **argv)
 {
 	int device = VC_DEVICE_AUTO, n = 5000;
-	bool quick = false;
+	bool quick = false, lat_only = false;
 	const char *json = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--quick") == 0) {
 			quick = true;
+		} else if (strcmp(a, "--latency-only") == 0) {
+			lat_only = true;
 		} else if (v && strcmp(a, "--device") == 0) {
 			device = vc_device_parse(v);
 			i++;
@@ -248,6 +251,18 @@ int main(int argc, char **argv)
 	BENCH_OK(vc_batcher_create(dev, PS, 256, 50, &bat));
 	printf("device: %s\nqueue: %u rings x %u lanes, depth %u, idle stop %llu us\n", dev->desc,
 	       q->nrings, q->lanes, q->depth, (unsigned long long)(q->idle_ns / 1000));
+	if (lat_only) {
+		latency(QUEUE, q, NULL, n / 10 + 10);
+		struct lat l = latency(QUEUE, q, NULL, n);
+		struct job jobs[MAXT];
+		for (int i = 0; i < MAXT; i++)
+			jobs[i] = (struct job){ .path = QUEUE, .q = q, .thread = i };
+		double t16 = run(jobs, MAXT, sync_main);
+		printf("latency-only: p50 %.2f us, p99 %.2f us; 16 sync threads %.3f M pages/s\n", l.p50,
+		       l.p99, t16 / 1e6);
+		vc_dq_destroy(q);
+		return 0;
+	}
 
 	double bulk_d2h = bulk(false), bulk_h2d = bulk(true);
 	double limit = bulk_d2h / PS;

@@ -259,7 +259,7 @@ static void test_producers(uint32_t idle_us, bool naps, bool churn, int rounds)
 		(unsigned long long)st.submits, (unsigned long long)st.pieces,
 		(unsigned long long)st.starts, (unsigned long long)st.stops);
 	CHECK(st.submits == (uint64_t)NPROD * rounds * 2);
-	if (q->ops->stop && naps)
+	if (q->ops->stop && naps && !getenv("VC_TEST_QUICK"))
 		CHECK(st.starts > 1); /* the consumers did stop and restart */
 	vc_dq_destroy(q);
 	mem_close(&m);

@@ -790,6 +790,8 @@ static int cu_dq_start(struct vc_dq *q)
 		.lanes = q->lanes,
 		.depth_shift = q->dshift,
 		.piece = q->piece,
+		.mode = env_u32("VC_CUDA_DQ_MODE", 0),
+		.nap_ns = env_u32("VC_CUDA_DQ_NAP_NS", 1000),
 	};
 	for (uint32_t i = 0; i < q->nrings; i++) {
 		v.desc[i] = q->rings[i].desc_dev;

@@ -34,10 +34,9 @@ namespace {
 
 constexpr unsigned FULL = 0xffffffffu;
 constexpr unsigned STOP_EVERY = 16;
-/* Idle polls before napping, and the longest nap: a nap delays the first
- * piece after a pause by at most this, against PCIe reads saved while idle. */
+/* Idle polls before napping; the longest nap (v.nap_ns) delays the first
+ * piece after a pause by at most that, against PCIe reads saved while idle. */
 constexpr unsigned IDLE_POLLS = 64;
-constexpr unsigned NAP_MAX_NS = 1000;
 
 template <int V>
 __device__ __forceinline__ void move_piece(uint4 *s, uint4 *t, bool swap)
@@ -60,6 +59,21 @@ __device__ __forceinline__ void move_piece(uint4 *s, uint4 *t, bool swap)
 		__stcg(t + 32 * k, a[k]);
 }
 
+__device__ __forceinline__ uint64_t ld_relaxed_sys(const volatile uint64_t *p)
+{
+	uint64_t v;
+	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+__device__ __forceinline__ void fence_sys(uint32_t mode)
+{
+	if (mode & VC_CUDA_DQ_FENCE_ACQREL)
+		asm volatile("fence.acq_rel.sys;" ::: "memory");
+	else
+		__threadfence_system();
+}
+
 template <int V>
 __global__ void __launch_bounds__(VC_DQ_MAX_LANES * 32)
 server_kernel(const struct vc_cuda_dq_view v)
@@ -74,7 +88,8 @@ server_kernel(const struct vc_cuda_dq_view v)
 	unsigned idle = 0, served = 0;
 	for (;;) {
 		const uint64_t slot = t & mask;
-		const uint64_t word = lane < 3 ? desc[slot * VC_DQ_DESC_WORDS + lane] : 0;
+		const volatile uint64_t *dw = desc + slot * VC_DQ_DESC_WORDS + lane;
+		const uint64_t word = lane >= 3 ? 0 : (v.mode & VC_CUDA_DQ_LD_RELAXED) ? ld_relaxed_sys(dw) : *dw;
 		const uint64_t src = __shfl_sync(FULL, word, 0);
 		const uint64_t dst = __shfl_sync(FULL, word, 1);
 		const uint64_t op = __shfl_sync(FULL, word, 2);
@@ -86,8 +101,14 @@ server_kernel(const struct vc_cuda_dq_view v)
 			move_piece<V>(reinterpret_cast<uint4 *>((src & VC_DQ_ADDR_MASK) + off),
 				      reinterpret_cast<uint4 *>((dst & VC_DQ_ADDR_MASK) + off),
 				      (op & 0xff) != VC_MOVE_COPY);
-			__threadfence_system();
-			__syncwarp();
+			if (v.mode & VC_CUDA_DQ_FENCE_LANE0) {
+				__syncwarp();
+				if (lane == 0)
+					fence_sys(v.mode);
+			} else {
+				fence_sys(v.mode);
+				__syncwarp();
+			}
 			if (lane == 0)
 				done[slot] = t + 1;
 			t += v.lanes;
@@ -99,8 +120,8 @@ server_kernel(const struct vc_cuda_dq_view v)
 		++idle;
 		if (idle % STOP_EVERY == 0 && __shfl_sync(FULL, lane == 0 ? *stop : 0u, 0))
 			break;
-		if (idle > IDLE_POLLS)
-			__nanosleep(idle - IDLE_POLLS < NAP_MAX_NS / 8 ? (idle - IDLE_POLLS) * 8 : NAP_MAX_NS);
+		if (idle > IDLE_POLLS && !(v.mode & VC_CUDA_DQ_NO_NAP))
+			__nanosleep(idle - IDLE_POLLS < v.nap_ns / 8 ? (idle - IDLE_POLLS) * 8 : v.nap_ns);
 	}
 	if (lane == 0) {
 		*pos = t;
