@@ -4,8 +4,10 @@
 #ifndef VC_BENCH_H
 #define VC_BENCH_H
 
+#include <ctype.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,43 @@ static inline double bench_quantile(double *v, int n, double q)
 	qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
 	int i = (int)(q * (n - 1) + 0.5);
 	return v[i];
+}
+
+/* A comma-separated list of at most max numbers ("1,2,4"), the whole
+ * string: returns the count, or -1 for an empty item, a stray character,
+ * a minus sign (strtoull would wrap it) or more than max items. */
+static inline int bench_parse_list_u64(const char *s, uint64_t *out, int max)
+{
+	int n = 0;
+	for (;;) {
+		char *e;
+		if (n == max || !isdigit((unsigned char)*s))
+			return -1;
+		out[n++] = strtoull(s, &e, 0);
+		if (*e == '\0')
+			return n;
+		if (*e != ',')
+			return -1;
+		s = e + 1;
+	}
+}
+
+static inline int bench_parse_list_double(const char *s, double *out, int max)
+{
+	int n = 0;
+	for (;;) {
+		char *e;
+		if (n == max)
+			return -1;
+		out[n++] = strtod(s, &e);
+		if (e == s || !isfinite(out[n - 1]))
+			return -1;
+		if (*e == '\0')
+			return n;
+		if (*e != ',')
+			return -1;
+		s = e + 1;
+	}
 }
 
 static inline void bench_json_num(FILE *f, double x)

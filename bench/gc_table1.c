@@ -576,28 +576,6 @@ static uint64_t free_bytes(bool cuda)
 	return (uint64_t)sysconf(_SC_AVPHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static int parse_list_u64(const char *s, uint64_t *out)
-{
-	int n = 0;
-	for (char *e; *s && n < MAXLIST; s = *e ? e + 1 : e) {
-		out[n++] = strtoull(s, &e, 0);
-		if (e == s)
-			return -1;
-	}
-	return n;
-}
-
-static int parse_list_double(const char *s, double *out)
-{
-	int n = 0;
-	for (char *e; *s && n < MAXLIST; s = *e ? e + 1 : e) {
-		out[n++] = strtod(s, &e);
-		if (e == s)
-			return -1;
-	}
-	return n;
-}
-
 static void usage(void)
 {
 	fprintf(stderr,
@@ -638,14 +616,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		} else if (strcmp(a, "--json") == 0) {
 			o->json = v;
 		} else if (strcmp(a, "--sizes") == 0) {
-			if ((o->nsizes = parse_list_u64(v, o->sizes)) <= 0)
+			if ((o->nsizes = bench_parse_list_u64(v, o->sizes, MAXLIST)) <= 0)
 				usage();
 		} else if (strcmp(a, "--lf") == 0) {
-			if ((o->nlf = parse_list_double(v, o->lf)) <= 0)
+			if ((o->nlf = bench_parse_list_double(v, o->lf, MAXLIST)) <= 0)
 				usage();
 		} else if (strcmp(a, "--jobs") == 0) {
 			uint64_t j[MAXLIST];
-			if ((o->njobs = parse_list_u64(v, j)) <= 0)
+			if ((o->njobs = bench_parse_list_u64(v, j, MAXLIST)) <= 0)
 				usage();
 			for (int k = 0; k < o->njobs; k++)
 				o->jobs[k] = j[k] ? (uint32_t)j[k] : 1;

@@ -75,31 +75,6 @@ static void serve_usage(FILE *f)
 	      f);
 }
 
-/* "N", "N[KMGT]", "N[KMGT]iB" or "N[KMGT]B": bytes, binary units. */
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	}
-	if (shift && strcmp(end, "iB") == 0)
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static volatile sig_atomic_t stop_flag;
 static int stop_pipe[2] = { -1, -1 };
 
@@ -388,11 +363,11 @@ int cmd_serve(int argc, char **argv)
 		case O_SOCK: sock = optarg; break;
 		case O_TCP: tcp = optarg; break;
 		case O_HOST:
-			if (parse_bytes(optarg, &cfg.host_bytes))
+			if (vc_wl_parse_bytes(optarg, &cfg.host_bytes))
 				goto bad;
 			break;
 		case O_GPU:
-			if (parse_bytes(optarg, &cfg.gpu_bytes))
+			if (vc_wl_parse_bytes(optarg, &cfg.gpu_bytes))
 				goto bad;
 			break;
 		case O_DEV:

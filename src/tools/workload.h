@@ -2,7 +2,8 @@
  * model: I/O cost per page access = (backing page reads + writes) x the
  * modelled backing latency + the measured time spent in host<->GPU moves,
  * over the number of accesses. Shared by `vramcache demo` and the GRAM
- * Fig. 4 benchmark.
+ * Fig. 4 benchmark; the option parsers at the end by the CLI and the
+ * benchmarks.
  */
 #ifndef VC_WORKLOAD_H
 #define VC_WORKLOAD_H
@@ -47,5 +48,9 @@ double vc_wl_io_cost_ms(double accesses, double backing_ios, double latency_ms, 
 
 /* Parses "5ms", "80us", "100ns", "0.5s" or a bare number of ms. -1 if bad. */
 double vc_wl_parse_ms(const char *s);
+
+/* Parses a byte count: "N", "N[KMGT]", "N[KMGT]iB" or "N[KMGT]B" (binary
+ * units). 0, or -1 if bad or too large. */
+int vc_wl_parse_bytes(const char *s, uint64_t *out);
 
 #endif

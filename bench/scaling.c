@@ -1,0 +1,806 @@
+/* Read scaling: random reads through vc_read from 1..N threads, against
+ * pread of the same file from the OS page cache, per thread count.
+ *
+ * The question (the read-scaling issue): do reads that hit the GPU tier
+ * scale with threads up to what the PCIe link can move? On the H100
+ * machine 4 KiB GPU-tier hits stayed near 96k IOPS from 1 to 16 threads.
+ *
+ * Cases (uniform random reads, aligned to their size, over a working set
+ * that starts at offset 0 of one temporary file):
+ *   gpu   working set that fits host + GPU tiers but not the host tier
+ *         (default 384 MiB over 64 MiB + 512 MiB): in steady state a read
+ *         misses the host tier and hits the GPU tier, which swaps the page
+ *         with the host tier's victim. 4 KiB and 128 KiB reads. Warm-up:
+ *         vc_prefetch of the working set into the GPU tier, one sequential
+ *         pass of vc_read (the last host-tier-size of it ends in the host
+ *         tier), then one untimed point (below).
+ *   host  working set of 3/4 of the host tier: every read a host-tier hit
+ *         (the engine's floor). Warm-up: vc_prefetch into the host tier.
+ *   miss  a file far larger than both tiers (default 4 GiB): nearly every
+ *         read goes to the backing store, once per backing latency
+ *         (vc_config.backing_latency_ns, default 0, 20 and 100 us; the
+ *         file itself is in the OS page cache). Warm-up: both tiers filled
+ *         by vc_prefetch, so evictions run from the first timed read.
+ * Every case's warm-up ends with one untimed point at the largest thread
+ * count, so the GPU log has turned over before the first timed point.
+ *
+ * A point: T threads, each reading at random offsets until a stop flag
+ * after --seconds; IOPS and GB/s over the wall time; p50/p99 latency from
+ * every SAMPLE_EVERY-th read of each thread (clock_gettime around the
+ * call); the share of page accesses served by each tier, from vc_get_stats
+ * before and after. Each read's first 8 bytes are checked against the
+ * page's stamp (vc_wl_make_file): a wrong one fails the run.
+ *
+ * Baseline: pread of the same file and the same offsets' distribution,
+ * same threads and sizes, after posix_fadvise(WILLNEED) and one sequential
+ * read of the file, so the OS page cache holds it: the kernel's cached read
+ * path with no capacity limit. "ratio" is ours / pread.
+ *
+ * Two hooks, marked HOOK below: the physical limit (limit_pages_per_s, 0
+ * until filled in; printed "-") and an asynchronous interface (run_async,
+ * which the engine does not have yet).
+ *
+ * Usage: scaling [--device auto|emu|cuda] [--cases gpu,host,miss]
+ *                [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]
+ *                [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]
+ *                [--latencies 0,20,100] [--quick] [--json FILE]
+ * Sizes take K, M, G suffixes (binary). --quick: host 16 MiB, GPU 64 MiB,
+ * working set 48 MiB, miss file 512 MiB, 0.3 s a point (the 2-core
+ * machine); options given explicitly win over it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define BENCH_NAME "scaling"
+#include "bench.h"
+#include "base/clock.h"
+#include "base/rand.h"
+#include "tools/workload.h"
+
+#define PS 4096u             /* page size and the small read */
+#define BIG (128u << 10)     /* the large read, case gpu */
+#define MIB (1ull << 20)
+#define MAXLIST 16           /* entries of --threads and --latencies */
+#define MAX_THREADS 1024
+/* One read in 16 is timed: two clock_gettime calls (~20 ns each through
+ * the vDSO on the 2-core machine) around every read would add a third to
+ * a 4 KiB host-tier hit (~0.12 us there) and depress its IOPS; one in 16
+ * adds ~2%. At 100k IOPS a 2 s point still gives 12k samples, ample for
+ * p99. */
+#define SAMPLE_EVERY 16
+
+enum { C_GPU, C_HOST, C_MISS, NCASES };
+static const char *case_name[NCASES] = { "gpu", "host", "miss" };
+
+struct opts {
+	int device;
+	unsigned cases; /* bit 1 << C_* */
+	int threads[MAXLIST];
+	int nthreads;
+	double lat_us[MAXLIST];
+	int nlat;
+	double seconds;
+	uint64_t host_bytes, gpu_bytes, ws_bytes, miss_bytes; /* 0: default */
+	bool quick;
+	const char *json;
+};
+
+/* ---- HOOKS ------------------------------------------------------------- */
+
+/* HOOK (physical limit). TODO: return the device's host<->GPU transfer rate
+ * in 4 KiB pages per second, one direction (PCIe is full duplex, so a
+ * GPU-tier hit that swaps one page each way is bound by it as well), e.g.
+ * from the `transfer` benchmark's batched-move peak on this device, or
+ * from its link width and generation. It bounds case gpu: the table's
+ * "limit" column is this rate x 4 KiB / the read size, and "-" while it
+ * returns 0 (JSON null). */
+static double limit_pages_per_s(const vc_cache *c)
+{
+	(void)c;
+	return 0;
+}
+
+/* HOOK (asynchronous reads). The engine has no asynchronous read interface
+ * yet. When it has one, this runs the case's reads through it (one thread,
+ * many reads in flight, the depth taking the place of the thread count)
+ * over the same working set and read size, and adds rows and JSON points
+ * beside the synchronous ones. Until then it says so and records nothing. */
+static void run_async(vc_cache *c, uint64_t ws, size_t io, const struct opts *o)
+{
+	(void)c, (void)ws, (void)io, (void)o;
+	printf("async: not available in this build\n");
+}
+
+/* ---- the temporary file ------------------------------------------------ */
+
+/* Removed at exit (bench_die included) and on SIGINT, SIGTERM, SIGHUP. */
+static char tmp_path[512];
+
+static void remove_tmp(void)
+{
+	if (tmp_path[0])
+		unlink(tmp_path);
+}
+
+static void on_signal(int sig)
+{
+	remove_tmp(); /* unlink is async-signal-safe */
+	raise(sig);   /* SA_RESETHAND: the default action now */
+}
+
+static void make_tmp(uint64_t bytes)
+{
+	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	snprintf(tmp_path, sizeof tmp_path, "%s/vc-scaling-%d.img", dir, (int)getpid());
+	atexit(remove_tmp);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	uint64_t t0 = vc_now_ns();
+	/* Real data, not a sparse file: holes would read as zeroes from no
+	 * page at all and flatter the miss case and the baseline. */
+	int r = vc_wl_make_file(tmp_path, bytes / PS, PS);
+	if (r < 0)
+		bench_die("temporary file", r);
+	printf("file %s: %.0f MiB written in %.1f s\n", tmp_path, (double)bytes / MIB,
+	       (double)(vc_now_ns() - t0) / 1e9);
+}
+
+/* The baseline's fd, with the whole file read once into the OS page cache. */
+static int open_baseline(uint64_t bytes)
+{
+	int fd = open(tmp_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		bench_die("open for pread", -errno);
+	posix_fadvise(fd, 0, (off_t)bytes, POSIX_FADV_WILLNEED);
+	char *buf = malloc(MIB);
+	if (!buf)
+		bench_die("baseline buffer", -ENOMEM);
+	for (uint64_t off = 0; off < bytes;) {
+		ssize_t n = pread(fd, buf, MIB, (off_t)off);
+		if (n <= 0)
+			bench_die("reading the file into the OS page cache", n < 0 ? -errno : -EIO);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return fd;
+}
+
+/* ---- one point: T threads of random reads for a fixed time -------------- */
+
+enum reader { RD_VC, RD_PREAD };
+
+struct load {
+	enum reader rd;
+	vc_cache *c; /* RD_VC */
+	int fd;      /* RD_PREAD */
+	uint64_t ws; /* reads fall in [0, ws), aligned to io */
+	size_t io;
+	int threads;
+	double seconds;
+	uint64_t seed;
+};
+
+struct perf {
+	uint64_t ops, samples;
+	double seconds, iops, gbps, p50_us, p99_us;
+	double hit_host, hit_gpu, miss; /* RD_VC: shares of page accesses */
+};
+
+struct worker {
+	pthread_t th;
+	const struct load *ld;
+	unsigned char *buf;
+	uint64_t seed, ops, bad, bad_off;
+	double *lat; /* sampled latencies, us */
+	size_t nlat, cap;
+	int err;
+	uint64_t err_off;
+	char msg[256];
+};
+
+static atomic_bool stop_flag;
+static pthread_barrier_t gate;
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	const struct load *ld = w->ld;
+	const uint64_t units = ld->ws / ld->io;
+	pthread_barrier_wait(&gate);
+	for (uint64_t i = 0; !atomic_load_explicit(&stop_flag, memory_order_relaxed); i++) {
+		uint64_t off = vc_rand64(&w->seed) % units * ld->io;
+		bool timed = i % SAMPLE_EVERY == 0;
+		uint64_t t0 = timed ? vc_now_ns() : 0;
+		ssize_t n = ld->rd == RD_VC ? vc_read(ld->c, w->buf, ld->io, off)
+					    : pread(ld->fd, w->buf, ld->io, (off_t)off);
+		if (timed) {
+			double us = (double)(vc_now_ns() - t0) / 1e3;
+			if (w->nlat == w->cap) { /* rare: the buffer doubles */
+				double *p = realloc(w->lat, 2 * w->cap * sizeof *p);
+				if (p)
+					w->lat = p, w->cap *= 2;
+			}
+			if (w->nlat < w->cap)
+				w->lat[w->nlat++] = us;
+		}
+		if (n != (ssize_t)ld->io) {
+			w->err = n < 0 ? (ld->rd == RD_VC ? (int)n : -errno) : -EIO;
+			w->err_off = off;
+			snprintf(w->msg, sizeof w->msg, "%s",
+				 ld->rd == RD_VC ? vc_last_error() : "short or failed pread");
+			break;
+		}
+		uint64_t stamp;
+		memcpy(&stamp, w->buf, 8);
+		if (stamp != off / PS && !w->bad++)
+			w->bad_off = off;
+		w->ops++;
+	}
+	return NULL;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static struct perf run_point(const struct load *ld)
+{
+	const int n = ld->threads;
+	struct worker *w = calloc((size_t)n, sizeof *w);
+	if (!w)
+		bench_die("threads", -ENOMEM);
+	for (int i = 0; i < n; i++) {
+		w[i].ld = ld;
+		/* Distinct non-zero streams per point and thread. */
+		w[i].seed = ld->seed * 0x9e3779b97f4a7c15ull;
+		w[i].seed = (w[i].seed + (uint64_t)i * 0xbf58476d1ce4e5b9ull) | 1;
+		w[i].buf = aligned_alloc(PS, ld->io);
+		w[i].cap = 4096;
+		w[i].lat = malloc(w[i].cap * sizeof *w[i].lat);
+		if (!w[i].buf || !w[i].lat)
+			bench_die("read buffers", -ENOMEM);
+	}
+	struct vc_stats s0 = { .size = sizeof s0 }, s1 = { .size = sizeof s1 };
+	if (ld->rd == RD_VC)
+		BENCH_OK(vc_get_stats(ld->c, &s0));
+	atomic_store(&stop_flag, false);
+	pthread_barrier_init(&gate, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		int e = pthread_create(&w[i].th, NULL, worker_main, &w[i]);
+		if (e)
+			bench_die("pthread_create", -e);
+	}
+	pthread_barrier_wait(&gate);
+	uint64_t t0 = vc_now_ns();
+	sleep_s(ld->seconds);
+	atomic_store(&stop_flag, true);
+	for (int i = 0; i < n; i++)
+		pthread_join(w[i].th, NULL);
+	uint64_t t1 = vc_now_ns();
+	pthread_barrier_destroy(&gate);
+	if (ld->rd == RD_VC)
+		BENCH_OK(vc_get_stats(ld->c, &s1));
+
+	struct perf p;
+	memset(&p, 0, sizeof p);
+	for (int i = 0; i < n; i++) {
+		if (w[i].err) {
+			fprintf(stderr, BENCH_NAME ": %s of %zu bytes at %llu: %s (%s)\n",
+				ld->rd == RD_VC ? "vc_read" : "pread", ld->io,
+				(unsigned long long)w[i].err_off, vc_strerror(w[i].err), w[i].msg);
+			exit(1);
+		}
+		if (w[i].bad) {
+			fprintf(stderr, BENCH_NAME ": %s returned wrong data %llu times (first at "
+					"%llu)\n",
+				ld->rd == RD_VC ? "vc_read" : "pread", (unsigned long long)w[i].bad,
+				(unsigned long long)w[i].bad_off);
+			exit(1);
+		}
+		p.ops += w[i].ops;
+		p.samples += w[i].nlat;
+	}
+	double *all = malloc((p.samples ? p.samples : 1) * sizeof *all);
+	if (!all)
+		bench_die("latency samples", -ENOMEM);
+	size_t k = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(all + k, w[i].lat, w[i].nlat * sizeof *all);
+		k += w[i].nlat;
+		free(w[i].lat);
+		free(w[i].buf);
+	}
+	free(w);
+	p.seconds = (double)(t1 - t0) / 1e9;
+	p.iops = (double)p.ops / p.seconds;
+	p.gbps = p.iops * (double)ld->io / 1e9;
+	p.p50_us = bench_quantile(all, (int)p.samples, 0.50);
+	p.p99_us = bench_quantile(all, (int)p.samples, 0.99);
+	free(all);
+	p.hit_host = p.hit_gpu = p.miss = NAN;
+	if (ld->rd == RD_VC) {
+		double h = (double)(s1.hits[VC_TIER_HOST] - s0.hits[VC_TIER_HOST]);
+		double g = (double)(s1.hits[VC_TIER_GPU] - s0.hits[VC_TIER_GPU]);
+		double m = (double)(s1.misses - s0.misses);
+		if (h + g + m > 0)
+			p.hit_host = h / (h + g + m), p.hit_gpu = g / (h + g + m),
+			p.miss = m / (h + g + m);
+	}
+	return p;
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+/* One timed row: a case, a backing latency, a read size, a thread count. */
+struct row {
+	int kase;
+	double lat_us;
+	size_t io;
+	int threads;
+	struct perf ours, base;
+	double limit_iops; /* 0: unknown */
+};
+
+/* One opened cache: a case at one backing latency, and what was cached when
+ * timing began. */
+struct setup {
+	int kase;
+	double lat_us;
+	uint64_t ws;
+	struct vc_stats warm;
+};
+
+struct run {
+	const struct opts *o;
+	int fd; /* the baseline's */
+	struct row *rows;
+	int nrows;
+	struct setup setups[NCASES + MAXLIST];
+	int nsetups;
+	double limit_pps; /* limit_pages_per_s on case gpu's cache */
+	char desc[160];
+};
+
+static vc_cache *open_cache(struct run *R, double lat_us)
+{
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = tmp_path;
+	cfg.flags = VC_OPEN_READONLY;
+	cfg.host_bytes = R->o->host_bytes;
+	cfg.gpu_bytes = R->o->gpu_bytes;
+	cfg.device = R->o->device;
+	cfg.backing_latency_ns = (uint64_t)(lat_us * 1e3);
+	vc_cache *c;
+	BENCH_OK(vc_open(&cfg, &c));
+	if (!R->desc[0])
+		snprintf(R->desc, sizeof R->desc, "%s", vc_device_desc(c));
+	return c;
+}
+
+static struct load vc_load(vc_cache *c, uint64_t ws, size_t io, int threads, double seconds)
+{
+	static uint64_t points; /* a new random stream for every point */
+	return (struct load){ .rd = RD_VC, .c = c, .fd = -1, .ws = ws, .io = io,
+			      .threads = threads, .seconds = seconds, .seed = ++points };
+}
+
+/* The untimed point that ends every warm-up, then what is cached. */
+static void settle(struct run *R, vc_cache *c, int kase, double lat_us, uint64_t ws)
+{
+	int tmax = 1;
+	for (int i = 0; i < R->o->nthreads; i++)
+		if (R->o->threads[i] > tmax)
+			tmax = R->o->threads[i];
+	struct load ld = vc_load(c, ws, PS, tmax, R->o->seconds);
+	run_point(&ld);
+	struct setup *s = &R->setups[R->nsetups++];
+	s->kase = kase;
+	s->lat_us = lat_us;
+	s->ws = ws;
+	s->warm = (struct vc_stats){ .size = sizeof s->warm };
+	BENCH_OK(vc_get_stats(c, &s->warm));
+	printf("cached when timing starts: host tier %llu of %llu pages, GPU tier %llu of %llu; "
+	       "working set %llu pages\n",
+	       (unsigned long long)s->warm.pages_cached[VC_TIER_HOST],
+	       (unsigned long long)s->warm.pages_capacity[VC_TIER_HOST],
+	       (unsigned long long)s->warm.pages_cached[VC_TIER_GPU],
+	       (unsigned long long)s->warm.pages_capacity[VC_TIER_GPU],
+	       (unsigned long long)(ws / PS));
+}
+
+static void print_head(const struct run *R, int kase, double lat_us, uint64_t ws, size_t io)
+{
+	printf("\n%s: %zu KiB random reads over %.0f MiB; host tier %.0f MiB + GPU tier %.0f MiB; "
+	       "backing latency %g us; %g s a point\n",
+	       case_name[kase], io >> 10, (double)ws / MIB, (double)R->o->host_bytes / MIB,
+	       (double)R->o->gpu_bytes / MIB, lat_us, R->o->seconds);
+	printf("%7s %10s %7s %8s %8s %11s %10s %6s %8s %8s %7s %10s\n", "threads", "IOPS", "GB/s",
+	       "p50 us", "p99 us", "pread IOPS", "pread GB/s", "ratio", "hit host", "hit GPU",
+	       "miss", "limit IOPS");
+}
+
+static void print_row(const struct row *w)
+{
+	printf("%7d %10.0f %7.3f %8.2f %8.2f %11.0f %10.3f %6.3g %7.1f%% %7.1f%% %6.1f%% ",
+	       w->threads, w->ours.iops, w->ours.gbps, w->ours.p50_us, w->ours.p99_us, w->base.iops,
+	       w->base.gbps, w->ours.iops / w->base.iops, 100 * w->ours.hit_host,
+	       100 * w->ours.hit_gpu, 100 * w->ours.miss);
+	if (w->limit_iops > 0)
+		printf("%10.0f\n", w->limit_iops);
+	else
+		printf("%10s\n", "-");
+	fflush(stdout);
+}
+
+/* One table: every thread count at one read size. base[] holds pread's
+ * figures per thread count when already measured (case miss measures them
+ * once for all latencies), else NULL. */
+static void run_table(struct run *R, vc_cache *c, int kase, double lat_us, uint64_t ws,
+		      size_t io, const struct perf *base)
+{
+	const struct opts *o = R->o;
+	print_head(R, kase, lat_us, ws, io);
+	double limit = 0;
+	if (kase == C_GPU) {
+		R->limit_pps = limit_pages_per_s(c);
+		limit = R->limit_pps * PS / (double)io;
+	}
+	for (int i = 0; i < o->nthreads; i++) {
+		struct row *w = &R->rows[R->nrows++];
+		w->kase = kase;
+		w->lat_us = lat_us;
+		w->io = io;
+		w->threads = o->threads[i];
+		struct load ld = vc_load(c, ws, io, w->threads, o->seconds);
+		w->ours = run_point(&ld);
+		if (base) {
+			w->base = base[i];
+		} else {
+			ld.rd = RD_PREAD;
+			ld.fd = R->fd;
+			w->base = run_point(&ld);
+		}
+		w->limit_iops = limit;
+		print_row(w);
+	}
+}
+
+static void case_gpu(struct run *R)
+{
+	const struct opts *o = R->o;
+	uint64_t ws = o->ws_bytes;
+	vc_cache *c = open_cache(R, 0);
+	BENCH_OK(vc_prefetch(c, 0, ws, VC_TIER_GPU));
+	char *buf = malloc(MIB);
+	if (!buf)
+		bench_die("warm-up buffer", -ENOMEM);
+	for (uint64_t off = 0; off < ws; off += MIB) {
+		size_t len = ws - off < MIB ? (size_t)(ws - off) : MIB;
+		ssize_t n = vc_read(c, buf, len, off);
+		if (n != (ssize_t)len)
+			bench_die("warm-up read", n < 0 ? (int)n : -EIO);
+	}
+	free(buf);
+	settle(R, c, C_GPU, 0, ws);
+	const struct vc_stats *w = &R->setups[R->nsetups - 1].warm;
+	if (w->pages_cached[VC_TIER_HOST] + w->pages_cached[VC_TIER_GPU] < ws / PS)
+		printf("note: not every page of the working set is cached\n");
+	run_table(R, c, C_GPU, 0, ws, PS, NULL);
+	run_table(R, c, C_GPU, 0, ws, BIG, NULL);
+	run_async(c, ws, PS, o);
+	BENCH_OK(vc_close(c));
+}
+
+static void case_host(struct run *R)
+{
+	uint64_t ws = R->o->host_bytes / 4 * 3 / PS * PS;
+	vc_cache *c = open_cache(R, 0);
+	BENCH_OK(vc_prefetch(c, 0, ws, VC_TIER_HOST));
+	settle(R, c, C_HOST, 0, ws);
+	run_table(R, c, C_HOST, 0, ws, PS, NULL);
+	run_async(c, ws, PS, R->o);
+	BENCH_OK(vc_close(c));
+}
+
+static void case_miss(struct run *R)
+{
+	const struct opts *o = R->o;
+	uint64_t ws = o->miss_bytes;
+	/* pread does not depend on the backing latency: measured once. */
+	struct perf base[MAXLIST];
+	for (int i = 0; i < o->nthreads; i++) {
+		struct load ld = vc_load(NULL, ws, PS, o->threads[i], o->seconds);
+		ld.rd = RD_PREAD;
+		ld.fd = R->fd;
+		base[i] = run_point(&ld);
+	}
+	for (int l = 0; l < o->nlat; l++) {
+		vc_cache *c = open_cache(R, o->lat_us[l]);
+		/* Full tiers, so that every miss evicts from the first timed read
+		 * on: the GPU tier in batches (one latency per batch round), the
+		 * host tier page by page (~16k x the latency by default). */
+		BENCH_OK(vc_prefetch(c, o->host_bytes, o->gpu_bytes, VC_TIER_GPU));
+		BENCH_OK(vc_prefetch(c, 0, o->host_bytes, VC_TIER_HOST));
+		settle(R, c, C_MISS, o->lat_us[l], ws);
+		run_table(R, c, C_MISS, o->lat_us[l], ws, PS, base);
+		run_async(c, ws, PS, o);
+		BENCH_OK(vc_close(c));
+	}
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void json_perf(FILE *f, const char *key, const struct perf *p, bool tiers)
+{
+	fprintf(f, ", \"%s\": {\"ops\": %llu, \"samples\": %llu", key, (unsigned long long)p->ops,
+		(unsigned long long)p->samples);
+	bench_json_field(f, "      ", "seconds", p->seconds);
+	bench_json_field(f, "      ", "iops", p->iops);
+	bench_json_field(f, "      ", "gbps", p->gbps);
+	bench_json_field(f, "      ", "p50_us", p->p50_us);
+	bench_json_field(f, "      ", "p99_us", p->p99_us);
+	if (tiers) {
+		bench_json_field(f, "      ", "hit_host", p->hit_host);
+		bench_json_field(f, "      ", "hit_gpu", p->hit_gpu);
+		bench_json_field(f, "      ", "miss", p->miss);
+	}
+	fputc('}', f);
+}
+
+static void write_json(const struct run *R, uint64_t file_bytes)
+{
+	const struct opts *o = R->o;
+	FILE *f = bench_json_open(o->json, "scaling", R->desc);
+	fprintf(f, ",\n  \"config\": {\"quick\": %s, \"seconds\": %g, \"page_size\": %u, "
+		   "\"sample_every\": %d, \"host_bytes\": %llu, \"gpu_bytes\": %llu, "
+		   "\"file_bytes\": %llu, \"threads\": ",
+		o->quick ? "true" : "false", o->seconds, PS, SAMPLE_EVERY,
+		(unsigned long long)o->host_bytes, (unsigned long long)o->gpu_bytes,
+		(unsigned long long)file_bytes);
+	for (int i = 0; i < o->nthreads; i++)
+		fprintf(f, "%s%d", i ? ", " : "[", o->threads[i]);
+	fputs("], \"backing_latencies_us\": [", f);
+	for (int i = 0; i < o->nlat; i++) {
+		fputs(i ? ", " : "", f);
+		bench_json_num(f, o->lat_us[i]);
+	}
+	fputs("],\n    \"baseline\": \"pread of the same file, same offsets' distribution, "
+	      "threads and sizes; file in the OS page cache\"}", f);
+	bench_json_field(f, "  ", "limit_pages_per_s", R->limit_pps > 0 ? R->limit_pps : NAN);
+	fputs(",\n  \"setups\": [", f);
+	for (int i = 0; i < R->nsetups; i++) {
+		const struct setup *s = &R->setups[i];
+		fprintf(f, "%s\n    {\"case\": \"%s\", \"backing_latency_us\": %g, "
+			   "\"working_set_bytes\": %llu, "
+			   "\"cached_pages\": {\"host\": %llu, \"gpu\": %llu}, "
+			   "\"capacity_pages\": {\"host\": %llu, \"gpu\": %llu}}",
+			i ? "," : "", case_name[s->kase], s->lat_us, (unsigned long long)s->ws,
+			(unsigned long long)s->warm.pages_cached[VC_TIER_HOST],
+			(unsigned long long)s->warm.pages_cached[VC_TIER_GPU],
+			(unsigned long long)s->warm.pages_capacity[VC_TIER_HOST],
+			(unsigned long long)s->warm.pages_capacity[VC_TIER_GPU]);
+	}
+	fputs("\n  ],\n  \"points\": [", f);
+	for (int i = 0; i < R->nrows; i++) {
+		const struct row *w = &R->rows[i];
+		fprintf(f, "%s\n    {\"case\": \"%s\", \"backing_latency_us\": %g, "
+			   "\"io_bytes\": %zu, \"threads\": %d",
+			i ? "," : "", case_name[w->kase], w->lat_us, w->io, w->threads);
+		json_perf(f, "ours", &w->ours, true);
+		json_perf(f, "pread", &w->base, false);
+		bench_json_field(f, "      ", "ratio", w->ours.iops / w->base.iops);
+		bench_json_field(f, "      ", "limit_iops",
+				 w->limit_iops > 0 ? w->limit_iops : NAN);
+		fputc('}', f);
+	}
+	fputs("\n  ]", f);
+	bench_json_close(f);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: scaling [--device auto|emu|cuda] [--cases gpu,host,miss]\n"
+		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
+		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
+		"               [--latencies 0,20,100] [--quick] [--json FILE]\n"
+		"sizes take K, M, G suffixes; --latencies in microseconds\n");
+	exit(2);
+}
+
+static void bad(const char *opt, const char *v, const char *why)
+{
+	fprintf(stderr, BENCH_NAME ": bad value for %s: '%s' (%s)\n", opt, v, why);
+	usage();
+}
+
+/* A list option: up to MAXLIST numbers in [lo, hi], whole ones if whole.
+ * Returns the count; exits through bad() on anything else. */
+static int list_opt(const char *opt, const char *v, double *out, double lo, double hi, bool whole,
+		    const char *why)
+{
+	int n = bench_parse_list_double(v, out, MAXLIST);
+	for (int k = 0; k < n; k++)
+		if (!(out[k] >= lo && out[k] <= hi) || (whole && out[k] != floor(out[k])))
+			n = -1;
+	if (n <= 0)
+		bad(opt, v, why);
+	return n;
+}
+
+static int parse_cases(const char *s, unsigned *mask)
+{
+	*mask = 0;
+	for (;;) {
+		size_t n = strcspn(s, ",");
+		int k = 0;
+		while (k < NCASES && (strlen(case_name[k]) != n || strncmp(s, case_name[k], n)))
+			k++;
+		if (k == NCASES)
+			return -1;
+		*mask |= 1u << k;
+		if (!s[n])
+			return 0;
+		s += n + 1;
+	}
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->device = VC_DEVICE_AUTO;
+	o->cases = (1u << NCASES) - 1;
+	static const int threads[] = { 1, 2, 4, 8, 16 };
+	o->nthreads = 5;
+	memcpy(o->threads, threads, sizeof threads);
+	o->lat_us[0] = 0, o->lat_us[1] = 20, o->lat_us[2] = 100, o->nlat = 3;
+	const struct {
+		const char *name;
+		uint64_t *to, min;
+		const char *why;
+	} sizes[] = {
+		{ "--host-bytes", &o->host_bytes, MIB, "a size of at least 1M" },
+		{ "--gpu-bytes", &o->gpu_bytes, MIB, "a size of at least 1M" },
+		{ "--ws-bytes", &o->ws_bytes, BIG, "a size of at least 128K" },
+		{ "--miss-bytes", &o->miss_bytes, PS, "a size of at least 4K" },
+	};
+	enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--quick") == 0) {
+			o->quick = true;
+			continue;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+			usage();
+		if (strncmp(a, "--", 2) != 0) {
+			fprintf(stderr, BENCH_NAME ": unexpected argument '%s'\n", a);
+			usage();
+		}
+		if (!v) {
+			fprintf(stderr, BENCH_NAME ": %s needs a value\n", a);
+			usage();
+		}
+		i++;
+		int z = 0;
+		while (z < NSIZES && strcmp(a, sizes[z].name))
+			z++;
+		if (z < NSIZES) {
+			if (vc_wl_parse_bytes(v, sizes[z].to) || *sizes[z].to < sizes[z].min)
+				bad(a, v, sizes[z].why);
+			continue;
+		}
+		char *end;
+		if (strcmp(a, "--device") == 0) {
+			if ((o->device = vc_device_parse(v)) < 0)
+				bad(a, v, "auto, emu or cuda");
+		} else if (strcmp(a, "--cases") == 0) {
+			if (parse_cases(v, &o->cases) < 0)
+				bad(a, v, "a list of gpu, host, miss");
+		} else if (strcmp(a, "--threads") == 0) {
+			double t[MAXLIST];
+			o->nthreads = list_opt(a, v, t, 1, MAX_THREADS, true,
+					       "up to 16 thread counts from 1 to 1024");
+			for (int k = 0; k < o->nthreads; k++)
+				o->threads[k] = (int)t[k];
+		} else if (strcmp(a, "--latencies") == 0) {
+			o->nlat = list_opt(a, v, o->lat_us, 0, 1e6, false,
+					   "up to 16 latencies from 0 to 1000000 us");
+		} else if (strcmp(a, "--seconds") == 0) {
+			o->seconds = strtod(v, &end);
+			if (end == v || *end || !(o->seconds > 0 && o->seconds <= 600))
+				bad(a, v, "seconds a point, more than 0 and at most 600");
+		} else if (strcmp(a, "--json") == 0) {
+			/* Writable? Known now rather than after the run. */
+			bool existed = access(v, F_OK) == 0;
+			FILE *f = fopen(v, "a");
+			if (!f)
+				bad(a, v, strerror(errno));
+			fclose(f);
+			if (!existed)
+				unlink(v);
+			o->json = v;
+		} else {
+			fprintf(stderr, BENCH_NAME ": unknown option %s\n", a);
+			usage();
+		}
+	}
+	/* Defaults: the H100 machine's setup, or --quick's for 2 cores. */
+	if (!o->host_bytes)
+		o->host_bytes = (o->quick ? 16 : 64) * MIB;
+	if (!o->gpu_bytes)
+		o->gpu_bytes = (o->quick ? 64 : 512) * MIB;
+	if (!o->ws_bytes)
+		o->ws_bytes = (o->quick ? 48 : 384) * MIB;
+	if (!o->miss_bytes)
+		o->miss_bytes = (o->quick ? 512 : 4096) * MIB;
+	if (!(o->seconds > 0))
+		o->seconds = o->quick ? 0.3 : 2;
+	o->ws_bytes = o->ws_bytes / BIG * BIG;
+	o->miss_bytes = o->miss_bytes / PS * PS;
+	if (o->cases & (1u << C_GPU)) {
+		if (o->ws_bytes <= o->host_bytes)
+			fprintf(stderr, BENCH_NAME ": warning: case gpu's working set fits the "
+					"host tier alone: expect host-tier hits\n");
+		else if (o->ws_bytes > o->host_bytes + o->gpu_bytes)
+			fprintf(stderr, BENCH_NAME ": warning: case gpu's working set is larger "
+					"than both tiers: expect misses\n");
+	}
+	if ((o->cases & (1u << C_MISS)) && o->miss_bytes < 4 * (o->host_bytes + o->gpu_bytes))
+		fprintf(stderr, BENCH_NAME ": warning: case miss's file is less than 4x both "
+				"tiers: expect many hits\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	parse(argc, argv, &o);
+	uint64_t file_bytes = 0;
+	if (o.cases & (1u << C_GPU) && o.ws_bytes > file_bytes)
+		file_bytes = o.ws_bytes;
+	if (o.cases & (1u << C_HOST) && o.host_bytes > file_bytes)
+		file_bytes = o.host_bytes;
+	if (o.cases & (1u << C_MISS) && o.miss_bytes > file_bytes)
+		file_bytes = o.miss_bytes;
+	make_tmp(file_bytes);
+
+	struct run R;
+	memset(&R, 0, sizeof R);
+	R.o = &o;
+	R.fd = open_baseline(file_bytes);
+	R.rows = calloc((size_t)o.nthreads * (3 + (size_t)o.nlat), sizeof *R.rows);
+	if (!R.rows)
+		bench_die("results", -ENOMEM);
+	if (o.cases & (1u << C_GPU))
+		case_gpu(&R);
+	if (o.cases & (1u << C_HOST))
+		case_host(&R);
+	if (o.cases & (1u << C_MISS))
+		case_miss(&R);
+	printf("\ndevice: %s; baseline: pread of the same file from the OS page cache; "
+	       "ratio = ours / pread; latencies from every %dth read\n",
+	       R.desc, SAMPLE_EVERY);
+	if (o.json)
+		write_json(&R, file_bytes);
+	close(R.fd);
+	free(R.rows);
+	return 0;
+}
