@@ -367,20 +367,9 @@ static void usage(void)
 
 static void cpu_desc(char *buf, size_t len)
 {
-	char line[256], model[128] = "cpu";
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, "model name", 10) == 0) {
-			char *c = strchr(line, ':');
-			if (c) {
-				snprintf(model, sizeof model, "%s", c + 2);
-				model[strcspn(model, "\n")] = 0;
-			}
-			break;
-		}
-	if (f)
-		fclose(f);
-	snprintf(buf, len, "%s, %ld cpus", model, sysconf(_SC_NPROCESSORS_ONLN));
+	char model[128];
+	snprintf(buf, len, "%s, %ld cpus", bench_cpu_model(model, sizeof model),
+		 sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 int main(int argc, char **argv)

@@ -98,6 +98,27 @@ static inline int bench_parse_list_double(const char *s, double *out, int max)
 	}
 }
 
+/* The CPU's model name (from /proc/cpuinfo) in buf, or "host CPU"; returns buf. */
+static inline const char *bench_cpu_model(char *buf, size_t len)
+{
+	snprintf(buf, len, "host CPU");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return buf;
+	char line[256];
+	while (fgets(line, sizeof line, f)) {
+		char *c = strchr(line, ':');
+		if (strncmp(line, "model name", 10) == 0 && c) {
+			c += 2;
+			c[strcspn(c, "\n")] = 0;
+			snprintf(buf, len, "%s", c);
+			break;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
 static inline void bench_json_num(FILE *f, double x)
 {
 	if (isfinite(x))

@@ -203,26 +203,6 @@ static double run_mix(const struct mix *m, int nthreads, uint64_t total_ops, dou
 	return (double)ops / ((double)ns / 1e6);
 }
 
-static const char *cpu_model(char *buf, size_t len)
-{
-	snprintf(buf, len, "host CPU");
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return buf;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		char *c = strchr(line, ':');
-		if (strncmp(line, "model name", 10) == 0 && c) {
-			c += 2;
-			c[strcspn(c, "\n")] = 0;
-			snprintf(buf, len, "%s", c);
-			break;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 int main(int argc, char **argv)
 {
 	int keys_log2 = 23, tmax = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -276,7 +256,7 @@ int main(int argc, char **argv)
 	/* 128-byte buckets of 7 slots, plus a lock word per 32 buckets. */
 	double bytes = (double)slots / 7 * 128 * (1 + 1.0 / 32 / 16);
 	char model[160];
-	cpu_model(model, sizeof model);
+	bench_cpu_model(model, sizeof model);
 	printf("index: 2^%d keys in %llu slots (load %.3f), %.0f MiB (%.1f B/key), %s, "
 	       "%d threads max\n",
 	       keys_log2, (unsigned long long)slots, load, bytes / (1 << 20), bytes / (double)nkeys,
