@@ -180,7 +180,7 @@ int vc_dq_create(struct vc_device *d, const struct vc_dq_config *cfg, struct vc_
 	q->depth = depth;
 	q->dshift = (unsigned)__builtin_ctz(depth);
 	q->nrings = cfg->nrings;
-	q->idle_ns = (uint64_t)(cfg->idle_us ? cfg->idle_us : 2000) * 1000;
+	q->idle_ns = (uint64_t)(cfg->idle_us ? cfg->idle_us : VC_DQ_IDLE_US) * 1000;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

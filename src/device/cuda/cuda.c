@@ -759,11 +759,9 @@ static int cu_gc_run(struct vc_device *d, struct vc_gc_job *job)
 
 /* --- device queues ------------------------------------------------------ */
 
-/* Rings and lanes of the server: 8 blocks of 8 warps hold 8 SMs (of 132 on
- * an H100) while moves flow. VC_CUDA_DQ_RINGS and VC_CUDA_DQ_LANES override
- * them at queue creation, for measuring. */
+/* Rings of the server: 8 blocks hold 8 SMs (of 132 on an H100) while moves
+ * flow. VC_CUDA_DQ_RINGS overrides it at queue creation, for measuring. */
 #define DQ_RINGS_DEFAULT 8
-#define DQ_LANES_DEFAULT 8
 /* Waiters spin this long: a lone 4 KiB move takes a few microseconds, a
  * ring with hundreds of pieces ahead a few tens. */
 #define DQ_SPIN_NS 50000ull
@@ -887,7 +885,7 @@ static int cu_dq_init(struct vc_device *d, struct vc_dq *q)
 		return r;
 	if (q->nrings == 0)
 		q->nrings = env_u32("VC_CUDA_DQ_RINGS", DQ_RINGS_DEFAULT);
-	q->lanes = env_u32("VC_CUDA_DQ_LANES", DQ_LANES_DEFAULT);
+	q->lanes = VC_CUDA_DQ_LANES;
 	if (q->nrings > c->sms)
 		return vc_err(-EINVAL, "cuda: %u device-queue rings, but the GPU has %u SMs",
 			      q->nrings, c->sms);

@@ -1,29 +1,36 @@
 /* The device-queue server: a persistent kernel that consumes the rings of
  * device/queue.h while moves flow.
  *
- * Warp l of block r owns lane l of ring r and takes tickets l, l + lanes,
- * ... in order. For ticket t it reads the descriptor's three words in one
- * request (lanes 0..2 of the warp, 8 bytes each: one 32-byte sector) and
- * accepts it when all three carry t's tag; otherwise the descriptor is not
- * (wholly) published yet and the warp polls again, napping up to NAP_MAX_NS
- * between polls once it has been idle a while. Then it moves the piece,
- * fences at system scope (every lane, its own stores), and lane 0 writes
- * done[t % depth] = t + 1 to host memory: a host thread that reads it sees
- * every byte of the piece.
+ * Block r serves ring r in rounds. In a round, warp 0 polls: it reads the
+ * descriptors at the ring's head and takes the longest prefix whose three
+ * words all carry their ticket's tag (published whole), at most WIN; it
+ * stages them in shared memory; then every warp moves its share of them
+ * (piece i goes to warp i % WARPS), fences at system scope (each lane, its
+ * own stores), and lane 0 writes done[t % depth] = t + 1 to host memory:
+ * a host thread that reads it sees every byte of the piece.
+ *
+ * Why one poller per ring: polls are PCIe reads, and measured on an H100
+ * (bench/dqueue, 2026-11-24) 64 warps each polling their own slot took a
+ * lone move from 4 us to 70 us, while 8 pollers kept it at 4 us. So the
+ * idle poll is one 32-byte read of the head descriptor per ring; a busy
+ * round reads the whole window (WIN descriptors, 1 KiB) in four coalesced
+ * loads issued together, one round trip.
  *
  * Caching: the data loads use ld.global.cg (L2, not L1). A persistent
- * kernel keeps its L1 across tickets, and a slot that another block or a
+ * kernel keeps its L1 across rounds, and a slot that another block or a
  * cleaning kernel rewrote since this SM last read it must not be served
- * from a stale L1 line. The descriptor and stop words are read volatile.
+ * from a stale L1 line. Descriptor and stop words are read volatile.
  *
- * Stopping: the host sets *stop; a warp checks it every STOP_EVERY polls
- * while idle and every STOP_EVERY pieces while busy, finishes its piece,
- * saves its next ticket in pos[r * lanes + l] and exits.
+ * Stopping: the host sets *stop; warp 0 checks it every STOP_EVERY polls,
+ * idle or busy; the block then saves its head in pos[r * lanes + l] for
+ * every l (the host reads "pending" as any pos < tail) and exits. A round
+ * in progress finishes first; descriptors seen but not started stay in the
+ * ring for the next launch.
  *
- * Cost per piece: one descriptor read (a PCIe round trip), the piece's
- * bytes once each way (twice for a SWAP), one 8-byte completion write.
- * While idle each warp polls about once per microsecond plus its nap: a
- * 32-byte PCIe read each time.
+ * Cost per piece: its bytes once each way (twice for a SWAP), 32 bytes of
+ * descriptor read, one 8-byte completion write; per round one PCIe round
+ * trip and two block barriers. Idle: one 32-byte read per ring per poll,
+ * polls spaced by naps of up to v.nap_ns.
  */
 #include <cuda_runtime.h>
 
@@ -33,6 +40,10 @@
 namespace {
 
 constexpr unsigned FULL = 0xffffffffu;
+constexpr uint32_t WARPS = VC_CUDA_DQ_WARPS;
+/* Descriptors per round: four 256-byte loads of one warp (8 descriptors
+ * each), issued together. */
+constexpr uint32_t WIN = 32;
 constexpr unsigned STOP_EVERY = 16;
 /* Idle polls before napping; the longest nap (v.nap_ns) delays the first
  * piece after a pause by at most that, against PCIe reads saved while idle. */
@@ -59,74 +70,100 @@ __device__ __forceinline__ void move_piece(uint4 *s, uint4 *t, bool swap)
 		__stcg(t + 32 * k, a[k]);
 }
 
-__device__ __forceinline__ uint64_t ld_relaxed_sys(const volatile uint64_t *p)
+/* Warp 0: waits for published descriptors at head h and stages up to WIN
+ * of them in sw; returns how many (0: asked to stop). `busy`: the last
+ * round found work, so read the whole window at once. */
+__device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_t *desc,
+			 uint64_t h, bool busy, uint64_t (*sw)[3], unsigned &polls)
 {
-	uint64_t v;
-	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
-
-__device__ __forceinline__ void fence_sys(uint32_t mode)
-{
-	if (mode & VC_CUDA_DQ_FENCE_ACQREL)
-		asm volatile("fence.acq_rel.sys;" ::: "memory");
-	else
-		__threadfence_system();
-}
-
-template <int V>
-__global__ void __launch_bounds__(VC_DQ_MAX_LANES * 32)
-server_kernel(const struct vc_cuda_dq_view v)
-{
-	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32, r = blockIdx.x;
-	const volatile uint64_t *desc = reinterpret_cast<const volatile uint64_t *>(v.desc[r]);
-	volatile uint64_t *done = reinterpret_cast<volatile uint64_t *>(v.done[r]);
-	volatile uint64_t *pos = reinterpret_cast<volatile uint64_t *>(v.pos) + r * v.lanes + w;
-	const volatile uint32_t *stop = reinterpret_cast<const volatile uint32_t *>(v.stop);
+	const uint32_t lane = threadIdx.x & 31, j = lane % 4;
 	const uint64_t mask = (1ull << v.depth_shift) - 1;
-	uint64_t t = *pos;
-	unsigned idle = 0, served = 0;
-	for (;;) {
-		const uint64_t slot = t & mask;
-		const volatile uint64_t *dw = desc + slot * VC_DQ_DESC_WORDS + lane;
-		const uint64_t word = lane >= 3 ? 0 : (v.mode & VC_CUDA_DQ_LD_RELAXED) ? ld_relaxed_sys(dw) : *dw;
-		const uint64_t src = __shfl_sync(FULL, word, 0);
-		const uint64_t dst = __shfl_sync(FULL, word, 1);
-		const uint64_t op = __shfl_sync(FULL, word, 2);
-		const uint64_t tag = ((t >> v.depth_shift) + 1) & 0xffff;
-		if ((src >> VC_DQ_ADDR_BITS) == tag && (dst >> VC_DQ_ADDR_BITS) == tag &&
-		    (op >> VC_DQ_ADDR_BITS) == tag) {
-			__threadfence();
-			const uint64_t off = lane * 16u;
-			move_piece<V>(reinterpret_cast<uint4 *>((src & VC_DQ_ADDR_MASK) + off),
-				      reinterpret_cast<uint4 *>((dst & VC_DQ_ADDR_MASK) + off),
-				      (op & 0xff) != VC_MOVE_COPY);
-			if (v.mode & VC_CUDA_DQ_FENCE_LANE0) {
-				__syncwarp();
-				if (lane == 0)
-					fence_sys(v.mode);
-			} else {
-				fence_sys(v.mode);
-				__syncwarp();
+	const volatile uint32_t *stop = reinterpret_cast<const volatile uint32_t *>(v.stop);
+	for (unsigned idle = 0;; idle++) {
+		if (++polls % STOP_EVERY == 0 && __shfl_sync(FULL, lane == 0 ? *stop : 0u, 0))
+			return 0;
+		const uint32_t chunks = busy ? WIN / 8 : 1;
+		uint64_t wd[WIN / 8];
+#pragma unroll
+		for (uint32_t k = 0; k < WIN / 8; k++) {
+			const uint64_t d = 8 * k + lane / 4;
+			const bool want = k < chunks && j < 3 && (busy || d == 0);
+			wd[k] = want ? desc[((h + d) & mask) * VC_DQ_DESC_WORDS + j] : 0;
+		}
+		/* valid bit d: descriptor h + d is published whole. */
+		uint32_t valid = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < WIN / 8; k++) {
+			const uint64_t t = h + 8 * k + lane / 4;
+			const uint64_t tag = ((t >> v.depth_shift) + 1) & 0xffff;
+			const uint32_t b = __ballot_sync(FULL, j == 3 || (wd[k] >> VC_DQ_ADDR_BITS) == tag);
+#pragma unroll
+			for (uint32_t dd = 0; dd < 8; dd++)
+				if (((b >> (4 * dd)) & 0xf) == 0xf)
+					valid |= 1u << (8 * k + dd);
+		}
+		if (!busy)
+			valid &= 1; /* only the head was read */
+		const uint32_t n = valid == FULL ? WIN : (uint32_t)(__ffs(~valid) - 1);
+		if (n > 0) {
+#pragma unroll
+			for (uint32_t k = 0; k < WIN / 8; k++) {
+				const uint32_t d = 8 * k + lane / 4;
+				if (d < n && j < 3)
+					sw[d][j] = j == 2 ? (wd[k] & 0xff) : (wd[k] & VC_DQ_ADDR_MASK);
 			}
-			if (lane == 0)
-				done[slot] = t + 1;
-			t += v.lanes;
-			idle = 0;
-			if (++served % STOP_EVERY == 0 && __shfl_sync(FULL, lane == 0 ? *stop : 0u, 0))
-				break;
+			return n;
+		}
+		if (busy) { /* the window ran dry: poll the head alone from now */
+			busy = false;
 			continue;
 		}
-		++idle;
-		if (idle % STOP_EVERY == 0 && __shfl_sync(FULL, lane == 0 ? *stop : 0u, 0))
-			break;
 		if (idle > IDLE_POLLS && !(v.mode & VC_CUDA_DQ_NO_NAP))
 			__nanosleep(idle - IDLE_POLLS < v.nap_ns / 8 ? (idle - IDLE_POLLS) * 8 : v.nap_ns);
 	}
-	if (lane == 0) {
-		*pos = t;
-		__threadfence_system();
+}
+
+template <int V>
+__global__ void __launch_bounds__(WARPS * 32)
+server_kernel(const struct vc_cuda_dq_view v)
+{
+	__shared__ uint64_t sw[WIN][3];
+	__shared__ uint32_t sn;
+	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32, r = blockIdx.x;
+	const volatile uint64_t *desc = reinterpret_cast<const volatile uint64_t *>(v.desc[r]);
+	volatile uint64_t *done = reinterpret_cast<volatile uint64_t *>(v.done[r]);
+	volatile uint64_t *pos = reinterpret_cast<volatile uint64_t *>(v.pos) + r * v.lanes;
+	const uint64_t mask = (1ull << v.depth_shift) - 1;
+	uint64_t h = pos[0];
+	unsigned polls = 0;
+	bool busy = false;
+	for (;;) {
+		if (w == 0) {
+			const uint32_t n = poll(v, desc, h, busy, sw, polls);
+			if (lane == 0)
+				sn = n;
+		}
+		__syncthreads();
+		const uint32_t n = sn;
+		if (n == 0)
+			break;
+		__threadfence(); /* acquire: data other blocks and kernels wrote */
+		for (uint32_t d = w; d < n; d += WARPS) {
+			const uint64_t off = lane * 16u;
+			move_piece<V>(reinterpret_cast<uint4 *>(sw[d][0] + off),
+				      reinterpret_cast<uint4 *>(sw[d][1] + off), sw[d][2] != VC_MOVE_COPY);
+			__threadfence_system();
+			__syncwarp();
+			if (lane == 0)
+				done[(h + d) & mask] = h + d + 1;
+		}
+		h += n;
+		busy = true; /* read the whole window next round */
+		__syncthreads(); /* sw is rewritten by the next poll */
 	}
+	if (threadIdx.x < v.lanes)
+		pos[threadIdx.x] = h;
+	__threadfence_system();
 }
 
 } // namespace
@@ -134,9 +171,9 @@ server_kernel(const struct vc_cuda_dq_view v)
 extern "C" int vc_cuda_dq_launch(const struct vc_cuda_dq_view *v, void *stream)
 {
 	if (v->nrings == 0 || v->nrings > VC_DQ_MAX_RINGS || v->lanes == 0 ||
-	    v->lanes > VC_DQ_MAX_LANES)
+	    v->lanes > VC_DQ_MAX_LANES || v->lanes > VC_CUDA_DQ_WARPS * 32)
 		return (int)cudaErrorInvalidValue;
-	const dim3 grid(v->nrings), block(v->lanes * 32);
+	const dim3 grid(v->nrings), block(VC_CUDA_DQ_WARPS * 32);
 	cudaStream_t s = static_cast<cudaStream_t>(stream);
 	switch (v->piece) {
 	case 512:

@@ -2,8 +2,11 @@
  * server.cu; the protocol in device/queue.h).
  *
  * One launch serves every ring until asked to stop: block r serves ring r,
- * warp l of it serves lane l (tickets l, l + lanes, ...). Returns a
- * cudaError_t as int, so this header needs no CUDA header. */
+ * in rounds of up to VC_CUDA_DQ_LANES descriptors spread over its
+ * VC_CUDA_DQ_WARPS warps. Within a round completions come in any order;
+ * a round completes after the one before it, so for the host protocol the
+ * server has VC_CUDA_DQ_LANES lanes. Returns a cudaError_t as int, so this
+ * header needs no CUDA header. */
 #ifndef VC_CUDA_SERVER_H
 #define VC_CUDA_SERVER_H
 
@@ -14,6 +17,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Warps per block, and the round's width (the host protocol's lanes). */
+#define VC_CUDA_DQ_WARPS 8
+#define VC_CUDA_DQ_LANES 32
 
 /* What the kernel gets by value: device-visible addresses only. */
 struct vc_cuda_dq_view {
@@ -27,13 +34,10 @@ struct vc_cuda_dq_view {
 };
 
 /* Variants of the server loop (VC_CUDA_DQ_MODE), for measuring. */
-#define VC_CUDA_DQ_FENCE_LANE0 1u /* one fence by lane 0 after __syncwarp, not one per lane */
-#define VC_CUDA_DQ_FENCE_ACQREL 2u /* fence.acq_rel.sys instead of fence.sc.sys */
-#define VC_CUDA_DQ_LD_RELAXED 4u  /* descriptor words by ld.relaxed.sys, not ld.volatile */
-#define VC_CUDA_DQ_NO_NAP 8u      /* never nap between idle polls */
+#define VC_CUDA_DQ_NO_NAP 8u /* never nap between idle polls */
 
-/* Enqueues the server on `stream` (a cudaStream_t): nrings blocks of lanes
- * warps. piece: 512, 1024, 2048 or 4096 bytes. */
+/* Enqueues the server on `stream` (a cudaStream_t): nrings blocks of
+ * VC_CUDA_DQ_WARPS warps. piece: 512, 1024, 2048 or 4096 bytes. */
 int vc_cuda_dq_launch(const struct vc_cuda_dq_view *v, void *stream);
 
 #ifdef __cplusplus
