@@ -1,6 +1,8 @@
 /* The batcher: when batches close (size, idle device, timeout, completion
  * of the batch in flight), batch-size statistics, and the data of many
- * threads' moves, on the device named by VC_TEST_DEVICE. */
+ * threads' moves, on the device named by VC_TEST_DEVICE. Launched batches
+ * (VC_MOVE_PATH=batch) first; then the data checks again over the device
+ * queue, the engine's default path. */
 #include <errno.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -235,14 +237,16 @@ static void many_threads(void)
 	}
 	struct vc_batcher_stats st;
 	vc_batcher_get_stats(b, &st);
-	fprintf(stderr, "many threads: %llu batches, %llu pages\n", (unsigned long long)st.batches,
-		(unsigned long long)st.pages);
+	fprintf(stderr, "many threads (%s): %llu batches, %llu pages\n", vc_batcher_path(b),
+		(unsigned long long)st.batches, (unsigned long long)st.pages);
+	CHECK(strcmp(vc_batcher_path(b), getenv("VC_MOVE_PATH")) == 0);
 	vc_batcher_destroy(b);
 	check_gpu();
 }
 
 int main(void)
 {
+	setenv("VC_MOVE_PATH", "batch", 1);
 	int r = vc_device_open(t_device_kind(), 0, &dev);
 	t_skip_if_absent(r, "batcher test on CUDA");
 	CHECK_OK(r);
@@ -259,6 +263,8 @@ int main(void)
 	timeout_closes();
 	completion_submits();
 	add_more_than_slots();
+	many_threads();
+	setenv("VC_MOVE_PATH", "queue", 1);
 	many_threads();
 
 	dev->ops->mem_free(dev, gpu);

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "device/queue.h"
 
 /* Eight slots: one filling, the rest in flight or draining their waiters.
  * More only helps when many threads each hold a full batch outstanding. */
@@ -44,6 +46,8 @@ struct slot {
 };
 
 struct vc_batcher {
+	struct vc_dq *dq; /* the device-queue path, or NULL */
+	_Atomic uint64_t q_wait_ns, q_hist[VC_BATCH_HIST]; /* its statistics */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC: slot state changed */
 	struct vc_device *dev;
@@ -75,6 +79,18 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 	struct vc_batcher *b = calloc(1, sizeof *b);
 	if (!b)
 		return vc_err(-ENOMEM, "out of memory");
+	const char *path = getenv("VC_MOVE_PATH");
+	if (dev->ops->dq_init && !(path && strcmp(path, "batch") == 0)) {
+		struct vc_dq_config qc = { .page_size = page_size };
+		int r = vc_dq_create(dev, &qc, &b->dq);
+		if (r < 0) {
+			free(b);
+			return r;
+		}
+		b->dev = dev;
+		*out = b;
+		return 0;
+	}
 	b->dev = dev;
 	b->max_pages = max_pages;
 	b->timeout_ns = (uint64_t)timeout_us * 1000;
@@ -118,10 +134,20 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 	return 0;
 }
 
+const char *vc_batcher_path(const struct vc_batcher *b)
+{
+	return b->dq ? "queue" : "batch";
+}
+
 void vc_batcher_destroy(struct vc_batcher *b)
 {
 	if (!b)
 		return;
+	if (b->dq) {
+		vc_dq_destroy(b->dq);
+		free(b);
+		return;
+	}
 	for (int i = 0; i < NSLOTS; i++) {
 		struct slot *s = &b->slots[i];
 		if (s->state == SLOT_INFLIGHT)
@@ -214,9 +240,46 @@ int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_tick
 	return vc_batcher_add_n(b, m, 1, t);
 }
 
+/* The queue path: one submission on the caller's home ring. */
+static int dq_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n, struct vc_ticket *t)
+{
+	struct vc_dq_span sp;
+	int r = vc_dq_submit(b->dq, vc_dq_home(b->dq), m, n, &sp);
+	if (r < 0)
+		return r;
+	uint32_t ppp = b->dq->pieces_per_page;
+	atomic_fetch_add_explicit(&b->q_hist[hist_bucket(n)], 1, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++)
+		t[i] = (struct vc_ticket){ .slot = VC_TICKET_QUEUE | sp.ring,
+					   .seq = sp.first + (uint64_t)(i + 1) * ppp - 1 };
+	return 0;
+}
+
+/* Waits for runs of tickets that are one ring's and consecutive as one
+ * span each (the tickets of one add are). */
+static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n)
+{
+	uint64_t ppp = b->dq->pieces_per_page, t0 = vc_now_ns();
+	int err = 0;
+	for (uint32_t i = 0, e; i < n; i = e) {
+		for (e = i + 1; e < n && t[e].slot == t[i].slot && t[e].seq == t[e - 1].seq + ppp; e++)
+			;
+		struct vc_dq_span sp = { .ring = t[i].slot & ~VC_TICKET_QUEUE,
+					 .first = t[i].seq + 1 - ppp,
+					 .n = (uint32_t)(t[e - 1].seq - t[i].seq + ppp) };
+		int r = vc_dq_wait(b->dq, &sp);
+		if (r < 0 && !err)
+			err = r;
+	}
+	atomic_fetch_add_explicit(&b->q_wait_ns, vc_now_ns() - t0, memory_order_relaxed);
+	return err;
+}
+
 int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 		     struct vc_ticket *t)
 {
+	if (b->dq)
+		return dq_add_n(b, m, n, t);
 	pthread_mutex_lock(&b->mu);
 	for (uint32_t k = 0; k < n;) {
 		ensure_open(b);
@@ -268,6 +331,8 @@ int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t)
 
 int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n)
 {
+	if (b->dq)
+		return dq_wait_n(b, t, n);
 	uint64_t t0 = vc_now_ns();
 	int r = 0;
 	pthread_mutex_lock(&b->mu);
@@ -287,6 +352,16 @@ int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t 
 
 void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st)
 {
+	if (b->dq) {
+		struct vc_dq_stats qs;
+		vc_dq_get_stats(b->dq, &qs);
+		*st = (struct vc_batcher_stats){ .batches = qs.submits,
+						  .pages = qs.pieces / b->dq->pieces_per_page,
+						  .wait_ns = atomic_load(&b->q_wait_ns) };
+		for (int i = 0; i < VC_BATCH_HIST; i++)
+			st->hist[i] = atomic_load_explicit(&b->q_hist[i], memory_order_relaxed);
+		return;
+	}
 	pthread_mutex_lock(&b->mu);
 	*st = b->st;
 	pthread_mutex_unlock(&b->mu);

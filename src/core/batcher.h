@@ -1,5 +1,11 @@
 /* Batched page moves between tiers (GRAM's batched miss handling).
  *
+ * Two paths behind one interface. Where the device has device queues
+ * (device/queue.h), moves go there: each add is one submission that the
+ * device's server takes up at once, and a wait waits for those moves
+ * alone; nothing below about open batches applies. VC_MOVE_PATH=batch
+ * selects launched batches instead (for measuring). Launched batches:
+ *
  * Threads add page moves and then wait for them. Moves gather in an open
  * batch, which is submitted to the device when
  *   - it holds max_pages moves (size threshold), or
@@ -26,9 +32,14 @@
 
 struct vc_batcher;
 
+/* A move's ticket: a launched batch's (slot, generation), or, on the
+ * device-queue path, VC_TICKET_QUEUE | ring and the move's last piece's
+ * ticket in seq. */
+#define VC_TICKET_QUEUE 0x80000000u
 struct vc_ticket {
 	uint32_t slot;
 	uint32_t gen;
+	uint64_t seq;
 };
 
 struct vc_batcher_stats {
@@ -39,6 +50,8 @@ struct vc_batcher_stats {
 
 int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
 		      uint32_t timeout_us, struct vc_batcher **out);
+/* "queue" or "batch": the path in use. */
+const char *vc_batcher_path(const struct vc_batcher *b);
 /* Waits for batches in flight, then frees. */
 void vc_batcher_destroy(struct vc_batcher *b);
 
