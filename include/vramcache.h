@@ -67,9 +67,17 @@ enum vc_gc_policy {
 	VC_GC_OFF = 2,          /* never clean: space comes back by tail eviction only */
 };
 
+/* A read that hits the GPU tier (vc_config.gpu_hits). */
+enum vc_gpu_hits {
+	VC_GPU_HITS_SERVE = 0, /* copied over PCIe to the caller; the page stays in the GPU
+				  tier (one transfer, no host slot, no victim) */
+	VC_GPU_HITS_SWAP = 1,  /* GRAM: the page moves up to the host tier, the host tier's
+				  victim takes its GPU slot (two transfers) */
+};
+
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 2
+#define VC_CONFIG_VERSION 3
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -112,6 +120,9 @@ struct vc_config {
 				    share of used ones; default 0.25 */
 	double early_release;    /* once below the watermark, evict up to this share of
 				    the GPU tier's live pages ahead of need; default 0.10 */
+
+	/* Version 3: what a read that hits the GPU tier does. */
+	int gpu_hits; /* enum vc_gpu_hits; default VC_GPU_HITS_SERVE */
 };
 
 void vc_config_init(struct vc_config *cfg);

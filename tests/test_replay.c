@@ -70,6 +70,8 @@ int main(void)
 		p.cfg.seg_bytes = PS;
 		p.cfg.gc_policy = VC_GC_OFF;
 		p.cfg.gc_watermark = 0;
+		/* The simulator models GRAM's exclusive tiers: a GPU hit moves up. */
+		p.cfg.gpu_hits = VC_GPU_HITS_SWAP;
 		p.cfg.write_mode = n % 2 ? VC_WRITE_BACK : VC_WRITE_THROUGH;
 		char file[1100];
 		snprintf(file, sizeof file, "%s.img", trace_path);

@@ -102,6 +102,22 @@ struct vc_volume {
 	uint64_t ndirty; /* its dirty pages (under c->mu) */
 };
 
+/* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
+ * read (32 pages of 4 KiB) travels in one device submission. Threads past
+ * BOUNCE_TOTAL / 128 KiB (128 at 4 KiB pages; fewer for large pages, at
+ * least 16) have none and promote instead. */
+#define BOUNCE_BYTES (128u << 10)
+#define BOUNCE_TOTAL (16u << 20)
+
+/* A thread's state for one cache (the pthread key's value). */
+struct tstate {
+	_Atomic bool used;
+	uint32_t idx;            /* in c->ts[]; its bounce pages if < bounce_threads */
+	struct vc_opq_local *l;  /* its policy-update queue, or NULL */
+	_Atomic uint64_t hits[VC_TIER_COUNT]; /* lock-free hits (counters only grow) */
+	_Atomic uint64_t d2h;    /* bytes read in place from the GPU tier */
+};
+
 struct vc_cache {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* page flags or slots changed */
@@ -110,7 +126,10 @@ struct vc_cache {
 	struct vc_opq_local *lk; /* the lock holders' queue handle */
 	pthread_key_t tls;       /* each thread's own handle */
 	bool tls_ok;
-	_Atomic uint64_t lf_hits; /* host hits on the lock-free path */
+	struct tstate ts[MAX_QUEUE_THREADS];
+	bool serve;               /* GPU-tier reads served in place (VC_GPU_HITS_SERVE) */
+	struct vc_tiermem *bounce; /* bounce_threads x bounce_per pinned pages */
+	uint32_t bounce_per, bounce_threads;
 
 	uint32_t page_size;
 	unsigned pshift;
@@ -132,6 +151,7 @@ struct vc_cache {
 	uint32_t gc_segments;
 	double gc_frag;
 	uint64_t gc_ns;   /* in cleaning steps under c->mu, attempts included */
+	struct vc_page **gc_held; /* pages a cleaning step claimed: gc_segments x per segment */
 	struct vc_tiermem *stage_wb;   /* see WB_STAGING_PAGES */
 	struct vc_tiermem *stage_bulk; /* flush and GPU prefetch; batch_pages pages */
 	struct vc_batcher *bat;
@@ -170,11 +190,6 @@ static void wake(struct vc_cache *c)
 static uint64_t st_of(const struct vc_page *p)
 {
 	return vc_page_st(p);
-}
-
-static void st_set(struct vc_page *p, uint64_t bits)
-{
-	atomic_fetch_or_explicit(&p->st, bits, memory_order_acq_rel);
 }
 
 static void st_clear(struct vc_page *p, uint64_t bits)
@@ -235,6 +250,13 @@ static uint32_t gpu_slot(const struct vc_cache *c, const struct vc_page *p)
 static uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
 {
 	return p->tier == GPU ? vc_ls_addr(c->ls, gpu_slot(c, p)) : vc_tier_addr(c->host, p->slot);
+}
+
+/* A GPU-tier page's device address; for a pinned page without the lock
+ * (cleaning and eviction claim the pages whose slots they change). */
+static uint64_t slot_addr_gpu(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_ls_addr(c->ls, gpu_slot(c, p));
 }
 
 static unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
@@ -442,31 +464,42 @@ static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 	return evict_seg(c, seg, evicted);
 }
 
-/* Evicts taken segment seg (see evict_tail). */
+/* Evicts taken segment seg (see evict_tail). Every live page is claimed
+ * (BUSY) first, so no reader is copying one out in place; a page that
+ * cannot be claimed makes it -EAGAIN with nothing changed. */
 static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 {
 	uint32_t per = vc_ls_slots_per_seg(c->ls);
 	uint32_t *g = malloc(per * sizeof *g);
 	struct vc_page **dirty = malloc(per * sizeof *dirty);
+	struct vc_page **held = malloc(per * sizeof *held);
 	bool *done = malloc(per * sizeof *done);
-	if (!g || !dirty || !done) {
+	if (!g || !dirty || !held || !done) {
 		vc_ls_unpick(c->ls, 1, &seg);
 		free(g);
 		free(dirty);
+		free(held);
 		free(done);
 		return vc_err(-ENOMEM, "out of memory");
 	}
-	uint32_t n = vc_ls_live(c->ls, seg, g, per), nd = 0;
+	uint32_t n = vc_ls_live(c->ls, seg, g, per), nd = 0, nh = 0;
 	int r = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (st_of(&c->ix.pool[vc_ls_key(c->ls, g[i])]) & VC_ST_BUSY)
-			r = -EAGAIN;
-	if (r == 0)
-		vc_opq_drain(c->opq); /* once for the segment (page_drop_drained) */
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		struct vc_page *p = &c->ix.pool[vc_ls_key(c->ls, g[i])];
+		if (vc_page_claim(p, VC_ST_BUSY, 0))
+			held[nh++] = p;
+		else
+			r = -EAGAIN; /* in flight, or a reader holds it */
+	}
+	if (r < 0) {
+		while (nh > 0)
+			st_clear(held[--nh], VC_ST_BUSY);
+	} else {
+		vc_opq_drain(c->opq); /* once for the segment (page_drop_drained) */
+	}
+	for (uint32_t i = 0; i < nh; i++) {
+		struct vc_page *p = held[i];
 		if (p->dirty) {
-			st_set(p, VC_ST_BUSY); /* GPU pages have no pins */
 			dirty[nd++] = p;
 		} else {
 			page_drop_drained(c, p, true);
@@ -478,11 +511,12 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 		r = writeback_gpu(c, dirty, nd, done);
 		vc_opq_drain(c->opq);
 		for (uint32_t i = 0; i < nd; i++) {
-			st_clear(dirty[i], VC_ST_BUSY);
-			if (done[i]) {
+			if (done[i]) { /* dropped while still BUSY: nobody pins it meanwhile */
 				page_drop_drained(c, dirty[i], true);
 				(*evicted)++;
 				c->st.evictions[GPU]++;
+			} else {
+				st_clear(dirty[i], VC_ST_BUSY);
 			}
 		}
 	}
@@ -494,35 +528,36 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 	}
 	free(g);
 	free(dirty);
+	free(held);
 	free(done);
 	wake(c);
 	return r;
 }
 
-/* True if no live page of the segments is in flight. O(live pages): the
- * owners' entries are scattered over the pool, so their loads are issued
- * PREFETCH ahead (a miss each, overlapped) rather than one after another. */
-static bool segs_settled(struct vc_cache *c, uint32_t n, const uint32_t *segs)
+/* Claims (BUSY) every live page of the segments, so that none is in
+ * flight or being read in place while the device moves it; on the first
+ * that cannot be claimed, gives back those claimed and returns false.
+ * held[] gets the claimed pages (room: n x slots per segment). O(live). */
+static bool segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs,
+		       struct vc_page **held, uint32_t *nheld)
 {
-	enum { PREFETCH = 16 };
 	const uint32_t per = vc_ls_slots_per_seg(c->ls);
-	uint32_t ring[PREFETCH], head = 0, seen = 0;
-	bool ok = true;
-	for (uint32_t i = 0; i < n && ok; i++)
-		for (uint32_t s = 0; s < per && ok; s++) {
+	uint32_t nh = 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t s = 0; s < per; s++) {
 			uint32_t k = vc_ls_key(c->ls, segs[i] * per + s);
 			if (k == VC_LS_DEAD)
 				continue;
-			__builtin_prefetch(&c->ix.pool[k].st);
-			if (seen >= PREFETCH)
-				ok = !(st_of(&c->ix.pool[ring[head]]) & VC_ST_BUSY);
-			ring[head] = k;
-			head = (head + 1) % PREFETCH;
-			seen++;
+			struct vc_page *p = &c->ix.pool[k];
+			if (!vc_page_claim(p, VC_ST_BUSY, 0)) {
+				while (nh > 0)
+					st_clear(held[--nh], VC_ST_BUSY);
+				return false;
+			}
+			held[nh++] = p;
 		}
-	for (uint32_t j = 0; j < PREFETCH && j < seen && ok; j++)
-		ok = !(st_of(&c->ix.pool[ring[j]]) & VC_ST_BUSY);
-	return ok;
+	*nheld = nh;
+	return true;
 }
 
 /* One cleaning step: up to gc_segments segments chosen by the policy, if
@@ -542,13 +577,15 @@ static int gc_step_locked(struct vc_cache *c)
 		vc_ls_unpick(c->ls, 1, &segs[--n]);
 	if (n == 0)
 		return -EAGAIN;
-	uint32_t per = vc_ls_slots_per_seg(c->ls);
-	if (!segs_settled(c, n, segs)) {
+	uint32_t per = vc_ls_slots_per_seg(c->ls), nheld = 0;
+	if (!segs_claim(c, n, segs, c->gc_held, &nheld)) {
 		vc_ls_unpick(c->ls, n, segs);
 		return -EAGAIN;
 	}
 	int r = vc_ls_clean(c->ls, n, segs);
 	if (r == -ENOSPC) {
+		for (uint32_t i = 0; i < nheld; i++)
+			st_clear(c->gc_held[i], VC_ST_BUSY);
 		vc_ls_unpick(c->ls, n, segs);
 		return -EAGAIN;
 	}
@@ -567,10 +604,15 @@ static int gc_step_locked(struct vc_cache *c)
 					dirty_add(c, p, -1);
 				vc_index_remove(&c->ix, p);
 			}
+		for (uint32_t i = 0; i < nheld; i++) /* those still cached: not the dropped */
+			if (c->gc_held[i]->used)
+				st_clear(c->gc_held[i], VC_ST_BUSY);
 		c->gpu_off = true;
 		wake(c);
 		return r;
 	}
+	for (uint32_t i = 0; i < nheld; i++)
+		st_clear(c->gc_held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
 	wake(c);
 	return 0;
 }
@@ -675,7 +717,7 @@ static int evict_host_one(struct vc_cache *c)
 		wake(c);
 		return r;
 	}
-	st_clear(v, VC_ST_BUSY | VC_ST_HOST);
+	atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release); /* ours: BUSY, no pins */
 	vc_tier_free(c->host, v->slot);
 	v->tier = GPU; /* at slot g: vc_ls_append recorded it */
 	pol_insert(c, v, GPU);
@@ -704,13 +746,16 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 {
 	uint32_t s = 0;
 	struct vc_page *v = NULL;
+	if (!vc_page_claim(p, VC_ST_BUSY, 0))
+		return -EAGAIN; /* a reader is copying it out in place */
 	if (vc_tier_alloc(c->host, &s) < 0) {
 		v = host_victim(c);
-		if (!v || !vc_page_claim(v, VC_ST_BUSY, 0))
+		if (!v || !vc_page_claim(v, VC_ST_BUSY, 0)) {
+			st_clear(p, VC_ST_BUSY);
 			return -EAGAIN;
+		}
 		pol_remove(c, v);
 	}
-	st_set(p, VC_ST_BUSY); /* a GPU page: no pins */
 	pol_remove(c, p);
 	uint64_t gaddr = slot_addr(c, p);
 	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->host, s);
@@ -733,7 +778,7 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 		 * a fresh stamp (its place in the log is p's, an approximation
 		 * that cleaning corrects: it orders by stamp). */
 		uint32_t hs = v->slot;
-		st_clear(v, VC_ST_BUSY | VC_ST_HOST);
+		atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release); /* ours: no pins */
 		v->tier = GPU;
 		vc_ls_rekey(c->ls, gpu_slot(c, p), page_id(c, v), ++c->clock);
 		pol_insert(c, v, GPU);
@@ -771,31 +816,52 @@ static bool grab(struct vc_page *p, int mode)
 	return true;
 }
 
-/* The calling thread's policy-update queue for c, or NULL when every
- * handle is taken. */
-static struct vc_opq_local *local_queue(struct vc_cache *c)
+/* The calling thread's state for c (tstate: its policy-update queue,
+ * bounce pages and hit counters), taken on its first call; NULL when every
+ * slot is taken (then hits take the lock). */
+static struct tstate *tstate(struct vc_cache *c)
 {
 	if (!c->tls_ok)
 		return NULL;
-	struct vc_opq_local *l = pthread_getspecific(c->tls);
-	if (!l && (l = vc_opq_attach(c->opq)) != NULL)
-		pthread_setspecific(c->tls, l);
-	return l;
+	struct tstate *t = pthread_getspecific(c->tls);
+	if (t)
+		return t;
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS && !t; i++) {
+		bool f = false;
+		if (!atomic_load_explicit(&c->ts[i].used, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong(&c->ts[i].used, &f, true))
+			t = &c->ts[i];
+	}
+	if (!t)
+		return NULL;
+	t->l = vc_opq_attach(c->opq); /* NULL: hits take the lock */
+	pthread_setspecific(c->tls, t);
+	return t;
 }
 
-/* The hot path: page pno pinned if it sits in the host tier, not busy or
- * owned, found and pinned without the lock; else NULL (take acquire()).
- * Lock-free: an index lookup, one compare-and-swap, a queued hit. */
-/* Pins page pno if it is in the host tier and free to read, without the
- * lock and without recording a hit; NULL otherwise. */
-static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno)
+/* The key's destructor, at thread exit: the slot and queue go back. */
+static void tstate_release(void *arg)
+{
+	struct tstate *t = arg;
+	if (t->l)
+		vc_opq_detach(t->l);
+	t->l = NULL;
+	atomic_store(&t->used, false);
+}
+
+/* Pins page pno if it is settled in the host tier, or with `gpu` in the
+ * GPU tier, and free to read, without the lock and without recording a
+ * hit; NULL otherwise. *tier: where it is. Lock-free: an index lookup and
+ * one compare-and-swap. */
+static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier)
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
 	if (!p)
 		return NULL;
+	const uint64_t settled = VC_ST_HOST | (gpu ? VC_ST_GPU : 0);
 	uint64_t s = st_of(p);
 	do {
-		if ((s & (VC_ST_HOST | VC_ST_BUSY | VC_ST_EXCL)) != VC_ST_HOST ||
+		if (!(s & settled) || (s & (VC_ST_BUSY | VC_ST_EXCL)) ||
 		    (s & VC_ST_PINS) == VC_ST_PINS)
 			return NULL;
 	} while (!atomic_compare_exchange_weak_explicit(&p->st, &s, s + VC_ST_PIN1,
@@ -806,34 +872,36 @@ static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno)
 		unpin(c, p);
 		return NULL;
 	}
+	*tier = s & VC_ST_GPU ? GPU : HOST;
 	return p;
 }
 
-/* Records a lock-free host hit on pinned page p. */
-static void note_hit_fast(struct vc_cache *c, struct vc_page *p)
+/* Records a lock-free hit in `tier` on pinned page p. */
+static void note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, int tier)
 {
-	struct vc_opq_local *l = local_queue(c);
-	if (l) {
-		vc_opq_hit(l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
+	if (t && t->l) {
+		vc_opq_hit(t->l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
+		atomic_fetch_add_explicit(&t->hits[tier], 1, memory_order_relaxed);
 	} else {
 		pthread_mutex_lock(&c->mu);
 		pol_hit(c, p);
+		c->st.hits[tier]++;
 		pthread_mutex_unlock(&c->mu);
 	}
-	atomic_fetch_add_explicit(&c->lf_hits, 1, memory_order_relaxed);
 }
 
-static struct vc_page *acquire_fast(struct vc_cache *c, uint64_t pno)
+/* Bounce page i of thread state t: where GPU-tier pages it reads in place
+ * land. Only threads with idx < c->bounce_threads have them. */
+static uint32_t bounce_slot(const struct vc_cache *c, const struct tstate *t, uint32_t i)
 {
-	struct vc_page *p = pin_fast(c, pno);
-	if (p)
-		note_hit_fast(c, p);
-	return p;
+	return t->idx * c->bounce_per + i;
 }
 
 /* Returns page pno in the host tier, pinned (READ) or owned (WRITE*).
- * `count`: record the access in the hit/miss statistics. */
-static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struct vc_page **out)
+ * `count`: record the access in the hit/miss statistics. `serve`: a READ
+ * may return a pinned GPU-tier page, which the caller reads in place. */
+static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool serve,
+		   struct vc_page **out)
 {
 	int r = 0;
 	pthread_mutex_lock(&c->mu);
@@ -857,10 +925,23 @@ static int acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, struc
 			}
 			if (mode == ACQ_WRITE_FULL) {
 				/* Overwritten whole: its GPU copy need not travel. */
+				if (!vc_page_claim(p, 0, VC_ST_GPU)) { /* read in place now */
+					wait_cv(c);
+					continue;
+				}
 				c->st.hits[GPU] += count;
 				count = false;
 				page_drop(c, p);
 				continue;
+			}
+			if (mode == ACQ_READ && serve) {
+				/* Served where it is: the caller copies it out over
+				 * PCIe; promotion is not a cost of every hit. */
+				grab(p, ACQ_READ);
+				pol_hit(c, p);
+				c->st.hits[GPU] += count;
+				*out = p;
+				break;
 			}
 			r = promote(c, p);
 			if (r == -EAGAIN) {
@@ -950,6 +1031,7 @@ void vc_config_init(struct vc_config *cfg)
 	cfg->gc_watermark = 0.02;
 	cfg->gc_fragmentation = 0.25;
 	cfg->early_release = 0.10;
+	cfg->gpu_hits = VC_GPU_HITS_SERVE;
 }
 
 /* The GPU log's segment size: the configured one, or 4 MiB halved until
@@ -1010,6 +1092,8 @@ static int config_check(const struct vc_config *cfg)
 	if ((cfg->host_bytes + cfg->gpu_bytes) / ps >= UINT32_MAX)
 		return vc_err(-EINVAL, "tiers of %llu pages: at most 2^32 - 2 pages in all",
 			      (unsigned long long)((cfg->host_bytes + cfg->gpu_bytes) / ps));
+	if (cfg->gpu_hits != VC_GPU_HITS_SERVE && cfg->gpu_hits != VC_GPU_HITS_SWAP)
+		return vc_err(-EINVAL, "unknown GPU-hit mode %d", cfg->gpu_hits);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
 		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
 	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)
@@ -1108,6 +1192,22 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	if (r == 0)
 		r = vc_batcher_create(c->dev, c->page_size, cfg.batch_pages, cfg.batch_timeout_us,
 				      &c->bat);
+	c->serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->ls;
+	if (r == 0 && c->serve) {
+		c->bounce_per = BOUNCE_BYTES / c->page_size ? BOUNCE_BYTES / c->page_size : 1;
+		uint64_t threads = BOUNCE_TOTAL / ((uint64_t)c->bounce_per * c->page_size);
+		c->bounce_threads = threads < 16 ? 16 : threads > MAX_QUEUE_THREADS ? MAX_QUEUE_THREADS
+										 : (uint32_t)threads;
+		r = vc_tier_open(c->dev, HOST, (uint64_t)c->bounce_threads * c->bounce_per,
+				 c->page_size, &c->bounce);
+	}
+	if (r == 0 && c->ls) {
+		uint64_t held = (uint64_t)c->gc_segments * vc_ls_slots_per_seg(c->ls);
+		if (!(c->gc_held = malloc(held * sizeof *c->gc_held)))
+			r = vc_err(-ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
+		c->ts[i].idx = i;
 	if (r == 0)
 		r = vc_index_init(&c->ix, host_pages + gpu_pages);
 	if (r == 0) {
@@ -1121,7 +1221,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		if (r == 0 && !(c->lk = vc_opq_attach(c->opq)))
 			r = vc_err(-ENOMEM, "out of memory for the policy queues");
 		if (r == 0)
-			c->tls_ok = pthread_key_create(&c->tls, (void (*)(void *))vc_opq_detach) == 0;
+			c->tls_ok = pthread_key_create(&c->tls, tstate_release) == 0;
 	}
 	if (r < 0) {
 		c->write_mode = VC_WRITE_THROUGH; /* nothing to flush */
@@ -1150,6 +1250,8 @@ int vc_close(vc_cache *c)
 	if (c->ix.pool)
 		vc_index_fini(&c->ix);
 	vc_batcher_destroy(c->bat);
+	vc_tier_close(c->bounce);
+	free(c->gc_held);
 	vc_tier_close(c->stage_bulk);
 	vc_tier_close(c->stage_wb);
 	vc_ls_close(c->ls);
@@ -1226,6 +1328,62 @@ static size_t piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64
 	return c->page_size - *in < left ? c->page_size - *in : left;
 }
 
+/* A run of consecutive pages read without the lock: each pinned if it is
+ * settled in the host tier, or in the GPU tier while the thread has bounce
+ * pages left; the GPU-tier pages of the run come back in one device
+ * submission, straight into the bounce pages, and stay where they are.
+ * Stops at the first page that cannot be pinned so (0: the first). Pins
+ * never wait, so holding a run of them is safe. Bytes read, or -errno. */
+#define RUN_MAX VC_READ_HIT_PAGES
+static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t len, uint64_t off)
+{
+	struct vc_cache *c = v->c;
+	struct vc_page *pin[RUN_MAX];
+	struct vc_move mv[RUN_MAX];
+	struct vc_ticket tk[RUN_MAX];
+	uint32_t in[RUN_MAX], n = 0, ng = 0;
+	int gi[RUN_MAX];
+	size_t k[RUN_MAX], done = 0;
+	const uint32_t gmax = c->serve && t && t->idx < c->bounce_threads ? c->bounce_per : 0;
+	while (done < len && n < RUN_MAX) {
+		uint64_t pno;
+		int tier;
+		k[n] = piece(v, off + done, len - done, &pno, &in[n]);
+		struct vc_page *p = pin_fast(c, pno, ng < gmax, &tier);
+		if (!p)
+			break;
+		gi[n] = -1;
+		if (tier == GPU) {
+			mv[ng] = (struct vc_move){ .src = slot_addr_gpu(c, p),
+						   .dst = vc_tier_addr(c->bounce, bounce_slot(c, t, ng)),
+						   .op = VC_MOVE_COPY };
+			gi[n] = (int)ng++;
+		}
+		pin[n] = p;
+		done += k[n++];
+	}
+	int r = 0;
+	if (ng) {
+		r = vc_batcher_add_n(c->bat, mv, ng, tk);
+		if (r == 0)
+			r = vc_batcher_wait_n(c->bat, tk, ng);
+		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
+	}
+	size_t pos = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (r == 0) {
+			const unsigned char *src =
+				gi[i] < 0 ? host_data(c, pin[i])
+					  : vc_tier_host(c->bounce, bounce_slot(c, t, (uint32_t)gi[i]));
+			memcpy(buf + pos, src + in[i], k[i]);
+			note_hit_fast(c, t, pin[i], gi[i] < 0 ? HOST : GPU);
+		}
+		pos += k[i];
+		unpin(c, pin[i]);
+	}
+	return r < 0 ? r : (ssize_t)done;
+}
+
 ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 {
 	if (!v || (!buf && len))
@@ -1235,19 +1393,39 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > v->size - off)
 		len = (size_t)(v->size - off);
+	struct tstate *t = tstate(c);
+	const bool serve = c->serve && t && t->idx < c->bounce_threads;
 	size_t done = 0;
 	while (done < len) {
+		ssize_t got = read_run(v, t, (char *)buf + done, len - done, off + done);
+		if (got < 0)
+			return got;
+		if (got > 0) {
+			done += (size_t)got;
+			continue;
+		}
+		/* The slow path, one page, holding nothing else. */
 		uint64_t pno;
 		uint32_t in;
 		size_t k = piece(v, off + done, len - done, &pno, &in);
-		struct vc_page *p = acquire_fast(c, pno);
-		if (!p) {
-			int r = acquire(c, pno, ACQ_READ, true, &p);
-			if (r < 0)
-				return r;
+		struct vc_page *p;
+		int r = acquire(c, pno, ACQ_READ, true, serve, &p);
+		if (r < 0)
+			return r;
+		const unsigned char *src = NULL;
+		if (p->tier == HOST) { /* stable while pinned */
+			src = host_data(c, p);
+		} else {
+			uint32_t b = bounce_slot(c, t, 0);
+			r = move1(c, VC_MOVE_COPY, slot_addr_gpu(c, p), vc_tier_addr(c->bounce, b));
+			atomic_fetch_add_explicit(&t->d2h, c->page_size, memory_order_relaxed);
+			src = vc_tier_host(c->bounce, b);
 		}
-		memcpy((char *)buf + done, host_data(c, p) + in, k);
+		if (r == 0)
+			memcpy((char *)buf + done, src + in, k);
 		unpin(c, p);
+		if (r < 0)
+			return r;
 		done += k;
 	}
 	return (ssize_t)len;
@@ -1272,7 +1450,7 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 		size_t k = piece(v, pos, len - done, &pno, &in);
 		int mode = (in == 0 && k == page_len(c, pno)) ? ACQ_WRITE_FULL : ACQ_WRITE;
 		struct vc_page *p;
-		int r = acquire(c, pno, mode, true, &p);
+		int r = acquire(c, pno, mode, true, false, &p);
 		if (r < 0)
 			return r;
 		unsigned char *d = host_data(c, p);
@@ -1386,14 +1564,20 @@ static int flush_round(struct vc_volume *v, uint64_t *pos)
 		struct vc_bio *io = &b.bios[b.n];
 		j->p = p;
 		if (p->tier == GPU) {
+			if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* read in place now */
+				if (b.n)
+					break;
+				wait_cv(c);
+				continue;
+			}
 			if (vc_tier_alloc(c->stage_bulk, &j->stage) < 0) {
+				st_clear(p, VC_ST_BUSY);
 				if (b.n)
 					break;
 				wait_cv(c); /* another flush or prefetch holds them */
 				continue;
 			}
 			j->staged = true;
-			st_set(p, VC_ST_BUSY); /* a GPU page: no pins */
 			io->buf = vc_tier_host(c->stage_bulk, j->stage);
 		} else {
 			atomic_fetch_add(&p->st, VC_ST_PIN1); /* readers go on, writers wait */
@@ -1485,7 +1669,7 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 				return r;
 			continue;
 		}
-		if (!vc_page_claim(p, 0, VC_ST_HOST)) { /* a lock-free reader pinned it */
+		if (!vc_page_claim(p, 0, VC_ST_HOST | VC_ST_GPU)) { /* a lock-free reader pinned it */
 			wait_cv(c);
 			continue;
 		}
@@ -1584,11 +1768,11 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
 		vc_tier_free(c->stage_bulk, b.jobs[i].stage);
-		st_clear(p, VC_ST_BUSY);
 		if (b.bios[i].result < 0) {
 			page_drop(c, p);
 			continue;
 		}
+		atomic_store_explicit(&p->st, VC_ST_GPU, memory_order_release); /* settled */
 		pol_insert(c, p, GPU);
 		c->st.h2d += c->page_size;
 		c->st.rd_bytes += b.bios[i].len;
@@ -1628,7 +1812,7 @@ int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 	}
 	for (uint64_t pno = p0; pno <= p1; pno++) {
 		struct vc_page *p;
-		int r = acquire(c, pno, ACQ_READ, false, &p);
+		int r = acquire(c, pno, ACQ_READ, false, false, &p);
 		if (r < 0)
 			return r;
 		unpin(c, p);
@@ -1648,8 +1832,10 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	vc_batcher_get_stats(c->bat, &bs);
 	pthread_mutex_lock(&c->mu);
 	for (int t = 0; t < VC_TIER_COUNT; t++) {
-		st.hits[t] = c->st.hits[t] + (t == HOST ? atomic_load(&c->lf_hits) : 0);
+		st.hits[t] = c->st.hits[t];
 		st.evictions[t] = c->st.evictions[t];
+		for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
+			st.hits[t] += atomic_load_explicit(&c->ts[i].hits[t], memory_order_relaxed);
 	}
 	st.pages_cached[HOST] = vc_tier_used(c->host);
 	st.pages_capacity[HOST] = vc_tier_capacity(c->host);
@@ -1671,6 +1857,8 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.writebacks = c->st.writebacks;
 	st.h2d_bytes = c->st.h2d;
 	st.d2h_bytes = c->st.d2h;
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
+		st.d2h_bytes += atomic_load_explicit(&c->ts[i].d2h, memory_order_relaxed);
 	st.backing_read_bytes = c->st.rd_bytes;
 	st.backing_write_bytes = c->st.wr_bytes;
 	st.dirty_pages = c->ndirty;
@@ -1777,12 +1965,14 @@ ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
 	if (len > v->size - off)
 		len = (size_t)(v->size - off);
 	struct vc_page *pin[VC_READ_HIT_PAGES];
+	struct tstate *t = tstate(c);
 	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	if (p1 - p0 >= VC_READ_HIT_PAGES)
 		return -EAGAIN;
 	unsigned n = 0;
+	int tier;
 	for (uint64_t pno = p0; pno <= p1; pno++, n++)
-		if (!(pin[n] = pin_fast(c, pno))) {
+		if (!(pin[n] = pin_fast(c, pno, false, &tier))) {
 			while (n > 0)
 				unpin(c, pin[--n]);
 			return -EAGAIN;
@@ -1793,7 +1983,7 @@ ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
 		uint32_t in;
 		size_t k = piece(v, off + done, len - done, &pno, &in);
 		memcpy((char *)buf + done, host_data(c, pin[i]) + in, k);
-		note_hit_fast(c, pin[i]);
+		note_hit_fast(c, t, pin[i], HOST);
 		unpin(c, pin[i]);
 		done += k;
 	}

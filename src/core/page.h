@@ -7,13 +7,17 @@
  * the index maps page numbers to ids, and the GPU log names slot owners by
  * id, so cleaning moves a page by rewriting its entry, not the index.
  *
- * Page state `st` is one atomic word: pins, BUSY, EXCL and HOST. Everything
- * else in the entry is guarded by the engine lock. Readers that find a page
- * through the index without the lock pin it with one compare-and-swap, and
- * only while HOST is set and BUSY and EXCL are clear; the engine sets BUSY or
- * EXCL, or clears HOST, only with a compare-and-swap that sees no pins
- * (vc_page_claim). So a pinned page's tier, slot, data and number stay put
- * until it is unpinned, and an entry being freed or reused cannot be pinned.
+ * Page state `st` is one atomic word: pins, BUSY, EXCL, HOST and GPU.
+ * Everything else in the entry is guarded by the engine lock. Readers that
+ * find a page through the index without the lock pin it with one
+ * compare-and-swap, and only while HOST or GPU is set (the page is settled
+ * in that tier) and BUSY and EXCL are clear; the engine sets BUSY or EXCL,
+ * or clears HOST or GPU, only with a compare-and-swap that sees no pins
+ * (vc_page_claim). So a pinned page's tier, slot (a GPU page's where[]
+ * entry: cleaning and eviction claim the pages they move), data and number
+ * stay put until it is unpinned, and an entry being freed or reused cannot
+ * be pinned. A pinned GPU page is read in place, over PCIe, into the
+ * reader's bounce pages.
  */
 #ifndef VC_PAGE_H
 #define VC_PAGE_H
@@ -29,6 +33,7 @@
 #define VC_ST_BUSY (1ull << 16)        /* data in flight (load, move, write-back): wait */
 #define VC_ST_EXCL (1ull << 17)        /* a writer owns the host slot */
 #define VC_ST_HOST (1ull << 18)        /* in the host tier: lock-free readers may pin */
+#define VC_ST_GPU (1ull << 19)         /* settled in the GPU tier: lock-free readers may pin */
 
 struct vc_page {
 	struct vc_opq_node qn; /* first: policy nodes map back to pages by cast */
