@@ -43,7 +43,7 @@
  * Usage: scaling [--device auto|emu|cuda] [--cases gpu,host,miss]
  *                [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]
  *                [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]
- *                [--latencies 0,20,100] [--quick] [--json FILE]
+ *                [--latencies 0,20,100] [--gpu-hits serve|swap] [--quick] [--json FILE]
  * Sizes take K, M, G suffixes (binary). --quick: host 16 MiB, GPU 64 MiB,
  * working set 48 MiB, miss file 512 MiB, 0.3 s a point (the 2-core
  * machine); options given explicitly win over it.
@@ -60,6 +60,7 @@
 #include "bench.h"
 #include "base/clock.h"
 #include "base/rand.h"
+#include "device/device.h"
 #include "tools/workload.h"
 
 #define PS 4096u             /* page size and the small read */
@@ -86,23 +87,47 @@ struct opts {
 	int nlat;
 	double seconds;
 	uint64_t host_bytes, gpu_bytes, ws_bytes, miss_bytes; /* 0: default */
+	int gpu_hits; /* enum vc_gpu_hits */
 	bool quick;
 	const char *json;
 };
 
 /* ---- HOOKS ------------------------------------------------------------- */
 
-/* HOOK (physical limit). TODO: return the device's host<->GPU transfer rate
- * in 4 KiB pages per second, one direction (PCIe is full duplex, so a
- * GPU-tier hit that swaps one page each way is bound by it as well), e.g.
- * from the `transfer` benchmark's batched-move peak on this device, or
- * from its link width and generation. It bounds case gpu: the table's
- * "limit" column is this rate x 4 KiB / the read size, and "-" while it
- * returns 0 (JSON null). */
+/* The physical limit: the device's bulk copy rate device -> pinned host
+ * (64 MiB, one copy-engine DMA; the best the link gives one direction), in
+ * 4 KiB pages per second, measured once on a device opened beside the
+ * cache. A GPU-tier hit served in place moves one page that way. */
+static double limit_pps = -1;
+
 static double limit_pages_per_s(const vc_cache *c)
 {
-	(void)c;
-	return 0;
+	if (limit_pps >= 0)
+		return limit_pps;
+	limit_pps = 0;
+	struct vc_device *d;
+	if (vc_device_open(vc_device_parse(vc_device_name(c)), 0, &d) < 0)
+		return 0;
+	const size_t len = 64u << 20;
+	void *h;
+	uint64_t hd, g;
+	if (d->ops->host_alloc(d, len, &h, &hd) == 0) {
+		if (d->ops->mem_alloc(d, len, &g) == 0) {
+			uint64_t t0 = 0;
+			int r = 0;
+			for (int i = 0; i < 4 && r == 0; i++) { /* the first is a warm-up */
+				if (i == 1)
+					t0 = vc_now_ns();
+				r = d->ops->memcpy_sync(d, hd, g, len);
+			}
+			if (r == 0)
+				limit_pps = 3.0 * len / PS / ((double)(vc_now_ns() - t0) / 1e9);
+			d->ops->mem_free(d, g);
+		}
+		d->ops->host_free(d, h);
+	}
+	vc_device_close(d);
+	return limit_pps;
 }
 
 /* HOOK (asynchronous reads). The engine has no asynchronous read interface
@@ -385,6 +410,7 @@ static vc_cache *open_cache(struct run *R, double lat_us)
 	cfg.host_bytes = R->o->host_bytes;
 	cfg.gpu_bytes = R->o->gpu_bytes;
 	cfg.device = R->o->device;
+	cfg.gpu_hits = R->o->gpu_hits;
 	cfg.backing_latency_ns = (uint64_t)(lat_us * 1e3);
 	vc_cache *c;
 	BENCH_OK(vc_open(&cfg, &c));
@@ -621,7 +647,7 @@ static void usage(void)
 		"usage: scaling [--device auto|emu|cuda] [--cases gpu,host,miss]\n"
 		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
 		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
-		"               [--latencies 0,20,100] [--quick] [--json FILE]\n"
+		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--quick] [--json FILE]\n"
 		"sizes take K, M, G suffixes; --latencies in microseconds\n");
 	exit(2);
 }
@@ -712,6 +738,10 @@ static void parse(int argc, char **argv, struct opts *o)
 		if (strcmp(a, "--device") == 0) {
 			if ((o->device = vc_device_parse(v)) < 0)
 				bad(a, v, "auto, emu or cuda");
+		} else if (strcmp(a, "--gpu-hits") == 0) {
+			if (strcmp(v, "serve") && strcmp(v, "swap"))
+				bad(a, v, "serve or swap");
+			o->gpu_hits = strcmp(v, "swap") == 0 ? VC_GPU_HITS_SWAP : VC_GPU_HITS_SERVE;
 		} else if (strcmp(a, "--cases") == 0) {
 			if (parse_cases(v, &o->cases) < 0)
 				bad(a, v, "a list of gpu, host, miss");

@@ -717,9 +717,10 @@ static int evict_host_one(struct vc_cache *c)
 		wake(c);
 		return r;
 	}
-	atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release); /* ours: BUSY, no pins */
 	vc_tier_free(c->host, v->slot);
 	v->tier = GPU; /* at slot g: vc_ls_append recorded it */
+	/* Published last (ours till now: BUSY, no pins). */
+	atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release);
 	pol_insert(c, v, GPU);
 	c->st.evictions[HOST]++;
 	c->st.h2d += c->page_size;
@@ -778,9 +779,10 @@ static int promote(struct vc_cache *c, struct vc_page *p)
 		 * a fresh stamp (its place in the log is p's, an approximation
 		 * that cleaning corrects: it orders by stamp). */
 		uint32_t hs = v->slot;
-		atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release); /* ours: no pins */
 		v->tier = GPU;
 		vc_ls_rekey(c->ls, gpu_slot(c, p), page_id(c, v), ++c->clock);
+		/* Published last: a reader that pins it reads where[] next. */
+		atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release);
 		pol_insert(c, v, GPU);
 		c->st.evictions[HOST]++;
 		c->st.h2d += c->page_size;
