@@ -96,11 +96,7 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 	b->timeout_ns = (uint64_t)timeout_us * 1000;
 	b->open = -1;
 	pthread_mutex_init(&b->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	vc_cond_init_monotonic(&b->cv);
 	int i, r = 0;
 	for (i = 0; i < NSLOTS; i++) {
 		struct slot *s = &b->slots[i];

@@ -1154,11 +1154,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	if (!c)
 		return vc_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	vc_cond_init_monotonic(&c->cv);
 	c->page_size = cfg.page_size;
 	c->pshift = (unsigned)__builtin_ctz(cfg.page_size);
 	c->write_mode = cfg.write_mode;

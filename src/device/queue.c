@@ -182,11 +182,7 @@ int vc_dq_create(struct vc_device *d, const struct vc_dq_config *cfg, struct vc_
 	q->nrings = cfg->nrings;
 	q->idle_ns = (uint64_t)(cfg->idle_us ? cfg->idle_us : VC_DQ_IDLE_US) * 1000;
 	pthread_mutex_init(&q->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	vc_cond_init_monotonic(&q->cv);
 	/* The backend fixes lanes and, where cfg leaves it 0, nrings; it may
 	 * not allocate device-visible memory yet (the rings come next). */
 	int r = d->ops->dq_init(d, q);

@@ -41,6 +41,8 @@
  */
 #include <cuda_runtime.h>
 
+#include "device/cuda/kernels/piece.cuh"
+
 #include "device/cuda/kernels/move.h"
 
 namespace {
@@ -56,29 +58,6 @@ __device__ __forceinline__ uint64_t desc_word(const struct vc_move *moves, uint3
 {
 	const uint64_t *w = reinterpret_cast<const uint64_t *>(moves + p);
 	return lane < 3 ? w[lane] : 0;
-}
-
-/* Moves one piece of V*512 bytes; s and t already include this lane's
- * offset. Streaming hints: the data is touched once. */
-template <int V>
-__device__ __forceinline__ void move_piece(uint4 *s, uint4 *t, bool swap)
-{
-	uint4 a[V];
-#pragma unroll
-	for (int k = 0; k < V; k++)
-		a[k] = __ldcs(s + 32 * k);
-	if (swap) {
-		uint4 b[V];
-#pragma unroll
-		for (int k = 0; k < V; k++)
-			b[k] = __ldcs(t + 32 * k);
-#pragma unroll
-		for (int k = 0; k < V; k++)
-			__stcs(s + 32 * k, b[k]);
-	}
-#pragma unroll
-	for (int k = 0; k < V; k++)
-		__stcs(t + 32 * k, a[k]);
 }
 
 /* nitems = n << shift pieces; piece i is part (i & mask) of page i >> shift.
@@ -106,7 +85,7 @@ move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t 
 			const uint32_t op = (uint32_t)__shfl_sync(FULL, w, 2);
 			const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
 			/* Like emu: anything but COPY exchanges. */
-			move_piece<V>(reinterpret_cast<uint4 *>(src + off),
+			vc_move_piece<V, vc_stream_hint>(reinterpret_cast<uint4 *>(src + off),
 				      reinterpret_cast<uint4 *>(dst + off), op != VC_MOVE_COPY);
 			if (nx >= nitems)
 				break;

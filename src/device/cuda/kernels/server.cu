@@ -34,6 +34,8 @@
  */
 #include <cuda_runtime.h>
 
+#include "device/cuda/kernels/piece.cuh"
+
 #include "device/cuda/kernels/server.h"
 #include "device/device.h"
 
@@ -49,26 +51,6 @@ constexpr unsigned STOP_EVERY = 16;
  * piece after a pause by at most that, against PCIe reads saved while idle. */
 constexpr unsigned IDLE_POLLS = 64;
 
-template <int V>
-__device__ __forceinline__ void move_piece(uint4 *s, uint4 *t, bool swap)
-{
-	uint4 a[V];
-#pragma unroll
-	for (int k = 0; k < V; k++)
-		a[k] = __ldcg(s + 32 * k);
-	if (swap) {
-		uint4 b[V];
-#pragma unroll
-		for (int k = 0; k < V; k++)
-			b[k] = __ldcg(t + 32 * k);
-#pragma unroll
-		for (int k = 0; k < V; k++)
-			__stcg(s + 32 * k, b[k]);
-	}
-#pragma unroll
-	for (int k = 0; k < V; k++)
-		__stcg(t + 32 * k, a[k]);
-}
 
 /* Warp 0: waits for published descriptors at head h and stages up to WIN
  * of them in sw; returns how many (0: asked to stop). `busy`: the last
@@ -150,7 +132,7 @@ server_kernel(const struct vc_cuda_dq_view v)
 		__threadfence(); /* acquire: data other blocks and kernels wrote */
 		for (uint32_t d = w; d < n; d += WARPS) {
 			const uint64_t off = lane * 16u;
-			move_piece<V>(reinterpret_cast<uint4 *>(sw[d][0] + off),
+			vc_move_piece<V, vc_l2_hint>(reinterpret_cast<uint4 *>(sw[d][0] + off),
 				      reinterpret_cast<uint4 *>(sw[d][1] + off), sw[d][2] != VC_MOVE_COPY);
 			__threadfence_system();
 			__syncwarp();
