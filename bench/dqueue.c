@@ -30,7 +30,7 @@
 #include "bench.h"
 #include "base/clock.h"
 #include "base/rand.h"
-#include "core/batcher.h"
+#include "engine/batcher.h"
 #include "device/device.h"
 #include "device/queue.h"
 

@@ -38,7 +38,7 @@
 
 #define BENCH_NAME "transfer"
 #include "bench.h"
-#include "core/batcher.h"
+#include "engine/batcher.h"
 #include "base/clock.h"
 #include "base/rand.h"
 #include "device/device.h"

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "core/batcher.h"
+#include "engine/batcher.h"
 #include "base/clock.h"
 #include "device/device.h"
 #include "testutil.h"

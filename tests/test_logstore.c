@@ -6,7 +6,7 @@
  * VC_TEST_DEVICE. */
 #include <errno.h>
 
-#include "core/batcher.h"
+#include "engine/batcher.h"
 #include "device/device.h"
 #include "testutil.h"
 #include "tier/logstore.h"

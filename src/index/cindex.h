@@ -17,11 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/pageno.h"
+
 #define VC_IKEY_NONE UINT64_MAX
 
 static inline uint64_t vc_ikey(uint32_t bid, uint64_t pno)
 {
-	return ((uint64_t)(bid & 0xffff) << 48) | (pno & 0xffffffffffffull);
+	return vc_pno(bid, pno); /* the layout of base/pageno.h */
 }
 
 static inline uint64_t vc_iloc(unsigned tier, uint32_t segment, uint32_t slot, uint32_t version)

@@ -28,6 +28,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "base/pageno.h"
 #include <stdio.h>
 
 enum vc_trace_op { VC_TRACE_READ = 0, VC_TRACE_WRITE = 1 };
@@ -40,9 +42,9 @@ struct vc_trace_req {
 	uint8_t op;      /* enum vc_trace_op */
 };
 
-/* Page keys: page number in bits 0..47, volume in bits 48..63. */
-#define VC_TRACE_VOL_SHIFT 48
-#define VC_TRACE_PAGE_MASK ((1ull << VC_TRACE_VOL_SHIFT) - 1)
+/* Page keys: the engine's page numbers (base/pageno.h). */
+#define VC_TRACE_VOL_SHIFT VC_PNO_VOL_SHIFT
+#define VC_TRACE_PAGE_MASK VC_PNO_INDEX_MASK
 
 typedef struct vc_trace vc_trace;
 

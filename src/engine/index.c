@@ -3,14 +3,15 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/page.h"
+#include "base/pageno.h"
+#include "engine/page.h"
 #include "index/cindex.h"
 
-/* An engine page number is volume << 48 | page (core/cache.c): the
- * index key's backing id and page number, so volumes never collide. */
+/* A page number (base/pageno.h) is the index key as it is: its volume is
+ * the key's backing id, so volumes never collide. */
 static uint64_t key_of(uint64_t pno)
 {
-	return vc_ikey((uint32_t)(pno >> 48), pno);
+	return vc_ikey(vc_pno_vol(pno), vc_pno_index(pno));
 }
 
 int vc_index_init(struct vc_index *ix, uint64_t npool)

@@ -15,7 +15,7 @@
  * (add_n takes it once for n moves); a submit (one kernel launch) also runs
  * under it.
  */
-#include "core/batcher.h"
+#include "engine/batcher.h"
 
 #include <errno.h>
 #include <pthread.h>

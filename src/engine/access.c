@@ -1,0 +1,439 @@
+/* Page access: finding a page and holding it while its bytes are copied.
+ *
+ * The hot path takes no lock (BAG): a read finds the page in the concurrent
+ * index, pins it with one compare-and-swap on its state word (engine/page.h
+ * says why that is safe against eviction and reuse) if it is settled in the
+ * host tier, or in the GPU tier while the thread has bounce pages left, and
+ * records the hit in its thread's queue of policy updates. Host pages are
+ * copied out of their slot; a run of GPU pages comes back in one device-queue
+ * submission into the thread's bounce pages and stays in the GPU tier
+ * (GPU-tier hits served in place). Everything else, misses, writes, GPU hits
+ * in GRAM's swap mode, takes acquire(), under the engine lock.
+ */
+#include "engine/engine.h"
+
+void eng_wait_cv(struct vc_cache *c)
+{
+	atomic_fetch_add(&c->nwaiters, 1);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += WAIT_GUARD_NS;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	atomic_fetch_sub(&c->nwaiters, 1);
+}
+
+void eng_wake(struct vc_cache *c)
+{
+	if (atomic_load(&c->nwaiters))
+		pthread_cond_broadcast(&c->cv);
+}
+
+/* Drops a pin; lock-free. */
+void eng_unpin(struct vc_cache *c, struct vc_page *p)
+{
+	atomic_fetch_sub(&p->st, VC_ST_PIN1);
+	if (atomic_load(&c->nwaiters)) {
+		pthread_mutex_lock(&c->mu);
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+/* Pins (READ) or owns (WRITE*) a host page that is not busy or owned,
+ * under c->mu. A writer needs it unpinned: false if a lock-free reader
+ * holds a pin (wait and retry). */
+static bool grab(struct vc_page *p, int mode)
+{
+	if (mode != ACQ_READ)
+		return vc_page_claim(p, VC_ST_EXCL, 0);
+	atomic_fetch_add(&p->st, VC_ST_PIN1); /* BUSY and EXCL change only under c->mu */
+	return true;
+}
+
+/* The calling thread's state for c (tstate: its policy-update queue,
+ * bounce pages and hit counters), taken on its first call; NULL when every
+ * slot is taken (then hits take the lock). */
+static struct tstate *tstate(struct vc_cache *c)
+{
+	if (!c->tls_ok)
+		return NULL;
+	struct tstate *t = pthread_getspecific(c->tls);
+	if (t)
+		return t;
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS && !t; i++) {
+		bool f = false;
+		if (!atomic_load_explicit(&c->ts[i].used, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong(&c->ts[i].used, &f, true))
+			t = &c->ts[i];
+	}
+	if (!t)
+		return NULL;
+	t->l = vc_opq_attach(c->opq); /* NULL: hits take the lock */
+	pthread_setspecific(c->tls, t);
+	return t;
+}
+
+/* The key's destructor, at thread exit: the slot and queue go back. */
+void eng_tstate_release(void *arg)
+{
+	struct tstate *t = arg;
+	if (t->l)
+		vc_opq_detach(t->l);
+	t->l = NULL;
+	atomic_store(&t->used, false);
+}
+
+/* Pins page pno if it is settled in the host tier, or with `gpu` in the
+ * GPU tier, and free to read, without the lock and without recording a
+ * hit; NULL otherwise. *tier: where it is. Lock-free: an index lookup and
+ * one compare-and-swap. */
+static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier)
+{
+	struct vc_page *p = vc_index_peek(&c->ix, pno);
+	if (!p)
+		return NULL;
+	const uint64_t settled = VC_ST_HOST | (gpu ? VC_ST_GPU : 0);
+	uint64_t s = st_of(p);
+	do {
+		if (!(s & settled) || (s & (VC_ST_BUSY | VC_ST_EXCL)) ||
+		    (s & VC_ST_PINS) == VC_ST_PINS)
+			return NULL;
+	} while (!atomic_compare_exchange_weak_explicit(&p->st, &s, s + VC_ST_PIN1,
+							memory_order_acq_rel, memory_order_acquire));
+	/* Pinned: the entry cannot be freed or reused now, but it may have
+	 * been reused for another page between the lookup and the pin. */
+	if (p->pno != pno) {
+		eng_unpin(c, p);
+		return NULL;
+	}
+	*tier = s & VC_ST_GPU ? GPU : HOST;
+	return p;
+}
+
+/* Records a lock-free hit in `tier` on pinned page p. */
+static void note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, int tier)
+{
+	if (t && t->l) {
+		vc_opq_hit(t->l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
+		atomic_fetch_add_explicit(&t->hits[tier], 1, memory_order_relaxed);
+	} else {
+		pthread_mutex_lock(&c->mu);
+		pol_hit(c, p);
+		c->st.hits[tier]++;
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+/* Returns page pno in the host tier, pinned (READ) or owned (WRITE*).
+ * `count`: record the access in the hit/miss statistics. `serve`: a READ
+ * may return a pinned GPU-tier page, which the caller reads in place. */
+int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool serve,
+		   struct vc_page **out)
+{
+	int r;
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		r = 0; /* a retry's -EAGAIN is not the result */
+		struct vc_page *p = vc_index_find(&c->ix, pno);
+		if (p) {
+			uint64_t st = st_of(p);
+			if ((st & (VC_ST_BUSY | VC_ST_EXCL)) || (mode != ACQ_READ && (st & VC_ST_PINS))) {
+				eng_wait_cv(c);
+				continue;
+			}
+			if (p->tier == HOST) {
+				if (!grab(p, mode)) {
+					eng_wait_cv(c);
+					continue;
+				}
+				pol_hit(c, p);
+				c->st.hits[HOST] += count;
+				*out = p;
+				break;
+			}
+			if (mode == ACQ_WRITE_FULL) {
+				/* Overwritten whole: its GPU copy need not travel. */
+				if (!vc_page_claim(p, 0, VC_ST_GPU)) { /* read in place now */
+					eng_wait_cv(c);
+					continue;
+				}
+				c->st.hits[GPU] += count;
+				count = false;
+				eng_page_drop(c, p);
+				continue;
+			}
+			if (mode == ACQ_READ && serve) {
+				/* Served where it is: the caller copies it out over
+				 * PCIe; promotion is not a cost of every hit. */
+				grab(p, ACQ_READ);
+				pol_hit(c, p);
+				c->st.hits[GPU] += count;
+				*out = p;
+				break;
+			}
+			r = eng_promote(c, p);
+			if (r == -EAGAIN) {
+				eng_wait_cv(c);
+				continue;
+			}
+			if (r < 0)
+				break;
+			c->st.hits[GPU] += count;
+			count = false;
+			if (!grab(p, mode)) { /* a lock-free reader came first */
+				eng_wait_cv(c);
+				continue;
+			}
+			*out = p;
+			break;
+		}
+		uint32_t s;
+		r = eng_host_slot_get(c, &s);
+		if (r < 0)
+			break;
+		if (vc_index_find(&c->ix, pno)) { /* loaded by another thread meanwhile */
+			vc_tier_free(c->host, s);
+			continue;
+		}
+		p = vc_index_insert(&c->ix, pno);
+		p->tier = HOST;
+		p->slot = s;
+		c->st.misses += count;
+		if (mode != ACQ_WRITE_FULL) {
+			atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
+			pthread_mutex_unlock(&c->mu);
+			r = eng_load_page(c, pno, host_data(c, p));
+			pthread_mutex_lock(&c->mu);
+			if (r < 0) {
+				eng_page_drop(c, p);
+				eng_wake(c);
+				break;
+			}
+			c->st.rd_bytes += page_len(c, pno);
+		}
+		pol_insert(c, p, HOST);
+		/* Ours alone until now: nobody pins a BUSY or HOST-less page. */
+		atomic_store_explicit(&p->st, VC_ST_HOST | (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL),
+				      memory_order_release);
+		eng_wake(c);
+		*out = p;
+		break;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+/* Ends a write's ownership. `written`: bytes the caller wrote through to
+ * the backing store, counted here so a write takes the lock once per page. */
+static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, uint64_t written)
+{
+	pthread_mutex_lock(&c->mu);
+	c->st.wr_bytes += written;
+	p->version++;
+	if (dirtied && !p->dirty) {
+		p->dirty = 1;
+		dirty_add(c, p, 1);
+	}
+	st_clear(p, VC_ST_EXCL);
+	eng_wake(c);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Splits a byte range at page boundaries: the piece at pos, of at most
+ * `left` bytes, lies in page *pno from offset *in; returns its length. */
+static size_t piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t *pno,
+		    uint32_t *in)
+{
+	const struct vc_cache *c = v->c;
+	*pno = v->base + (pos >> c->pshift);
+	*in = (uint32_t)(pos & (c->page_size - 1));
+	return c->page_size - *in < left ? c->page_size - *in : left;
+}
+
+/* A run of consecutive pages read without the lock: each pinned if it is
+ * settled in the host tier, or in the GPU tier while the thread has bounce
+ * pages left; the GPU-tier pages of the run come back in one device
+ * submission, straight into the bounce pages, and stay where they are.
+ * Stops at the first page that cannot be pinned so (0: the first). Pins
+ * never wait, so holding a run of them is safe. Bytes read, or -errno. */
+#define RUN_MAX VC_READ_HIT_PAGES
+
+static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t len, uint64_t off)
+{
+	struct vc_cache *c = v->c;
+	struct vc_page *pin[RUN_MAX];
+	struct vc_move mv[RUN_MAX];
+	struct vc_ticket tk[RUN_MAX];
+	uint32_t in[RUN_MAX], n = 0, ng = 0;
+	int gi[RUN_MAX];
+	size_t k[RUN_MAX], done = 0;
+	const uint32_t gmax = c->gpu.serve && t && t->idx < c->gpu.bounce_threads ? c->gpu.bounce_per : 0;
+	while (done < len && n < RUN_MAX) {
+		uint64_t pno;
+		int tier;
+		k[n] = piece(v, off + done, len - done, &pno, &in[n]);
+		struct vc_page *p = pin_fast(c, pno, ng < gmax, &tier);
+		if (!p)
+			break;
+		gi[n] = -1;
+		if (tier == GPU) {
+			mv[ng] = (struct vc_move){ .src = slot_addr_gpu(c, p),
+						   .dst = vc_tier_addr(c->gpu.bounce, bounce_slot(c, t, ng)),
+						   .op = VC_MOVE_COPY };
+			gi[n] = (int)ng++;
+		}
+		pin[n] = p;
+		done += k[n++];
+	}
+	int r = 0;
+	if (ng) {
+		r = vc_batcher_add_n(c->gpu.bat, mv, ng, tk);
+		if (r == 0)
+			r = vc_batcher_wait_n(c->gpu.bat, tk, ng);
+		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
+	}
+	size_t pos = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (r == 0) {
+			const unsigned char *src =
+				gi[i] < 0 ? host_data(c, pin[i])
+					  : vc_tier_host(c->gpu.bounce, bounce_slot(c, t, (uint32_t)gi[i]));
+			memcpy(buf + pos, src + in[i], k[i]);
+			note_hit_fast(c, t, pin[i], gi[i] < 0 ? HOST : GPU);
+		}
+		pos += k[i];
+		eng_unpin(c, pin[i]);
+	}
+	return r < 0 ? r : (ssize_t)done;
+}
+
+ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
+{
+	if (!v || (!buf && len))
+		return vc_err(-EINVAL, "vc_read: NULL argument");
+	struct vc_cache *c = v->c;
+	if (off >= v->size)
+		return 0;
+	if (len > v->size - off)
+		len = (size_t)(v->size - off);
+	struct tstate *t = tstate(c);
+	const bool serve = c->gpu.serve && t && t->idx < c->gpu.bounce_threads;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t got = read_run(v, t, (char *)buf + done, len - done, off + done);
+		if (got < 0)
+			return got;
+		if (got > 0) {
+			done += (size_t)got;
+			continue;
+		}
+		/* The slow path, one page, holding nothing else. */
+		uint64_t pno;
+		uint32_t in;
+		size_t k = piece(v, off + done, len - done, &pno, &in);
+		struct vc_page *p;
+		int r = eng_acquire(c, pno, ACQ_READ, true, serve, &p);
+		if (r < 0)
+			return r;
+		const unsigned char *src = NULL;
+		if (p->tier == HOST) { /* stable while pinned */
+			src = host_data(c, p);
+		} else {
+			uint32_t b = bounce_slot(c, t, 0);
+			r = eng_move1(c, VC_MOVE_COPY, slot_addr_gpu(c, p), vc_tier_addr(c->gpu.bounce, b));
+			atomic_fetch_add_explicit(&t->d2h, c->page_size, memory_order_relaxed);
+			src = vc_tier_host(c->gpu.bounce, b);
+		}
+		if (r == 0)
+			memcpy((char *)buf + done, src + in, k);
+		eng_unpin(c, p);
+		if (r < 0)
+			return r;
+		done += k;
+	}
+	return (ssize_t)len;
+}
+
+ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
+{
+	if (!v || (!buf && len))
+		return vc_err(-EINVAL, "vc_write: NULL argument");
+	struct vc_cache *c = v->c;
+	if (v->readonly)
+		return vc_err(-EROFS, "cache was opened read-only");
+	if (off > v->size || len > v->size - off)
+		return vc_err(-ENOSPC, "write of %zu bytes at %llu passes the end of the backing store "
+				       "(%llu bytes)", len, (unsigned long long)off,
+			      (unsigned long long)v->size);
+	bool wb = c->write_mode == VC_WRITE_BACK;
+	size_t done = 0;
+	while (done < len) {
+		uint64_t pos = off + done, pno;
+		uint32_t in;
+		size_t k = piece(v, pos, len - done, &pno, &in);
+		int mode = (in == 0 && k == page_len(c, pno)) ? ACQ_WRITE_FULL : ACQ_WRITE;
+		struct vc_page *p;
+		int r = eng_acquire(c, pno, mode, true, false, &p);
+		if (r < 0)
+			return r;
+		unsigned char *d = host_data(c, p);
+		memcpy(d + in, (const char *)buf + done, k);
+		if (mode == ACQ_WRITE_FULL && k < c->page_size)
+			memset(d + k, 0, c->page_size - k);
+		if (!wb) {
+			r = vc_backing_write(v->bk, d + in, k, pos);
+			if (r < 0) {
+				/* The cache must not hold what the store refused. */
+				pthread_mutex_lock(&c->mu);
+				eng_page_drop(c, p); /* ours (EXCL): nobody else holds it */
+				eng_wake(c);
+				pthread_mutex_unlock(&c->mu);
+				return r;
+			}
+		}
+		release_write(c, p, wb, wb ? 0 : k);
+		done += k;
+	}
+	return (ssize_t)len;
+}
+
+/* Pins every page first, so a read that cannot complete has recorded no
+ * hit and copied nothing; pins never wait, so holding many is safe. */
+ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
+{
+	if (!v || (!buf && len))
+		return vc_err(-EINVAL, "vc_read: NULL argument");
+	struct vc_cache *c = v->c;
+	if (off >= v->size || len == 0)
+		return vc_volume_read(v, buf, len, off); /* nothing to wait for */
+	if (len > v->size - off)
+		len = (size_t)(v->size - off);
+	struct vc_page *pin[VC_READ_HIT_PAGES];
+	struct tstate *t = tstate(c);
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
+	if (p1 - p0 >= VC_READ_HIT_PAGES)
+		return -EAGAIN;
+	unsigned n = 0;
+	int tier;
+	for (uint64_t pno = p0; pno <= p1; pno++, n++)
+		if (!(pin[n] = pin_fast(c, pno, false, &tier))) {
+			while (n > 0)
+				eng_unpin(c, pin[--n]);
+			return -EAGAIN;
+		}
+	size_t done = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t pno;
+		uint32_t in;
+		size_t k = piece(v, off + done, len - done, &pno, &in);
+		memcpy((char *)buf + done, host_data(c, pin[i]) + in, k);
+		note_hit_fast(c, t, pin[i], HOST);
+		eng_unpin(c, pin[i]);
+		done += k;
+	}
+	return (ssize_t)len;
+}

@@ -1,0 +1,400 @@
+/* The public API's entry points that are not page access: configuration,
+ * opening and closing caches and volumes, sizes, statistics.
+ */
+#include "engine/engine.h"
+
+void vc_config_init(struct vc_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->size = sizeof *cfg;
+	cfg->version = VC_CONFIG_VERSION;
+	cfg->backing_fd = -1;
+	cfg->page_size = 4096;
+	cfg->host_bytes = 64ull << 20;
+	cfg->gpu_bytes = 256ull << 20;
+	cfg->device = VC_DEVICE_AUTO;
+	cfg->write_mode = VC_WRITE_THROUGH;
+	cfg->batch_pages = 256;
+	cfg->batch_timeout_us = 50;
+	cfg->gc_policy = VC_GC_COST_BENEFIT;
+	cfg->gc_segments = 4;
+	cfg->gc_watermark = 0.02;
+	cfg->gc_fragmentation = 0.25;
+	cfg->early_release = 0.10;
+	cfg->gpu_hits = VC_GPU_HITS_SERVE;
+}
+
+/* The GPU log's segment size: the configured one, or 4 MiB halved until
+ * the tier has 16 segments (not below one page). */
+static uint32_t seg_bytes(const struct vc_config *cfg)
+{
+	if (cfg->seg_bytes)
+		return cfg->seg_bytes;
+	uint32_t sb = 4u << 20;
+	while (sb > cfg->page_size && cfg->gpu_bytes / sb < 16)
+		sb >>= 1;
+	return sb < cfg->page_size ? cfg->page_size : sb;
+}
+
+/* Reads the caller's config, which may be older (smaller) than ours: the
+ * fields it lacks keep their defaults. A newer caller's extra fields must
+ * be zero, so nothing it asked for is silently ignored. */
+static int config_read(const struct vc_config *in, struct vc_config *cfg)
+{
+	vc_config_init(cfg);
+	if (!in)
+		return vc_err(-EINVAL, "config is NULL");
+	size_t min = offsetof(struct vc_config, backing_latency_ns) + sizeof in->backing_latency_ns;
+	if (in->size < min || in->version == 0 || in->version > VC_CONFIG_VERSION)
+		return vc_err(-VC_ECONFIG,
+			      "config size %u / version %u not understood (this library: size %zu, "
+			      "version %d); start from vc_config_init()",
+			      in->size, in->version, sizeof *cfg, VC_CONFIG_VERSION);
+	for (size_t i = sizeof *cfg; i < in->size; i++)
+		if (((const unsigned char *)in)[i])
+			return vc_err(-VC_ECONFIG, "config has fields this library does not know");
+	memcpy(cfg, in, in->size < sizeof *cfg ? in->size : sizeof *cfg);
+	cfg->size = sizeof *cfg;
+	return 0;
+}
+
+static int config_check(const struct vc_config *cfg)
+{
+	uint32_t ps = cfg->page_size;
+	if (ps < 512 || ps > (2u << 20) || (ps & (ps - 1)))
+		return vc_err(-EINVAL, "page size %u: must be a power of two from 512 B to 2 MiB", ps);
+	if (cfg->host_bytes / ps < MIN_HOST_PAGES)
+		return vc_err(-EINVAL, "host tier of %llu bytes holds fewer than %d pages of %u bytes",
+			      (unsigned long long)cfg->host_bytes, MIN_HOST_PAGES, ps);
+	if (cfg->batch_pages == 0 || cfg->batch_pages > 65536)
+		return vc_err(-EINVAL, "batch size %u pages: must be 1 to 65536", cfg->batch_pages);
+	if (cfg->write_mode != VC_WRITE_THROUGH && cfg->write_mode != VC_WRITE_BACK)
+		return vc_err(-EINVAL, "unknown write mode %d", cfg->write_mode);
+	if (!cfg->backing_path && cfg->backing_fd < 0)
+		return vc_err(-EINVAL, "no backing store: set backing_path or backing_fd");
+	if (!vc_policy_find(cfg->policy))
+		return vc_err(-EINVAL, "unknown replacement policy \"%s\"", cfg->policy);
+	uint32_t sb = seg_bytes(cfg);
+	if (cfg->gpu_bytes && (sb < ps || (sb & (sb - 1)) || cfg->gpu_bytes / sb < 2))
+		return vc_err(-EINVAL, "GPU tier of %llu bytes in segments of %u bytes: segments must "
+				       "be a power of two >= the page size, and the tier must hold "
+				       "at least 2", (unsigned long long)cfg->gpu_bytes, sb);
+	if ((cfg->host_bytes + cfg->gpu_bytes) / ps >= UINT32_MAX)
+		return vc_err(-EINVAL, "tiers of %llu pages: at most 2^32 - 2 pages in all",
+			      (unsigned long long)((cfg->host_bytes + cfg->gpu_bytes) / ps));
+	if (cfg->gpu_hits != VC_GPU_HITS_SERVE && cfg->gpu_hits != VC_GPU_HITS_SWAP)
+		return vc_err(-EINVAL, "unknown GPU-hit mode %d", cfg->gpu_hits);
+	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
+		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
+	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)
+		return vc_err(-EINVAL, "GC step of %u segments: must be 1 to 64", cfg->gc_segments);
+	if (!(cfg->gc_watermark >= 0 && cfg->gc_watermark < 1) ||
+	    !(cfg->gc_fragmentation >= 0 && cfg->gc_fragmentation <= 1) ||
+	    !(cfg->early_release >= 0 && cfg->early_release <= 1))
+		return vc_err(-EINVAL, "GC watermark must be in [0, 1), fragmentation threshold and "
+				       "early-release share in [0, 1]");
+	return 0;
+}
+
+static void vol_free(struct vc_volume *v)
+{
+	vc_backing_close(v->bk);
+	free(v);
+}
+
+/* Opens a backing store as volume id (a free slot) and publishes it. */
+static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, uint32_t flags)
+{
+	struct vc_volume *v = calloc(1, sizeof *v);
+	if (!v)
+		return vc_err(-ENOMEM, "out of memory");
+	*v = (struct vc_volume){ .c = c, .id = id, .base = (uint64_t)id << VC_PNO_VOL_SHIFT,
+				 .readonly = flags & VC_OPEN_READONLY };
+	int r = vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	v->size = vc_backing_size(v->bk);
+	if (v->size >> c->pshift > VC_PNO_INDEX_MASK) {
+		unsigned long long sz = v->size;
+		vol_free(v);
+		return vc_err(-EFBIG, "backing store of %llu bytes: more than 2^%d pages", sz,
+			      VC_PNO_VOL_SHIFT);
+	}
+	pthread_mutex_lock(&c->mu);
+	c->vols[id] = v;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+int vc_open(const struct vc_config *in, vc_cache **out)
+{
+	struct vc_config cfg;
+	int r = config_read(in, &cfg);
+	if (r == 0)
+		r = config_check(&cfg);
+	if (r < 0)
+		return r;
+	if (!out)
+		return vc_err(-EINVAL, "out is NULL");
+	struct vc_cache *c = calloc(1, sizeof *c);
+	if (!c)
+		return vc_err(-ENOMEM, "out of memory");
+	pthread_mutex_init(&c->mu, NULL);
+	vc_cond_init_monotonic(&c->cv);
+	c->page_size = cfg.page_size;
+	c->pshift = (unsigned)__builtin_ctz(cfg.page_size);
+	c->write_mode = cfg.write_mode;
+	c->latency_ns = cfg.backing_latency_ns;
+	c->batch_pages = cfg.batch_pages;
+	c->gpu.gc_policy = cfg.gc_policy;
+	c->gpu.gc_segments = cfg.gc_segments;
+	c->gpu.gc_frag = cfg.gc_fragmentation;
+	uint64_t host_pages = cfg.host_bytes >> c->pshift;
+	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;
+
+	r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, cfg.flags);
+	if (r == 0)
+		r = vc_device_open(cfg.device, cfg.device_ordinal, &c->gpu.dev);
+	if (r == 0)
+		r = vc_tier_open(c->gpu.dev, HOST, host_pages, c->page_size, &c->host);
+	if (r == 0 && cfg.gpu_bytes) {
+		struct vc_ls_config lc = { .page_size = c->page_size,
+					   .seg_bytes = seg_bytes(&cfg),
+					   .total_bytes = cfg.gpu_bytes,
+					   .free_watermark = cfg.gc_watermark,
+					   .early_release = cfg.early_release,
+					   /* page ids: the pool, sized below */
+					   .owners = (uint32_t)(host_pages + gpu_pages) };
+		r = vc_ls_open(c->gpu.dev, &lc, &c->gpu.ls);
+		if (r == 0)
+			gpu_pages = vc_ls_capacity(c->gpu.ls);
+	}
+	if (r == 0)
+		r = vc_tier_open(c->gpu.dev, HOST, WB_STAGING_PAGES, c->page_size, &c->gpu.stage_wb);
+	if (r == 0)
+		r = vc_tier_open(c->gpu.dev, HOST, cfg.batch_pages, c->page_size, &c->gpu.stage_bulk);
+	if (r == 0)
+		r = vc_batcher_create(c->gpu.dev, c->page_size, cfg.batch_pages, cfg.batch_timeout_us,
+				      &c->gpu.bat);
+	c->gpu.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->gpu.ls;
+	if (r == 0 && c->gpu.serve) {
+		c->gpu.bounce_per = BOUNCE_BYTES / c->page_size ? BOUNCE_BYTES / c->page_size : 1;
+		uint64_t threads = BOUNCE_TOTAL / ((uint64_t)c->gpu.bounce_per * c->page_size);
+		c->gpu.bounce_threads = threads < 16 ? 16 : threads > MAX_QUEUE_THREADS ? MAX_QUEUE_THREADS
+										 : (uint32_t)threads;
+		r = vc_tier_open(c->gpu.dev, HOST, (uint64_t)c->gpu.bounce_threads * c->gpu.bounce_per,
+				 c->page_size, &c->gpu.bounce);
+	}
+	if (r == 0 && c->gpu.ls) {
+		uint64_t held = (uint64_t)c->gpu.gc_segments * vc_ls_slots_per_seg(c->gpu.ls);
+		if (!(c->gpu.gc_held = malloc(held * sizeof *c->gpu.gc_held)))
+			r = vc_err(-ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
+		c->ts[i].idx = i;
+	if (r == 0)
+		r = vc_index_init(&c->ix, host_pages + gpu_pages);
+	if (r == 0) {
+		uint64_t cap[VC_TIER_COUNT] = { host_pages, gpu_pages };
+		const struct vc_policy_ops *ops = vc_policy_find(cfg.policy);
+		c->pol = ops->create(cap, VC_TIER_COUNT);
+		if (!c->pol)
+			r = vc_err(-ENOMEM, "out of memory for the policy");
+		if (r == 0)
+			r = vc_opq_create(ops, c->pol, MAX_QUEUE_THREADS + 1, 0, &c->opq);
+		if (r == 0 && !(c->lk = vc_opq_attach(c->opq)))
+			r = vc_err(-ENOMEM, "out of memory for the policy queues");
+		if (r == 0)
+			c->tls_ok = pthread_key_create(&c->tls, eng_tstate_release) == 0;
+	}
+	if (r < 0) {
+		c->write_mode = VC_WRITE_THROUGH; /* nothing to flush */
+		vc_close(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+int vc_close(vc_cache *c)
+{
+	if (!c)
+		return 0;
+	int r = 0;
+	if (c->lk && c->ndirty)
+		r = vc_flush(c);
+	/* After the key's deletion no thread's handle is detached at its
+	 * exit: vc_opq_destroy frees them all. */
+	if (c->tls_ok)
+		pthread_key_delete(c->tls);
+	if (c->opq)
+		vc_opq_destroy(c->opq);
+	if (c->pol)
+		c->pol->ops->destroy(c->pol);
+	if (c->ix.pool)
+		vc_index_fini(&c->ix);
+	vc_batcher_destroy(c->gpu.bat);
+	vc_tier_close(c->gpu.bounce);
+	free(c->gpu.gc_held);
+	vc_tier_close(c->gpu.stage_bulk);
+	vc_tier_close(c->gpu.stage_wb);
+	vc_ls_close(c->gpu.ls);
+	vc_tier_close(c->host);
+	vc_device_close(c->gpu.dev);
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
+		if (c->vols[i])
+			vol_free(c->vols[i]);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return r;
+}
+
+uint64_t vc_size(const vc_cache *c)
+{
+	return c->vols[0]->size;
+}
+
+vc_volume *vc_volume_default(vc_cache *c)
+{
+	return c ? c->vols[0] : NULL;
+}
+
+uint64_t vc_volume_size(const vc_volume *v)
+{
+	return v->size;
+}
+
+int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_volume **out)
+{
+	if (!c || !out || (!path && fd < 0))
+		return vc_err(-EINVAL, "vc_volume_open: NULL argument or no backing store");
+	if (flags & ~(uint32_t)VC_OPEN_READONLY)
+		return vc_err(-EINVAL, "vc_volume_open: unknown flags %#x", flags);
+	pthread_mutex_lock(&c->mu);
+	uint32_t id = 1;
+	while (id < VC_VOLUMES_MAX && c->vols[id])
+		id++;
+	pthread_mutex_unlock(&c->mu);
+	/* Opening unlocked is safe: volume calls may not race with each other's
+	 * open and close (header), so nobody else takes this slot meanwhile. */
+	if (id == VC_VOLUMES_MAX)
+		return vc_err(-EMFILE, "a cache holds at most %d volumes", VC_VOLUMES_MAX);
+	int r = vol_open(c, id, path, fd, flags);
+	if (r == 0)
+		*out = c->vols[id];
+	return r;
+}
+
+uint32_t vc_page_size(const vc_cache *c)
+{
+	return c->page_size;
+}
+
+const char *vc_device_name(const vc_cache *c)
+{
+	return c->gpu.dev->ops->name;
+}
+
+const char *vc_device_desc(const vc_cache *c)
+{
+	return c->gpu.dev->desc;
+}
+
+int vc_get_stats(vc_cache *c, struct vc_stats *out)
+{
+	if (!c || !out || out->size < offsetof(struct vc_stats, hits))
+		return vc_err(-EINVAL, "vc_get_stats: NULL argument or size not set");
+	struct vc_stats st;
+	memset(&st, 0, sizeof st);
+	st.size = out->size < sizeof st ? out->size : (uint32_t)sizeof st;
+	st.version = VC_STATS_VERSION;
+	struct vc_batcher_stats bs;
+	vc_batcher_get_stats(c->gpu.bat, &bs);
+	pthread_mutex_lock(&c->mu);
+	for (int t = 0; t < VC_TIER_COUNT; t++) {
+		st.hits[t] = c->st.hits[t];
+		st.evictions[t] = c->st.evictions[t];
+		for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
+			st.hits[t] += atomic_load_explicit(&c->ts[i].hits[t], memory_order_relaxed);
+	}
+	st.pages_cached[HOST] = vc_tier_used(c->host);
+	st.pages_capacity[HOST] = vc_tier_capacity(c->host);
+	if (c->gpu.ls) {
+		struct vc_ls_stats ls;
+		vc_ls_get_stats(c->gpu.ls, &ls);
+		st.pages_cached[GPU] = ls.slots_live;
+		st.pages_capacity[GPU] = vc_ls_capacity(c->gpu.ls);
+		st.gpu_segments = ls.segs_total;
+		st.gpu_segments_free = ls.segs_free;
+		st.gpu_fragmentation = ls.fragmentation;
+		st.gc_runs = ls.gc_runs;
+		st.gc_pages_moved = ls.gc_pages_moved;
+		st.gc_ns = c->gpu.gc_ns;
+		st.gpu_segments_evicted = ls.segs_evicted;
+		st.early_releases = ls.early_releases;
+	}
+	st.misses = c->st.misses;
+	st.writebacks = c->st.writebacks;
+	st.h2d_bytes = c->st.h2d;
+	st.d2h_bytes = c->st.d2h;
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
+		st.d2h_bytes += atomic_load_explicit(&c->ts[i].d2h, memory_order_relaxed);
+	st.backing_read_bytes = c->st.rd_bytes;
+	st.backing_write_bytes = c->st.wr_bytes;
+	st.dirty_pages = c->ndirty;
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
+		if (c->vols[i])
+			st.backing_wait_ns += vc_backing_wait_ns(c->vols[i]->bk);
+	pthread_mutex_unlock(&c->mu);
+	st.batches = bs.batches;
+	st.batch_pages = bs.pages;
+	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
+	st.batch_wait_ns = bs.wait_ns;
+	memcpy(out, &st, st.size);
+	return 0;
+}
+
+int vc_volume_close(vc_volume *v)
+{
+	if (!v)
+		return 0;
+	struct vc_cache *c = v->c;
+	if (v->id == 0)
+		return vc_err(-EINVAL, "volume 0 is the cache's own: vc_close closes it");
+	/* Write back, then forget its pages, so no page names the slot when
+	 * it is reused. On failure the volume stays open and nothing is lost. */
+	int r = vc_volume_flush(v);
+	if (r == 0)
+		r = vc_volume_drop(v, 0, 0, 0);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&c->mu);
+	c->vols[v->id] = NULL;
+	pthread_mutex_unlock(&c->mu);
+	vol_free(v);
+	return 0;
+}
+
+/* The calls on a cache act on its volume 0, the store vc_open opened. */
+ssize_t vc_read(vc_cache *c, void *buf, size_t len, uint64_t off)
+{
+	return vc_volume_read(c ? c->vols[0] : NULL, buf, len, off);
+}
+
+ssize_t vc_write(vc_cache *c, const void *buf, size_t len, uint64_t off)
+{
+	return vc_volume_write(c ? c->vols[0] : NULL, buf, len, off);
+}
+
+int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags)
+{
+	return vc_volume_drop(c ? c->vols[0] : NULL, off, len, flags);
+}
+
+int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier)
+{
+	return vc_volume_prefetch(c ? c->vols[0] : NULL, off, len, tier);
+}

@@ -1,0 +1,317 @@
+/* The engine: a page cache over backing stores with a host tier and a GPU
+ * tier under one replacement policy (GRAM, Zhong & He, ICCS 2011), the GPU
+ * tier a log of segments with a device-side cleaner (BAG, Chen et al.,
+ * TPDS 2014). This header holds the engine's state, its lock rules and the
+ * prototypes each room exports, grouped by the file that owns them.
+ *
+ * Rooms (src/engine/):
+ *   api.c        configuration, open/close of caches and volumes, statistics
+ *   access.c     page access: the lock-free hit path, GPU-tier hits served in
+ *                place, acquire() for everything else, reads and writes
+ *   moves.c      tier moves: misses, demotions, GRAM swaps, dropping pages
+ *   gpuspace.c   GPU space: tail-segment eviction, cleaning, early release
+ *   writeback.c  dirty pages to the store: single pages, GPU batches, flush
+ *   range.c      drop, prefetch and extent over byte ranges
+ *   batcher.c    page moves through the device queue (or launched batches)
+ *   index.c      the entry pool and the page index over it (page.h)
+ *
+ * The data path:
+ *   read hit, host tier   copy out of the pinned host slot (no lock)
+ *   read hit, GPU tier    pin, copy over PCIe into the thread's bounce pages
+ *                         (no lock; the page stays: VC_GPU_HITS_SERVE), or
+ *                         GRAM's swap up to the host tier (VC_GPU_HITS_SWAP)
+ *   miss                  load into a host slot; the host victim moves to the
+ *                         head of the GPU tier, whose own space comes back
+ *                         by cleaning or tail eviction (gpuspace.c)
+ *   write                 own (EXCL) the host page, copy in; write-through
+ *                         writes the store before returning
+ *
+ * Page numbers: base/pageno.h (volume << 48 | page index), the key of the
+ * index, the policy and the traces alike.
+ *
+ * Lock rules.
+ *   c->mu         guards the index's writers, the entry pool's free list,
+ *                 the host tier's slot stack, the GPU log, page entries'
+ *                 fields other than `st`, the dirty counts and c->st. Data
+ *                 never moves under it: a page whose data is in flight is
+ *                 BUSY, and whoever needs it sleeps on c->cv (eng_wait_cv,
+ *                 bounded by WAIT_GUARD_NS) and looks it up again on
+ *                 waking: its entry may have been freed and reused.
+ *   page st       one atomic word per page (page.h): pins, BUSY, EXCL, and
+ *                 the tier it is settled in. Readers pin without the lock;
+ *                 the engine claims (vc_page_claim) only pages with no pins.
+ *   c->opq        the policy's queue layer has its own lock, taken inside
+ *                 c->mu or alone (lock-free hits), never the other way.
+ *   batcher, device queue, backing store: their own locks, taken inside
+ *                 c->mu or alone; none calls back into the engine.
+ * Order: c->mu, then the policy queue's lock, then the device's locks.
+ * Deadlock freedom: a thread holds at most one pin or ownership while it
+ * may wait for a victim (a run of pins on the hit path never waits), and
+ * nobody waits for anything while a page it marked busy is in flight,
+ * except the device and the backing store.
+ */
+#ifndef VC_ENGINE_H
+#define VC_ENGINE_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backing/backing.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/pageno.h"
+#include "device/device.h"
+#include "engine/batcher.h"
+#include "engine/page.h"
+#include "policy/policy.h"
+#include "tier/logstore.h"
+#include "tier/tier.h"
+#include "vramcache.h"
+
+#define HOST VC_TIER_HOST
+#define GPU VC_TIER_GPU
+
+/* Staging pages for write-backs of single GPU pages (evictions, drops).
+ * Each holder keeps one for one device move plus one backing write; 16
+ * lets 16 threads evict dirty GPU pages at once, for 64 KiB of pinned
+ * memory at 4 KiB pages. */
+#define WB_STAGING_PAGES 16
+
+/* The host tier must hold more pages than threads pin at once (one each),
+ * or evictions could find nothing to evict; 16 keeps small tests honest. */
+#define MIN_HOST_PAGES 16
+
+/* Longest sleep on c->cv before re-checking: bounds the cost of a wakeup
+ * lost to a lock-free unpin racing with a sleeper's check. */
+#define WAIT_GUARD_NS 2000000
+
+/* Handles for threads' policy-update queues; threads past this many take
+ * the lock for their hits. */
+#define MAX_QUEUE_THREADS 128
+
+struct vc_volume {
+	struct vc_cache *c;
+	struct vc_backing *bk;
+	uint64_t size;
+	uint64_t base; /* id << VC_PNO_VOL_SHIFT: the volume's first page number */
+	uint32_t id;
+	bool readonly;
+	uint64_t ndirty; /* its dirty pages (under c->mu) */
+};
+
+/* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
+ * read (32 pages of 4 KiB) travels in one device submission. Threads past
+ * BOUNCE_TOTAL / 128 KiB (128 at 4 KiB pages; fewer for large pages, at
+ * least 16) have none and promote instead. */
+#define BOUNCE_BYTES (128u << 10)
+#define BOUNCE_TOTAL (16u << 20)
+
+/* A thread's state for one cache (the pthread key's value). */
+struct tstate {
+	_Atomic bool used;
+	uint32_t idx;            /* in c->ts[]; its bounce pages if < bounce_threads */
+	struct vc_opq_local *l;  /* its policy-update queue, or NULL */
+	_Atomic uint64_t hits[VC_TIER_COUNT]; /* lock-free hits (counters only grow) */
+	_Atomic uint64_t d2h;    /* bytes read in place from the GPU tier */
+};
+
+/* A GPU's share of the engine: its device, its tier (the log), its move
+ * path and what lives in its pinned memory. Fields are under c->mu unless
+ * said. */
+struct vc_gpu {
+	struct vc_device *dev;     /* also allocates the host tier's pinned memory */
+	struct vc_batcher *bat;    /* page moves: the device queue (thread safe) */
+	struct vc_ls *ls;          /* the GPU tier; NULL when it is disabled */
+	bool off;                  /* the device failed while cleaning: no more demotions */
+	bool reclaiming;           /* a thread is releasing early */
+	uint64_t clock;            /* demotion stamps: the GPU tier's LRU order */
+	int gc_policy;
+	uint32_t gc_segments;
+	double gc_frag;
+	uint64_t gc_ns;            /* in cleaning steps under c->mu, attempts included */
+	struct vc_page **gc_held;  /* pages a cleaning step claimed: gc_segments x per segment */
+	struct vc_tiermem *stage_wb;   /* see WB_STAGING_PAGES */
+	struct vc_tiermem *stage_bulk; /* flush and GPU prefetch; batch_pages pages */
+	bool serve;                /* GPU-tier reads served in place (VC_GPU_HITS_SERVE); set at open */
+	struct vc_tiermem *bounce; /* bounce_threads x bounce_per pinned pages; set at open */
+	uint32_t bounce_per, bounce_threads;
+};
+
+struct vc_cache {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* page flags or slots changed */
+	_Atomic uint32_t nwaiters;
+	struct vc_opq *opq;      /* queued policy updates over pol */
+	struct vc_opq_local *lk; /* the lock holders' queue handle */
+	pthread_key_t tls;       /* each thread's own handle */
+	bool tls_ok;
+	struct tstate ts[MAX_QUEUE_THREADS];
+
+	uint32_t page_size;
+	unsigned pshift;
+	int write_mode;
+	uint32_t batch_pages;
+	uint64_t latency_ns; /* added to every backing call of every volume */
+
+	/* vols[id]: set and cleared under mu. Read without it only for a
+	 * page that is cached, whose volume cannot close meanwhile
+	 * (vc_volume_close drops its pages first, waiting for busy ones). */
+	struct vc_volume *vols[VC_VOLUMES_MAX];
+	struct vc_tiermem *host;
+	struct vc_gpu gpu; /* one GPU now; an array of them later */
+	struct vc_policy *pol;
+	struct vc_index ix;
+
+	uint64_t ndirty;
+	struct {
+		uint64_t hits[VC_TIER_COUNT], misses, evictions[VC_TIER_COUNT];
+		uint64_t writebacks, h2d, d2h, rd_bytes, wr_bytes;
+	} st;
+};
+
+
+enum acq_mode {
+	ACQ_READ,       /* shared pin, data loaded */
+	ACQ_WRITE,      /* exclusive, data loaded (partial overwrite) */
+	ACQ_WRITE_FULL, /* exclusive, old data not needed */
+};
+
+/* A round of flush or GPU prefetch: up to batch_pages pages, each with a
+ * backing request and, for pages that pass through the GPU tier, a bulk
+ * staging page. */
+struct bulk {
+	struct bulk_job {
+		struct vc_page *p;
+		uint32_t stage;
+		bool staged; /* holds a staging page */
+	} *jobs;
+	struct vc_bio *bios;
+	struct vc_move *moves;
+	struct vc_ticket *tickets;
+	unsigned n;
+};
+
+static inline uint64_t st_of(const struct vc_page *p)
+{
+	return vc_page_st(p);
+}
+
+static inline void st_clear(struct vc_page *p, uint64_t bits)
+{
+	atomic_fetch_and_explicit(&p->st, ~bits, memory_order_acq_rel);
+}
+
+static inline struct vc_volume *vol_of(const struct vc_cache *c, uint64_t pno)
+{
+	return c->vols[pno >> VC_PNO_VOL_SHIFT];
+}
+
+/* Byte offset of page pno in its volume's backing store. */
+static inline uint64_t page_off(const struct vc_cache *c, uint64_t pno)
+{
+	return (pno & VC_PNO_INDEX_MASK) << c->pshift;
+}
+
+/* Bytes of page pno that lie inside its backing store. */
+static inline uint32_t page_len(const struct vc_cache *c, uint64_t pno)
+{
+	uint64_t left = vol_of(c, pno)->size - page_off(c, pno);
+	return left < c->page_size ? (uint32_t)left : c->page_size;
+}
+
+static inline void dirty_add(struct vc_cache *c, struct vc_page *p, int d)
+{
+	c->ndirty += (uint64_t)(int64_t)d;
+	vol_of(c, p->pno)->ndirty += (uint64_t)(int64_t)d;
+}
+
+/* A page's id: its entry's place in the pool, stable while it is cached.
+ * The GPU log names slot owners by it. */
+static inline uint32_t page_id(const struct vc_cache *c, const struct vc_page *p)
+{
+	return (uint32_t)(p - c->ix.pool);
+}
+
+/* A GPU-tier page's slot in the log: kept by the log store (where[]), which
+ * the device cleaner updates in place, so cleaning costs the engine no
+ * work per moved page. */
+static inline uint32_t gpu_slot(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_ls_where(c->gpu.ls, page_id(c, p));
+}
+
+static inline uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
+{
+	return p->tier == GPU ? vc_ls_addr(c->gpu.ls, gpu_slot(c, p)) : vc_tier_addr(c->host, p->slot);
+}
+
+/* A GPU-tier page's device address; for a pinned page without the lock
+ * (cleaning and eviction claim the pages whose slots they change). */
+static inline uint64_t slot_addr_gpu(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_ls_addr(c->gpu.ls, gpu_slot(c, p));
+}
+
+static inline unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
+{
+	return vc_tier_host(c->host, p->slot);
+}
+
+/* Policy calls of lock holders, queued through c->lk. */
+static inline void pol_insert(struct vc_cache *c, struct vc_page *p, int tier)
+{
+	vc_opq_insert(c->lk, &p->qn, tier);
+}
+
+static inline void pol_remove(struct vc_cache *c, struct vc_page *p)
+{
+	uint32_t g = vc_opq_gen(&p->qn);
+	if (vc_opq_gen_live(g))
+		vc_opq_remove(c->lk, &p->qn, g);
+}
+
+static inline void pol_hit(struct vc_cache *c, struct vc_page *p)
+{
+	vc_opq_hit(c->lk, &p->qn, vc_opq_gen(&p->qn));
+}
+
+/* Bounce page i of thread state t: where GPU-tier pages it reads in place
+ * land. Only threads with idx < c->gpu.bounce_threads have them. */
+static inline uint32_t bounce_slot(const struct vc_cache *c, const struct tstate *t, uint32_t i)
+{
+	return t->idx * c->gpu.bounce_per + i;
+}
+
+/* --- access.c: page access --- */
+void eng_wait_cv(struct vc_cache *c);
+void eng_wake(struct vc_cache *c);
+void eng_unpin(struct vc_cache *c, struct vc_page *p);
+void eng_tstate_release(void *arg);
+int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool serve,
+		   struct vc_page **out);
+
+/* --- moves.c: tier moves --- */
+bool eng_unevictable(const struct vc_pnode *n, void *arg);
+void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained);
+void eng_page_drop(struct vc_cache *c, struct vc_page *p);
+int eng_move1(struct vc_cache *c, int op, uint64_t src, uint64_t dst);
+int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
+int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
+int eng_promote(struct vc_cache *c, struct vc_page *p);
+
+/* --- gpuspace.c: GPU space and cleaning --- */
+int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);
+
+/* --- writeback.c: write-back --- */
+int eng_writeback_page(struct vc_cache *c, struct vc_page *p);
+int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done);
+void eng_bulk_fini(struct bulk *b);
+int eng_bulk_init(struct vc_cache *c, struct bulk *b);
+int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage);
+
+#endif

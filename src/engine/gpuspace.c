@@ -1,0 +1,245 @@
+/* GPU space: making room at the head of the GPU tier's log (BAG).
+ *
+ * Space comes back by eng_gpu_room -> reclaim(): cleaning (the device moves
+ * the live pages of fragmented segments to the head in stamp order, i.e. LRU
+ * order) when the log is fragmented enough for it to gain, else eviction of
+ * the whole tail segment, dirty pages written back first. Below the
+ * watermark, the thread that notices releases up to early_release of the
+ * live pages at once, so that later demotions find room. Both claim every
+ * live page of their segments first (BUSY), so none is in flight or being
+ * read in place while it moves or goes. Under c->mu; a cleaning step holds
+ * it for one device job over at most gc_segments segments.
+ */
+#include "engine/engine.h"
+
+/* Evicts a whole segment of the GPU log: the one that holds the policy's
+ * GPU victim. Pages reach the GPU tier only as demotions and leave it on
+ * a hit, so under LRU the victim is the oldest demotion and its segment
+ * the log's tail; other policies choose by their own order, and with
+ * one-page segments the tier is exactly the policy's victim cache (what
+ * `vramcache sim` models). Clean pages are dropped at once, dirty ones
+ * written back in batches first. -EAGAIN when there is no victim, its
+ * segment is taken, or one of its pages is in flight (the caller waits,
+ * or, holding busy pages of its own, gives up); *evicted counts pages. */
+static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
+
+static int evict_tail(struct vc_cache *c, uint64_t *evicted)
+{
+	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
+	if (!n)
+		return -EAGAIN;
+	uint32_t seg = gpu_slot(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->gpu.ls);
+	if (vc_ls_take(c->gpu.ls, seg) < 0)
+		return -EAGAIN;
+	return evict_seg(c, seg, evicted);
+}
+
+/* Evicts taken segment seg (see evict_tail). Every live page is claimed
+ * (BUSY) first, so no reader is copying one out in place; a page that
+ * cannot be claimed makes it -EAGAIN with nothing changed. */
+static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
+{
+	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	uint32_t *g = malloc(per * sizeof *g);
+	struct vc_page **dirty = malloc(per * sizeof *dirty);
+	struct vc_page **held = malloc(per * sizeof *held);
+	bool *done = malloc(per * sizeof *done);
+	if (!g || !dirty || !held || !done) {
+		vc_ls_unpick(c->gpu.ls, 1, &seg);
+		free(g);
+		free(dirty);
+		free(held);
+		free(done);
+		return vc_err(-ENOMEM, "out of memory");
+	}
+	uint32_t n = vc_ls_live(c->gpu.ls, seg, g, per), nd = 0, nh = 0;
+	int r = 0;
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		struct vc_page *p = &c->ix.pool[vc_ls_key(c->gpu.ls, g[i])];
+		if (vc_page_claim(p, VC_ST_BUSY, 0))
+			held[nh++] = p;
+		else
+			r = -EAGAIN; /* in flight, or a reader holds it */
+	}
+	if (r < 0) {
+		while (nh > 0)
+			st_clear(held[--nh], VC_ST_BUSY);
+	} else {
+		vc_opq_drain(c->opq); /* once for the segment (page_drop_drained) */
+	}
+	for (uint32_t i = 0; i < nh; i++) {
+		struct vc_page *p = held[i];
+		if (p->dirty) {
+			dirty[nd++] = p;
+		} else {
+			eng_page_drop_drained(c, p, true);
+			(*evicted)++;
+			c->st.evictions[GPU]++;
+		}
+	}
+	if (r == 0 && nd) {
+		r = eng_writeback_gpu(c, dirty, nd, done);
+		vc_opq_drain(c->opq);
+		for (uint32_t i = 0; i < nd; i++) {
+			if (done[i]) { /* dropped while still BUSY: nobody pins it meanwhile */
+				eng_page_drop_drained(c, dirty[i], true);
+				(*evicted)++;
+				c->st.evictions[GPU]++;
+			} else {
+				st_clear(dirty[i], VC_ST_BUSY);
+			}
+		}
+	}
+	/* Pages whose write-back failed keep the segment. */
+	if (vc_ls_seg_live(c->gpu.ls, seg) == 0) {
+		vc_ls_release(c->gpu.ls, seg, true);
+	} else {
+		vc_ls_unpick(c->gpu.ls, 1, &seg);
+	}
+	free(g);
+	free(dirty);
+	free(held);
+	free(done);
+	eng_wake(c);
+	return r;
+}
+
+/* Claims (BUSY) every live page of the segments, so that none is in
+ * flight or being read in place while the device moves it; on the first
+ * that cannot be claimed, gives back those claimed and returns false.
+ * held[] gets the claimed pages (room: n x slots per segment). O(live). */
+static bool segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs,
+		       struct vc_page **held, uint32_t *nheld)
+{
+	const uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	uint32_t nh = 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t s = 0; s < per; s++) {
+			uint32_t k = vc_ls_key(c->gpu.ls, segs[i] * per + s);
+			if (k == VC_LS_DEAD)
+				continue;
+			struct vc_page *p = &c->ix.pool[k];
+			if (!vc_page_claim(p, VC_ST_BUSY, 0)) {
+				while (nh > 0)
+					st_clear(held[--nh], VC_ST_BUSY);
+				return false;
+			}
+			held[nh++] = p;
+		}
+	*nheld = nh;
+	return true;
+}
+
+/* One cleaning step: up to gc_segments segments chosen by the policy, if
+ * cleaning them frees space and none of their pages is in flight (else
+ * -EAGAIN). Runs under c->mu: the pause is one device job over those
+ * segments' live pages, plus the check that none is in flight. */
+static int gc_step_locked(struct vc_cache *c)
+{
+	uint32_t segs[64];
+	uint32_t max = c->gpu.gc_segments < 64 ? c->gpu.gc_segments : 64;
+	uint32_t n = vc_ls_pick(c->gpu.ls, c->gpu.gc_policy == VC_GC_OLDEST ? VC_LS_CLEAN_OLDEST
+								   : VC_LS_CLEAN_COST_BENEFIT,
+				max, segs);
+	/* The best segments first: drop the worst ones until cleaning the
+	 * rest fits the free space and frees some. */
+	while (n > 0 && vc_ls_clean_gain(c->gpu.ls, n, segs) <= 0)
+		vc_ls_unpick(c->gpu.ls, 1, &segs[--n]);
+	if (n == 0)
+		return -EAGAIN;
+	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls), nheld = 0;
+	if (!segs_claim(c, n, segs, c->gpu.gc_held, &nheld)) {
+		vc_ls_unpick(c->gpu.ls, n, segs);
+		return -EAGAIN;
+	}
+	int r = vc_ls_clean(c->gpu.ls, n, segs);
+	if (r == -ENOSPC) {
+		for (uint32_t i = 0; i < nheld; i++)
+			st_clear(c->gpu.gc_held[i], VC_ST_BUSY);
+		vc_ls_unpick(c->gpu.ls, n, segs);
+		return -EAGAIN;
+	}
+	if (r < 0) {
+		/* The device failed mid-job: which copy of these pages is
+		 * current is unknown. Forget them (dirty data in them is lost,
+		 * as in promote) and demote nothing more. */
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t s = 0; s < per; s++) {
+				uint32_t k = vc_ls_key(c->gpu.ls, segs[i] * per + s);
+				if (k == VC_LS_DEAD)
+					continue;
+				struct vc_page *p = &c->ix.pool[k];
+				pol_remove(c, p);
+				if (p->dirty)
+					dirty_add(c, p, -1);
+				vc_index_remove(&c->ix, p);
+			}
+		for (uint32_t i = 0; i < nheld; i++) /* those still cached: not the dropped */
+			if (c->gpu.gc_held[i]->used)
+				st_clear(c->gpu.gc_held[i], VC_ST_BUSY);
+		c->gpu.off = true;
+		eng_wake(c);
+		return r;
+	}
+	for (uint32_t i = 0; i < nheld; i++)
+		st_clear(c->gpu.gc_held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
+	eng_wake(c);
+	return 0;
+}
+
+/* The step's time, whatever its outcome, is GC time (vc_stats.gc_ns). */
+static int gc_step(struct vc_cache *c)
+{
+	uint64_t t0 = vc_now_ns();
+	int r = gc_step_locked(c);
+	c->gpu.gc_ns += vc_now_ns() - t0;
+	return r;
+}
+
+/* Frees GPU log space once: a cleaning step when the log is fragmented
+ * past gc_fragmentation and cleaning gains, else the tail segment's
+ * eviction. -EAGAIN: nothing can be freed now. */
+static int reclaim(struct vc_cache *c, uint64_t *evicted)
+{
+	if (c->gpu.gc_policy != VC_GC_OFF && vc_ls_fragmentation(c->gpu.ls) >= c->gpu.gc_frag) {
+		int r = gc_step(c);
+		if (r != -EAGAIN)
+			return r;
+	}
+	return evict_tail(c, evicted);
+}
+
+/* Makes room for `need` slots at the GPU log's head; may sleep and drop
+ * the lock. Below the watermark, one thread at a time releases early: up
+ * to early_release of the live pages, or until the watermark is met.
+ * `holding`: the caller has busy pages of its own in flight, so it must
+ * not sleep for pages to settle: -EAGAIN instead. */
+int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
+{
+	if (vc_ls_low(c->gpu.ls) && !c->gpu.reclaiming) {
+		c->gpu.reclaiming = true;
+		uint64_t budget = vc_ls_early_budget(c->gpu.ls), released = 0;
+		int r = 0;
+		while (vc_ls_low(c->gpu.ls) && released <= budget && r == 0) {
+			uint64_t ev = 0;
+			r = reclaim(c, &ev);
+			released += ev;
+		}
+		vc_ls_note_early_release(c->gpu.ls, released);
+		c->gpu.reclaiming = false;
+		if (r < 0 && r != -EAGAIN)
+			return r;
+	}
+	while (vc_ls_room(c->gpu.ls) < need) {
+		uint64_t ev = 0;
+		int r = reclaim(c, &ev);
+		if (r == -EAGAIN) {
+			if (holding)
+				return r;
+			eng_wait_cv(c);
+		} else if (r < 0) {
+			return r;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,232 @@
+/* Range walks: invalidating, prefetching and describing a byte range of a
+ * volume (vc_volume_drop, vc_volume_prefetch, vc_volume_extent).
+ */
+#include "engine/engine.h"
+
+/* Drops page pno if cached (under c->mu; may sleep and write back). */
+static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
+{
+	for (;;) {
+		struct vc_page *p = vc_index_find(&c->ix, pno);
+		if (!p)
+			return 0;
+		if (st_of(p) & (VC_ST_BUSY | VC_ST_PINS | VC_ST_EXCL)) {
+			eng_wait_cv(c);
+			continue;
+		}
+		if (p->dirty && !discard) {
+			int r = eng_writeback_page(c, p);
+			if (r == -EAGAIN)
+				eng_wait_cv(c);
+			else if (r < 0)
+				return r;
+			continue;
+		}
+		if (!vc_page_claim(p, 0, VC_ST_HOST | VC_ST_GPU)) { /* a lock-free reader pinned it */
+			eng_wait_cv(c);
+			continue;
+		}
+		eng_page_drop(c, p);
+		return 0;
+	}
+}
+
+int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
+{
+	if (!v)
+		return vc_err(-EINVAL, "vc_drop: NULL cache");
+	struct vc_cache *c = v->c;
+	if (off >= v->size)
+		return 0;
+	if (len == 0 || len > v->size - off)
+		len = v->size - off;
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
+	bool discard = flags & VC_DROP_DISCARD;
+	int r = 0;
+	pthread_mutex_lock(&c->mu);
+	if (p1 - p0 < c->ix.npool) {
+		for (uint64_t pno = p0; pno <= p1 && r == 0; pno++)
+			r = drop_page(c, pno, discard);
+	} else {
+		/* A range wider than the cache: visit the cached pages instead. */
+		for (uint64_t i = 0; i < c->ix.npool && r == 0; i++) {
+			struct vc_page *p = &c->ix.pool[i];
+			if (p->used && p->pno >= p0 && p->pno <= p1)
+				r = drop_page(c, p->pno, discard);
+		}
+	}
+	eng_wake(c);
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+/* Loads uncached pages [*pno, p1] straight into the GPU tier, up to one
+ * batch at a time, through the bulk staging pages. */
+static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
+{
+	struct vc_cache *c = v->c;
+	struct bulk b;
+	int r = eng_bulk_init(c, &b);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&c->mu);
+	while (*pno <= p1 && b.n < c->batch_pages) {
+		if (vc_index_find(&c->ix, *pno)) {
+			(*pno)++;
+			continue;
+		}
+		uint32_t s, g;
+		if (vc_tier_alloc(c->gpu.stage_bulk, &s) < 0) {
+			if (b.n)
+				break;
+			eng_wait_cv(c);
+			continue;
+		}
+		/* Room at the log's head. With pages of this round in flight
+		 * (busy, unqueued) reclaiming may find nothing but them, so
+		 * write those first instead of sleeping on ourselves. */
+		r = eng_gpu_room(c, 1, b.n > 0);
+		if (r < 0 || vc_index_find(&c->ix, *pno)) { /* or raced while reclaiming */
+			vc_tier_free(c->gpu.stage_bulk, s);
+			if (r == -EAGAIN)
+				r = 0;
+			if (r < 0 || b.n)
+				break;
+			continue;
+		}
+		struct vc_page *p = vc_index_insert(&c->ix, *pno);
+		uint32_t key = page_id(c, p);
+		if (vc_ls_append(c->gpu.ls, 1, &key, ++c->gpu.clock, &g) < 0) {
+			vc_index_remove(&c->ix, p); /* not reached: room was made under this hold */
+			vc_tier_free(c->gpu.stage_bulk, s);
+			break;
+		}
+		p->tier = GPU; /* at slot g: vc_ls_append recorded it */
+		atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
+		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
+		struct vc_bio *io = &b.bios[b.n];
+		io->buf = vc_tier_host(c->gpu.stage_bulk, s);
+		io->off = page_off(c, *pno);
+		io->len = page_len(c, *pno);
+		if (io->len < c->page_size)
+			memset((char *)io->buf + io->len, 0, c->page_size - io->len);
+		b.n++;
+		(*pno)++;
+	}
+	pthread_mutex_unlock(&c->mu);
+
+	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
+	int dev_r = eng_bulk_move(c, &b, false);
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < b.n; i++) {
+		struct vc_page *p = b.jobs[i].p;
+		vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);
+		if (b.bios[i].result < 0) {
+			eng_page_drop(c, p);
+			continue;
+		}
+		atomic_store_explicit(&p->st, VC_ST_GPU, memory_order_release); /* settled */
+		pol_insert(c, p, GPU);
+		c->st.h2d += c->page_size;
+		c->st.rd_bytes += b.bios[i].len;
+	}
+	eng_wake(c);
+	pthread_mutex_unlock(&c->mu);
+	eng_bulk_fini(&b);
+	if (r == 0)
+		r = e < 0 ? e : dev_r;
+	return r;
+}
+
+int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
+{
+	if (!v)
+		return vc_err(-EINVAL, "vc_prefetch: NULL cache");
+	struct vc_cache *c = v->c;
+	if (tier != HOST && tier != GPU)
+		return vc_err(-EINVAL, "prefetch: unknown tier %d", tier);
+	if (tier == GPU && !c->gpu.ls)
+		return vc_err(-EINVAL, "prefetch into the GPU tier, but it is disabled (size 0)");
+	if (tier == GPU && c->gpu.off)
+		return vc_err(-VC_EDEVICE, "prefetch into the GPU tier, but it is off after a device "
+					   "failure");
+	if (off >= v->size || len == 0)
+		return 0;
+	if (len > v->size - off)
+		len = v->size - off;
+	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
+	if (tier == GPU) {
+		while (p0 <= p1) {
+			int r = prefetch_gpu_round(v, &p0, p1);
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	for (uint64_t pno = p0; pno <= p1; pno++) {
+		struct vc_page *p;
+		int r = eng_acquire(c, pno, ACQ_READ, false, false, &p);
+		if (r < 0)
+			return r;
+		eng_unpin(c, p);
+	}
+	return 0;
+}
+
+/* First dirty page in pages [p0, p1] (one volume's), or UINT64_MAX. Under c->mu.
+ * Cost: O(min(p1 - p0 + 1, pool entries)). */
+static uint64_t first_dirty(struct vc_cache *c, uint64_t p0, uint64_t p1)
+{
+	uint64_t best = UINT64_MAX;
+	if (p1 - p0 < c->ix.npool) {
+		for (uint64_t pno = p0; pno <= p1; pno++) {
+			struct vc_page *p = vc_index_find(&c->ix, pno);
+			if (p && p->dirty)
+				return pno;
+		}
+		return best;
+	}
+	for (uint64_t i = 0; i < c->ix.npool; i++) {
+		struct vc_page *p = &c->ix.pool[i];
+		if (p->used && p->dirty && p->pno >= p0 && p->pno <= p1 && p->pno < best)
+			best = p->pno;
+	}
+	return best;
+}
+
+int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len)
+{
+	if (!v || !ext_len)
+		return vc_err(-EINVAL, "vc_volume_extent: NULL argument");
+	if (off >= v->size || len == 0)
+		return vc_err(-EINVAL, "vc_volume_extent: empty range or offset %llu past the end",
+			      (unsigned long long)off);
+	struct vc_cache *c = v->c;
+	if (len > v->size - off)
+		len = v->size - off;
+	uint64_t end;
+	bool hole;
+	int r = vc_backing_extent(v->bk, off, &end, &hole);
+	if (r < 0)
+		return r;
+	if (end > off + len)
+		end = off + len;
+	if (hole) {
+		/* The store's hole may hold dirty cached pages (write-back):
+		 * those are data, and end the hole. */
+		pthread_mutex_lock(&c->mu);
+		uint64_t d = first_dirty(c, v->base + (off >> c->pshift),
+					 v->base + ((end - 1) >> c->pshift));
+		pthread_mutex_unlock(&c->mu);
+		if (d != UINT64_MAX) {
+			uint64_t start = (d - v->base) << c->pshift;
+			if (start <= off) {
+				hole = false;
+				start += c->page_size;
+			}
+			end = start < end ? start : end;
+		}
+	}
+	*ext_len = end - off;
+	return hole ? VC_EXTENT_HOLE : VC_EXTENT_DATA;
+}

@@ -1,0 +1,261 @@
+/* Write-back: dirty pages to the backing store, one at a time (drops,
+ * evictions of host pages), in device batches through staging pages (GPU
+ * segments evicted), and in rounds of batch_pages (flush).
+ */
+#include "engine/engine.h"
+
+static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
+{
+	p->dirty = 0;
+	dirty_add(c, p, -1);
+	c->st.writebacks++;
+	c->st.wr_bytes += len;
+}
+
+/* Writes a dirty page that is not busy, pinned or owned to the backing store
+ * and marks it clean. It stays cached. -EAGAIN: no staging page free now. */
+int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
+{
+	uint32_t s = 0;
+	bool on_gpu = p->tier == GPU;
+	if (on_gpu && vc_tier_alloc(c->gpu.stage_wb, &s) < 0)
+		return -EAGAIN;
+	if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* a lock-free reader pinned it */
+		if (on_gpu)
+			vc_tier_free(c->gpu.stage_wb, s);
+		return -EAGAIN;
+	}
+	uint64_t pno = p->pno, src = slot_addr(c, p);
+	unsigned char *buf = on_gpu ? vc_tier_host(c->gpu.stage_wb, s) : host_data(c, p);
+	pthread_mutex_unlock(&c->mu);
+	int r = on_gpu ? eng_move1(c, VC_MOVE_COPY, src, vc_tier_addr(c->gpu.stage_wb, s)) : 0;
+	if (r == 0)
+		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
+	pthread_mutex_lock(&c->mu);
+	if (on_gpu) {
+		vc_tier_free(c->gpu.stage_wb, s);
+		c->st.d2h += c->page_size;
+	}
+	st_clear(p, VC_ST_BUSY);
+	if (r == 0)
+		note_written(c, p, page_len(c, pno));
+	eng_wake(c);
+	return r;
+}
+
+/* Writes back dirty GPU pages that the caller marked busy, WB_STAGING_PAGES
+ * at a time: one device batch to the staging pages, then one backing
+ * submission. Unlocked while data moves. done[i] tells which succeeded;
+ * returns the first error. Never sleeps holding staging pages. */
+int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done)
+{
+	struct vc_move mv[WB_STAGING_PAGES];
+	struct vc_ticket tk[WB_STAGING_PAGES];
+	struct vc_bio io[WB_STAGING_PAGES];
+	uint32_t st[WB_STAGING_PAGES];
+	int err = 0;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t k = 0;
+		while (k < WB_STAGING_PAGES && i + k < n && vc_tier_alloc(c->gpu.stage_wb, &st[k]) == 0)
+			k++;
+		if (k == 0) { /* single-page write-backs hold them; they never wait */
+			eng_wait_cv(c);
+			continue;
+		}
+		for (uint32_t j = 0; j < k; j++) {
+			struct vc_page *p = pages[i + j];
+			mv[j] = (struct vc_move){ .src = slot_addr(c, p),
+						  .dst = vc_tier_addr(c->gpu.stage_wb, st[j]),
+						  .op = VC_MOVE_COPY };
+			io[j] = (struct vc_bio){ .buf = vc_tier_host(c->gpu.stage_wb, st[j]),
+						 .off = page_off(c, p->pno),
+						 .len = page_len(c, p->pno),
+						 .write = 1 };
+		}
+		pthread_mutex_unlock(&c->mu);
+		int r = vc_batcher_add_n(c->gpu.bat, mv, k, tk);
+		if (r == 0)
+			r = vc_batcher_wait_n(c->gpu.bat, tk, k);
+		/* One submission per volume: a segment mixes them. */
+		for (uint32_t j = 0, e; r == 0 && j < k; j = e) {
+			struct vc_volume *v = vol_of(c, pages[i + j]->pno);
+			for (e = j + 1; e < k && vol_of(c, pages[i + e]->pno) == v; e++)
+				;
+			r = vc_backing_submit(v->bk, io + j, e - j);
+		}
+		pthread_mutex_lock(&c->mu);
+		for (uint32_t j = 0; j < k; j++) {
+			vc_tier_free(c->gpu.stage_wb, st[j]);
+			done[i + j] = r == 0 && io[j].result == 0;
+			if (done[i + j])
+				note_written(c, pages[i + j], io[j].len);
+			else if (!err)
+				err = r < 0 ? r : io[j].result;
+		}
+		c->st.d2h += (uint64_t)k * c->page_size;
+		i += k;
+	}
+	eng_wake(c);
+	return err;
+}
+
+void eng_bulk_fini(struct bulk *b)
+{
+	free(b->jobs);
+	free(b->bios);
+	free(b->moves);
+	free(b->tickets);
+}
+
+int eng_bulk_init(struct vc_cache *c, struct bulk *b)
+{
+	b->n = 0;
+	b->jobs = calloc(c->batch_pages, sizeof *b->jobs);
+	b->bios = calloc(c->batch_pages, sizeof *b->bios);
+	b->moves = calloc(c->batch_pages, sizeof *b->moves);
+	b->tickets = calloc(c->batch_pages, sizeof *b->tickets);
+	if (b->jobs && b->bios && b->moves && b->tickets)
+		return 0;
+	eng_bulk_fini(b);
+	return vc_err(-ENOMEM, "out of memory");
+}
+
+/* Unlocked: moves every staged job whose request has not failed between
+ * its GPU slot and its staging page (toward the staging page when
+ * to_stage), as one batch. On a device failure every such request fails. */
+int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
+{
+	uint32_t m = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		struct bulk_job *j = &b->jobs[i];
+		if (!j->staged || b->bios[i].result < 0)
+			continue;
+		uint64_t slot = slot_addr(c, j->p), st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
+		b->moves[m++] = (struct vc_move){ .src = to_stage ? slot : st,
+						  .dst = to_stage ? st : slot,
+						  .op = VC_MOVE_COPY };
+	}
+	if (m == 0)
+		return 0;
+	int r = vc_batcher_add_n(c->gpu.bat, b->moves, m, b->tickets);
+	if (r == 0)
+		r = vc_batcher_wait_n(c->gpu.bat, b->tickets, m);
+	for (unsigned i = 0; r < 0 && i < b->n; i++)
+		if (b->jobs[i].staged)
+			b->bios[i].result = r;
+	return r;
+}
+
+/* One round of a volume's flush: writes back up to batch_pages of its dirty
+ * pages found at or after *pos in the entry pool, advancing *pos. Host
+ * pages are pinned (readers go on, writers wait); GPU pages are busy while
+ * they travel through the bulk staging pages. */
+static int flush_round(struct vc_volume *v, uint64_t *pos)
+{
+	struct vc_cache *c = v->c;
+	struct bulk b;
+	int r = eng_bulk_init(c, &b);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&c->mu);
+	while (*pos < c->ix.npool && b.n < c->batch_pages) {
+		struct vc_page *p = &c->ix.pool[*pos];
+		if (!p->used || !p->dirty || vol_of(c, p->pno) != v) {
+			(*pos)++;
+			continue;
+		}
+		if (st_of(p) & (VC_ST_BUSY | VC_ST_EXCL)) {
+			if (b.n)
+				break; /* write what we hold before sleeping */
+			eng_wait_cv(c);
+			continue;
+		}
+		struct bulk_job *j = &b.jobs[b.n];
+		struct vc_bio *io = &b.bios[b.n];
+		j->p = p;
+		if (p->tier == GPU) {
+			if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* read in place now */
+				if (b.n)
+					break;
+				eng_wait_cv(c);
+				continue;
+			}
+			if (vc_tier_alloc(c->gpu.stage_bulk, &j->stage) < 0) {
+				st_clear(p, VC_ST_BUSY);
+				if (b.n)
+					break;
+				eng_wait_cv(c); /* another flush or prefetch holds them */
+				continue;
+			}
+			j->staged = true;
+			io->buf = vc_tier_host(c->gpu.stage_bulk, j->stage);
+		} else {
+			atomic_fetch_add(&p->st, VC_ST_PIN1); /* readers go on, writers wait */
+			io->buf = host_data(c, p);
+		}
+		io->off = page_off(c, p->pno);
+		io->len = page_len(c, p->pno);
+		io->write = 1;
+		b.n++;
+		(*pos)++;
+	}
+	pthread_mutex_unlock(&c->mu);
+
+	r = eng_bulk_move(c, &b, true);
+	if (r == 0 && b.n)
+		r = vc_backing_submit(v->bk, b.bios, b.n);
+
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < b.n; i++) {
+		struct vc_page *p = b.jobs[i].p;
+		if (b.jobs[i].staged) {
+			vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);
+			c->st.d2h += c->page_size;
+			st_clear(p, VC_ST_BUSY);
+		} else {
+			atomic_fetch_sub(&p->st, VC_ST_PIN1);
+		}
+		if (b.bios[i].result == 0)
+			note_written(c, p, b.bios[i].len);
+	}
+	eng_wake(c);
+	pthread_mutex_unlock(&c->mu);
+	eng_bulk_fini(&b);
+	return r;
+}
+
+/* Cost: one pass over the entry pool per volume with dirty pages, plus
+ * the writes and one sync. */
+int vc_volume_flush(vc_volume *v)
+{
+	if (!v)
+		return vc_err(-EINVAL, "vc_flush: NULL cache");
+	struct vc_cache *c = v->c;
+	pthread_mutex_lock(&c->mu);
+	bool dirty = v->ndirty > 0;
+	pthread_mutex_unlock(&c->mu);
+	if (dirty && c->write_mode == VC_WRITE_BACK) {
+		uint64_t pos = 0;
+		while (pos < c->ix.npool) {
+			int r = flush_round(v, &pos);
+			if (r < 0)
+				return r;
+		}
+	}
+	return v->readonly ? 0 : vc_backing_sync(v->bk);
+}
+
+int vc_flush(vc_cache *c)
+{
+	if (!c)
+		return vc_err(-EINVAL, "vc_flush: NULL cache");
+	int r = 0;
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX && r == 0; i++) {
+		pthread_mutex_lock(&c->mu);
+		struct vc_volume *v = c->vols[i];
+		pthread_mutex_unlock(&c->mu);
+		if (v)
+			r = vc_volume_flush(v);
+	}
+	return r;
+}
