@@ -297,6 +297,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 
 /* --- moves.c: tier moves --- */
 bool eng_unevictable(const struct vc_pnode *n, void *arg);
+void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop(struct vc_cache *c, struct vc_page *p);
 int eng_move1(struct vc_cache *c, int op, uint64_t src, uint64_t dst);

@@ -147,7 +147,7 @@ static int gc_step_locked(struct vc_cache *c)
 		vc_ls_unpick(c->gpu.ls, 1, &segs[--n]);
 	if (n == 0)
 		return -EAGAIN;
-	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls), nheld = 0;
+	uint32_t nheld = 0;
 	if (!segs_claim(c, n, segs, c->gpu.gc_held, &nheld)) {
 		vc_ls_unpick(c->gpu.ls, n, segs);
 		return -EAGAIN;
@@ -163,20 +163,9 @@ static int gc_step_locked(struct vc_cache *c)
 		/* The device failed mid-job: which copy of these pages is
 		 * current is unknown. Forget them (dirty data in them is lost,
 		 * as in promote) and demote nothing more. */
-		for (uint32_t i = 0; i < n; i++)
-			for (uint32_t s = 0; s < per; s++) {
-				uint32_t k = vc_ls_key(c->gpu.ls, segs[i] * per + s);
-				if (k == VC_LS_DEAD)
-					continue;
-				struct vc_page *p = &c->ix.pool[k];
-				pol_remove(c, p);
-				if (p->dirty)
-					dirty_add(c, p, -1);
-				vc_index_remove(&c->ix, p);
-			}
-		for (uint32_t i = 0; i < nheld; i++) /* those still cached: not the dropped */
-			if (c->gpu.gc_held[i]->used)
-				st_clear(c->gpu.gc_held[i], VC_ST_BUSY);
+		vc_opq_drain(c->opq);
+		for (uint32_t i = 0; i < nheld; i++) /* the segments' live pages, all claimed */
+			eng_page_forget(c, c->gpu.gc_held[i], true);
 		c->gpu.off = true;
 		eng_wake(c);
 		return r;

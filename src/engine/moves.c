@@ -25,28 +25,36 @@ static struct vc_page *host_victim(struct vc_cache *c)
 	return n ? vc_page_of(&n->pn) : NULL;
 }
 
-/* Forgets a page: policy, slot, index. Its data is gone. The policy hears
- * of it at once, after what is queued (the order the policy sees is the
- * order of events), not through the queue: the entry may be reused for
- * another page before a queued removal would be applied, and policies with
- * ghost lists read the key at removal. `drained`: the caller drained the
- * queues since it last queued anything (evict_seg drops a segment's pages
- * after one drain). */
+/* Forgets a page's entry: policy, dirty count, index; the entry is free
+ * for reuse on return. The policy hears of it at once, after what is
+ * queued (the order the policy sees is the order of events), not through
+ * the queue: the entry may be reused for another page before a queued
+ * operation would be applied, and policies with ghost lists read the key
+ * when they apply a removal. So every operation queued about the entry is
+ * applied first, a removal that a mover queued (promote, demotion)
+ * included, whether or not the incarnation is still live. `drained`: the
+ * caller drained the queues since anything about p was queued (evict_seg
+ * and a failed cleaning step drop many pages after one drain). */
+void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained)
+{
+	if (!drained)
+		vc_opq_drain(c->opq);
+	uint32_t g = vc_opq_gen(&p->qn);
+	if (vc_opq_gen_live(g))
+		vc_opq_remove_now(c->opq, &p->qn, g);
+	if (p->dirty)
+		dirty_add(c, p, -1);
+	vc_index_remove(&c->ix, p);
+}
+
+/* Forgets a page and frees its slot (eng_page_forget). Its data is gone. */
 void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained)
 {
-	uint32_t g = vc_opq_gen(&p->qn);
-	if (vc_opq_gen_live(g)) {
-		if (!drained)
-			vc_opq_drain(c->opq);
-		vc_opq_remove_now(c->opq, &p->qn, g);
-	}
 	if (p->tier == GPU)
 		vc_ls_orphan(c->gpu.ls, gpu_slot(c, p));
 	else
 		vc_tier_free(c->host, p->slot);
-	if (p->dirty)
-		dirty_add(c, p, -1);
-	vc_index_remove(&c->ix, p);
+	eng_page_forget(c, p, drained);
 }
 
 void eng_page_drop(struct vc_cache *c, struct vc_page *p)
@@ -86,13 +94,17 @@ static int evict_host_one(struct vc_cache *c)
 	if (!v)
 		return -EAGAIN;
 	if (!to_gpu) {
+		uint64_t pno = v->pno;
 		if (v->dirty) {
 			r = eng_writeback_page(c, v);
 			if (r < 0)
 				return r;
 		}
-		/* Unlocked meanwhile: drop it only if still unused. */
-		if (!v->used || v->tier != HOST || v->dirty || !vc_page_claim(v, 0, VC_ST_HOST))
+		/* Unlocked meanwhile: drop it only if it is still that page,
+		 * clean, in the host tier and unused (the entry may have been
+		 * dropped and reused for another page). */
+		if (!v->used || v->pno != pno || v->tier != HOST || v->dirty ||
+		    !vc_page_claim(v, 0, VC_ST_HOST))
 			return 0;
 		eng_page_drop(c, v);
 		c->st.evictions[HOST]++;

@@ -132,6 +132,10 @@ struct cu_dq {
 /* How the last submission of a batch signals completion. */
 enum { SIG_NONE, SIG_FLAG, SIG_EVENT };
 
+/* A waiter may read gen, sig and submit_err while the batcher's next use
+ * of the batch rewrites them (a waiter of an earlier generation still
+ * polling): they are read and written atomically, and a waiter that sees
+ * a newer generation's fields at worst waits for that one too. */
 struct cu_batch {
 	cudaStream_t stream; /* of the last submission */
 	cudaEvent_t ev; /* recorded after the batch's work; errors surface here */
@@ -459,14 +463,14 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 	uint64_t bytes = (uint64_t)b->n * b->page_size;
 	cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) % NSTREAMS];
 	if (b->n == 0) {
-		cb->sig = SIG_EVENT;
+		__atomic_store_n(&cb->sig, SIG_EVENT, __ATOMIC_RELAXED);
 	} else if (bytes >= c->memcpy_min && contiguous_copy(b)) {
 		r = CU(cudaMemcpyAsync((void *)(uintptr_t)b->moves[0].dst,
 				       (const void *)(uintptr_t)b->moves[0].src, bytes,
 				       cudaMemcpyDefault, cb->stream));
 		if (r < 0)
 			goto out;
-		cb->sig = SIG_EVENT;
+		__atomic_store_n(&cb->sig, SIG_EVENT, __ATOMIC_RELAXED);
 	} else {
 		const struct vc_move *mdev;
 		r = moves_dev_addr(c, cb, b, &mdev);
@@ -477,8 +481,8 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 							 cb->flag_dev, gen, cb->counter, cb->stream));
 		if (r < 0)
 			goto out;
-		cb->gen = gen;
-		cb->sig = SIG_FLAG;
+		__atomic_store_n(&cb->gen, gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&cb->sig, SIG_FLAG, __ATOMIC_RELAXED);
 	}
 	r = CU(cudaEventRecord(cb->ev, cb->stream));
 	if (r < 0) {
@@ -487,10 +491,10 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		(void)CU(cudaStreamSynchronize(cb->stream));
 		goto out;
 	}
-	cb->submit_err = 0;
+	__atomic_store_n(&cb->submit_err, 0, __ATOMIC_RELEASE);
 	return 0;
 out:
-	cb->submit_err = r;
+	__atomic_store_n(&cb->submit_err, r, __ATOMIC_RELEASE);
 	return r;
 }
 
@@ -510,7 +514,7 @@ static int check_event_done(struct cu_batch *cb)
 /* One poll: 1 when the submission is complete (*status set), else 0. */
 static int poll_done(struct cu_batch *cb, uint32_t gen, bool check_event, int *status)
 {
-	if (cb->sig == SIG_FLAG) {
+	if (__atomic_load_n(&cb->sig, __ATOMIC_RELAXED) == SIG_FLAG) {
 		/* Acquire: the GPU orders the batch's stores before the flag
 		 * (move.cu), and this load orders our later reads after it. */
 		uint32_t f = __atomic_load_n(cb->flag, __ATOMIC_ACQUIRE);
@@ -534,14 +538,15 @@ static int poll_done(struct cu_batch *cb, uint32_t gen, bool check_event, int *s
 static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 {
 	struct cu_batch *cb = b->priv;
-	if (cb->submit_err)
-		return cb->submit_err;
-	if (cb->sig == SIG_NONE)
+	int err = __atomic_load_n(&cb->submit_err, __ATOMIC_ACQUIRE);
+	if (err)
+		return err;
+	if (__atomic_load_n(&cb->sig, __ATOMIC_RELAXED) == SIG_NONE)
 		return 0; /* never submitted */
 	int r = cu_enter(CUD(d));
 	if (r < 0)
 		return r;
-	const uint32_t gen = cb->gen;
+	const uint32_t gen = __atomic_load_n(&cb->gen, __ATOMIC_RELAXED);
 	const uint64_t t0 = vc_now_ns();
 	for (uint32_t i = 1;; i++) {
 		/* In the yield phase, every 64th poll also asks the event. */
