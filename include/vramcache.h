@@ -211,6 +211,68 @@ uint64_t vc_volume_size(const vc_volume *v);
  * (at most one pass over the cache's entries). */
 int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len);
 
+/* ---- Asynchronous I/O ----------------------------------------------------
+ * A vc_aio is a submission and completion queue, used by one thread at a
+ * time (like an io_uring): one thread keeps many requests in flight and
+ * collects them as they complete, in any order. Reads whose pages are all
+ * cached complete without a thread of their own: host-tier pages are copied
+ * at submission, and the GPU-tier pages of all requests submitted together
+ * travel in one device submission and are copied out when reaped. Requests
+ * that must wait for the backing store or for other callers (misses,
+ * writes, flushes, reads of more than VC_AIO_FAST_PAGES pages) run on the
+ * queue's own helper threads (`helpers` of them, started on first need),
+ * with the semantics of the synchronous calls.
+ *
+ * A request struct belongs to the caller; from its submission until
+ * vc_aio_reap returns it, the library owns it and its buffer. Requests in
+ * flight at the same time may overlap; their order is unspecified (as with
+ * NBD), except that a flush covers every write completed before it was
+ * submitted. GPU-tier pages being read stay pinned until the read is
+ * reaped: a queue's owner reaps promptly, and vc_aio_close waits. */
+typedef struct vc_aio vc_aio;
+
+enum vc_aio_op {
+	VC_AIO_READ = 0,
+	VC_AIO_WRITE = 1,
+	VC_AIO_FLUSH = 2, /* vc_volume_flush of req->vol; off and len are ignored */
+};
+#define VC_AIO_FUA (1u << 0) /* a write is durable on the store when it completes */
+
+/* Reads of at most this many pages may complete without a helper. */
+#define VC_AIO_FAST_PAGES 32
+
+struct vc_aio_req {
+	vc_volume *vol;
+	void *buf;      /* READ: filled; WRITE: read from */
+	uint64_t off;
+	uint64_t len;
+	uint32_t op;    /* enum vc_aio_op */
+	uint32_t flags; /* VC_AIO_* */
+	void *user;     /* the caller's; the library never touches it */
+	int64_t result; /* on completion: bytes (as vc_volume_read/write), 0, or -errno */
+	uint64_t _priv[4]; /* the library's while the request is in flight */
+};
+
+/* Opens a queue on c for up to `depth` requests in flight (1 .. 65536),
+ * with up to `helpers` threads for requests that must wait (0: 4). */
+int vc_aio_open(vc_cache *c, unsigned depth, unsigned helpers, vc_aio **out);
+/* Waits for every request in flight (their results are dropped), then
+ * frees the queue. NULL is a no-op. */
+void vc_aio_close(vc_aio *q);
+/* Takes up to n requests; returns how many it took (fewer when the queue
+ * holds `depth` requests), or -errno for a malformed first request (the
+ * rest untaken). A request that fails its check (bad op, NULL buffer,
+ * read-only volume) is taken and completes with that error. */
+int vc_aio_submit(vc_aio *q, struct vc_aio_req *const *reqs, unsigned n);
+/* Collects completed requests into out[0..max): waits until at least
+ * `min` are there or timeout_ns has passed (< 0: no limit; 0: no wait).
+ * Returns how many it stored, or -EINVAL (min > max, or min larger than
+ * what is in flight). */
+int vc_aio_reap(vc_aio *q, struct vc_aio_req **out, unsigned min, unsigned max,
+		int64_t timeout_ns);
+/* Requests taken and not yet reaped. */
+unsigned vc_aio_inflight(const vc_aio *q);
+
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_STATS_VERSION 2
 struct vc_stats {
