@@ -250,7 +250,7 @@ struct vc_aio_req {
 	uint32_t flags; /* VC_AIO_* */
 	void *user;     /* the caller's; the library never touches it */
 	int64_t result; /* on completion: bytes (as vc_volume_read/write), 0, or -errno */
-	uint64_t _priv[4]; /* the library's while the request is in flight */
+	void *_priv[4]; /* the library's while the request is in flight */
 };
 
 /* Opens a queue on c for up to `depth` requests in flight (1 .. 65536),

@@ -57,7 +57,7 @@ static bool grab(struct vc_page *p, int mode)
 /* The calling thread's state for c (tstate: its policy-update queue,
  * bounce pages and hit counters), taken on its first call; NULL when every
  * slot is taken (then hits take the lock). */
-static struct tstate *tstate(struct vc_cache *c)
+struct tstate *eng_tstate(struct vc_cache *c)
 {
 	if (!c->tls_ok)
 		return NULL;
@@ -91,7 +91,7 @@ void eng_tstate_release(void *arg)
  * GPU tier, and free to read, without the lock and without recording a
  * hit; NULL otherwise. *tier: where it is. Lock-free: an index lookup and
  * one compare-and-swap. */
-static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier)
+struct vc_page *eng_pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier)
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
 	if (!p)
@@ -115,7 +115,7 @@ static struct vc_page *pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int 
 }
 
 /* Records a lock-free hit in `tier` on pinned page p. */
-static void note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, int tier)
+void eng_note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, int tier)
 {
 	if (t && t->l) {
 		vc_opq_hit(t->l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
@@ -245,7 +245,7 @@ static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, u
 
 /* Splits a byte range at page boundaries: the piece at pos, of at most
  * `left` bytes, lies in page *pno from offset *in; returns its length. */
-static size_t piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t *pno,
+size_t eng_piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t *pno,
 		    uint32_t *in)
 {
 	const struct vc_cache *c = v->c;
@@ -275,8 +275,8 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	while (done < len && n < RUN_MAX) {
 		uint64_t pno;
 		int tier;
-		k[n] = piece(v, off + done, len - done, &pno, &in[n]);
-		struct vc_page *p = pin_fast(c, pno, ng < gmax, &tier);
+		k[n] = eng_piece(v, off + done, len - done, &pno, &in[n]);
+		struct vc_page *p = eng_pin_fast(c, pno, ng < gmax, &tier);
 		if (!p)
 			break;
 		gi[n] = -1;
@@ -303,7 +303,7 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 				gi[i] < 0 ? host_data(c, pin[i])
 					  : vc_tier_host(c->gpu.bounce, bounce_slot(c, t, (uint32_t)gi[i]));
 			memcpy(buf + pos, src + in[i], k[i]);
-			note_hit_fast(c, t, pin[i], gi[i] < 0 ? HOST : GPU);
+			eng_note_hit_fast(c, t, pin[i], gi[i] < 0 ? HOST : GPU);
 		}
 		pos += k[i];
 		eng_unpin(c, pin[i]);
@@ -320,7 +320,7 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > v->size - off)
 		len = (size_t)(v->size - off);
-	struct tstate *t = tstate(c);
+	struct tstate *t = eng_tstate(c);
 	const bool serve = c->gpu.serve && t && t->idx < c->gpu.bounce_threads;
 	size_t done = 0;
 	while (done < len) {
@@ -334,7 +334,7 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		/* The slow path, one page, holding nothing else. */
 		uint64_t pno;
 		uint32_t in;
-		size_t k = piece(v, off + done, len - done, &pno, &in);
+		size_t k = eng_piece(v, off + done, len - done, &pno, &in);
 		struct vc_page *p;
 		int r = eng_acquire(c, pno, ACQ_READ, true, serve, &p);
 		if (r < 0)
@@ -374,7 +374,7 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 	while (done < len) {
 		uint64_t pos = off + done, pno;
 		uint32_t in;
-		size_t k = piece(v, pos, len - done, &pno, &in);
+		size_t k = eng_piece(v, pos, len - done, &pno, &in);
 		int mode = (in == 0 && k == page_len(c, pno)) ? ACQ_WRITE_FULL : ACQ_WRITE;
 		struct vc_page *p;
 		int r = eng_acquire(c, pno, mode, true, false, &p);
@@ -413,14 +413,14 @@ ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
 	if (len > v->size - off)
 		len = (size_t)(v->size - off);
 	struct vc_page *pin[VC_READ_HIT_PAGES];
-	struct tstate *t = tstate(c);
+	struct tstate *t = eng_tstate(c);
 	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	if (p1 - p0 >= VC_READ_HIT_PAGES)
 		return -EAGAIN;
 	unsigned n = 0;
 	int tier;
 	for (uint64_t pno = p0; pno <= p1; pno++, n++)
-		if (!(pin[n] = pin_fast(c, pno, false, &tier))) {
+		if (!(pin[n] = eng_pin_fast(c, pno, false, &tier))) {
 			while (n > 0)
 				eng_unpin(c, pin[--n]);
 			return -EAGAIN;
@@ -429,9 +429,9 @@ ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off)
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t pno;
 		uint32_t in;
-		size_t k = piece(v, off + done, len - done, &pno, &in);
+		size_t k = eng_piece(v, off + done, len - done, &pno, &in);
 		memcpy((char *)buf + done, host_data(c, pin[i]) + in, k);
-		note_hit_fast(c, t, pin[i], HOST);
+		eng_note_hit_fast(c, t, pin[i], HOST);
 		eng_unpin(c, pin[i]);
 		done += k;
 	}

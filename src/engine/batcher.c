@@ -251,24 +251,65 @@ static int dq_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n, s
 	return 0;
 }
 
+static bool dq_spans(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
+		     bool (*fn)(struct vc_batcher *b, const struct vc_dq_span *sp, int *err), int *err);
+
+static bool span_wait(struct vc_batcher *b, const struct vc_dq_span *sp, int *err)
+{
+	int r = vc_dq_wait(b->dq, sp);
+	if (r < 0 && !*err)
+		*err = r;
+	return true;
+}
+
 /* Waits for runs of tickets that are one ring's and consecutive as one
  * span each (the tickets of one add are). */
 static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n)
 {
-	uint64_t ppp = b->dq->pieces_per_page, t0 = vc_now_ns();
+	uint64_t t0 = vc_now_ns();
 	int err = 0;
+	dq_spans(b, t, n, span_wait, &err);
+	atomic_fetch_add_explicit(&b->q_wait_ns, vc_now_ns() - t0, memory_order_relaxed);
+	return err;
+}
+
+/* Runs of tickets that are one ring's and consecutive, as spans: calls fn
+ * on each until it returns false. */
+static bool dq_spans(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
+		     bool (*fn)(struct vc_batcher *b, const struct vc_dq_span *sp, int *err), int *err)
+{
+	uint64_t ppp = b->dq->pieces_per_page;
 	for (uint32_t i = 0, e; i < n; i = e) {
 		for (e = i + 1; e < n && t[e].slot == t[i].slot && t[e].seq == t[e - 1].seq + ppp; e++)
 			;
 		struct vc_dq_span sp = { .ring = t[i].slot & ~VC_TICKET_QUEUE,
 					 .first = t[i].seq + 1 - ppp,
 					 .n = (uint32_t)(t[e - 1].seq - t[i].seq + ppp) };
-		int r = vc_dq_wait(b->dq, &sp);
-		if (r < 0 && !err)
-			err = r;
+		if (!fn(b, &sp, err))
+			return false;
 	}
-	atomic_fetch_add_explicit(&b->q_wait_ns, vc_now_ns() - t0, memory_order_relaxed);
-	return err;
+	return true;
+}
+
+static bool span_done(struct vc_batcher *b, const struct vc_dq_span *sp, int *err)
+{
+	(void)err;
+	return vc_dq_done(b->dq, sp);
+}
+
+bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, int *err)
+{
+	*err = 0;
+	if (!b->dq) {
+		*err = vc_batcher_wait_n(b, t, n);
+		return true;
+	}
+	if (dq_spans(b, t, n, span_done, err))
+		return true;
+	int h = b->dq->ops->health(b->dq); /* a broken device completes nothing */
+	if (h < 0)
+		*err = h;
+	return h < 0;
 }
 
 int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,

@@ -63,6 +63,10 @@ int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t);
 int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 		     struct vc_ticket *t);
 int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
+/* Whether the n moves are done, without waiting (queue path: one load per
+ * lane their tickets touch). On the launched-batch path it waits, as
+ * vc_batcher_wait_n, and returns true. *err gets the status once done. */
+bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, int *err);
 
 void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st);
 

@@ -292,6 +292,11 @@ void eng_wait_cv(struct vc_cache *c);
 void eng_wake(struct vc_cache *c);
 void eng_unpin(struct vc_cache *c, struct vc_page *p);
 void eng_tstate_release(void *arg);
+struct tstate *eng_tstate(struct vc_cache *c);
+struct vc_page *eng_pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier);
+void eng_note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, int tier);
+size_t eng_piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t *pno,
+		 uint32_t *in);
 int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool serve,
 		   struct vc_page **out);
 
