@@ -119,6 +119,24 @@ static inline const char *bench_cpu_model(char *buf, size_t len)
 	return buf;
 }
 
+/* The q-quantile of a log2 histogram of microseconds (bucket 0: under
+ * 1 us; bucket b: [2^(b-1), 2^b) us; the last open-ended), as the upper
+ * bound of the bucket it falls in: NAN for an empty histogram. */
+static inline double bench_hist_quantile_us(const uint64_t *h, int n, double q)
+{
+	uint64_t total = 0, run = 0;
+	for (int b = 0; b < n; b++)
+		total += h[b];
+	if (total == 0)
+		return NAN;
+	for (int b = 0; b < n; b++) {
+		run += h[b];
+		if ((double)run >= q * (double)total)
+			return (double)(1ull << b);
+	}
+	return (double)(1ull << (n - 1));
+}
+
 static inline void bench_json_num(FILE *f, double x)
 {
 	if (isfinite(x))

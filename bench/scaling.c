@@ -212,6 +212,7 @@ struct perf {
 	uint64_t ops, samples;
 	double seconds, iops, gbps, p50_us, p99_us;
 	double hit_host, hit_gpu, miss; /* RD_VC: shares of page accesses */
+	double lock_p99_us;             /* RD_VC: the engine lock's holds in the point, p99 */
 };
 
 struct worker {
@@ -473,8 +474,12 @@ static struct perf run_point(const struct load *ld)
 	p.p50_us = bench_quantile(all, (int)p.samples, 0.50);
 	p.p99_us = bench_quantile(all, (int)p.samples, 0.99);
 	free(all);
-	p.hit_host = p.hit_gpu = p.miss = NAN;
+	p.hit_host = p.hit_gpu = p.miss = p.lock_p99_us = NAN;
 	if (ld->rd == RD_VC) {
+		uint64_t d[VC_LOCK_HIST];
+		for (int b = 0; b < VC_LOCK_HIST; b++)
+			d[b] = s1.lock_hold_hist[b] - s0.lock_hold_hist[b];
+		p.lock_p99_us = bench_hist_quantile_us(d, VC_LOCK_HIST, 0.99);
 		double h = (double)(s1.hits[VC_TIER_HOST] - s0.hits[VC_TIER_HOST]);
 		double g = (double)(s1.hits[VC_TIER_GPU] - s0.hits[VC_TIER_GPU]);
 		double m = (double)(s1.misses - s0.misses);
@@ -572,9 +577,9 @@ static void print_head(const struct run *R, int kase, double lat_us, uint64_t ws
 	       "backing latency %g us; %g s a point\n",
 	       case_name[kase], io >> 10, (double)ws / MIB, (double)R->o->host_bytes / MIB,
 	       (double)R->o->gpu_bytes / MIB, lat_us, R->o->seconds);
-	printf("%7s %10s %7s %8s %8s %11s %10s %6s %8s %8s %7s %10s\n", "threads", "IOPS", "GB/s",
+	printf("%7s %10s %7s %8s %8s %11s %10s %6s %8s %8s %7s %10s %8s\n", "threads", "IOPS", "GB/s",
 	       "p50 us", "p99 us", "pread IOPS", "pread GB/s", "ratio", "hit host", "hit GPU",
-	       "miss", "limit IOPS");
+	       "miss", "limit IOPS", "lock p99");
 }
 
 static void print_row(const struct row *w)
@@ -584,9 +589,13 @@ static void print_row(const struct row *w)
 	       w->base.gbps, w->ours.iops / w->base.iops, 100 * w->ours.hit_host,
 	       100 * w->ours.hit_gpu, 100 * w->ours.miss);
 	if (w->limit_iops > 0)
-		printf("%10.0f\n", w->limit_iops);
+		printf("%10.0f", w->limit_iops);
 	else
-		printf("%10s\n", "-");
+		printf("%10s", "-");
+	if (w->ours.lock_p99_us >= 0)
+		printf(" %6.0fus\n", w->ours.lock_p99_us);
+	else
+		printf(" %8s\n", "-");
 	fflush(stdout);
 }
 
@@ -700,6 +709,7 @@ static void json_perf(FILE *f, const char *key, const struct perf *p, bool tiers
 	bench_json_field(f, "      ", "p99_us", p->p99_us);
 	if (tiers) {
 		bench_json_field(f, "      ", "hit_host", p->hit_host);
+		bench_json_field(f, "      ", "lock_hold_p99_us", p->lock_p99_us);
 		bench_json_field(f, "      ", "hit_gpu", p->hit_gpu);
 		bench_json_field(f, "      ", "miss", p->miss);
 	}

@@ -274,7 +274,8 @@ int vc_aio_reap(vc_aio *q, struct vc_aio_req **out, unsigned min, unsigned max,
 unsigned vc_aio_inflight(const vc_aio *q);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
-#define VC_STATS_VERSION 2
+#define VC_LOCK_HIST 16 /* lock-hold buckets: [0, 1 us), [1, 2), [2, 4) ... [16 ms, inf) */
+#define VC_STATS_VERSION 3
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -301,6 +302,12 @@ struct vc_stats {
 	uint64_t gc_ns; /* time in cleaning steps (engine lock held), fruitless attempts included */
 	uint64_t gpu_segments_evicted;            /* segments dropped from the tail */
 	uint64_t early_releases;                  /* pages evicted ahead of need */
+
+	/* Version 3: the engine lock (misses, writes, page moves, cleaning):
+	 * how long each hold lasted. Lock-free paths (cached reads) take none. */
+	uint64_t lock_holds;
+	uint64_t lock_hold_hist[VC_LOCK_HIST];
+	uint64_t lock_hold_max_ns;
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */

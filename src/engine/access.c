@@ -14,6 +14,7 @@
 
 void eng_wait_cv(struct vc_cache *c)
 {
+	eng_assert_locked(c);
 	atomic_fetch_add(&c->nwaiters, 1);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -22,7 +23,15 @@ void eng_wait_cv(struct vc_cache *c)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
+	eng_lock_note(c); /* a sleep is not a hold */
+#ifdef VC_DEBUG_LOCKS
+	c->mu_owner = (pthread_t)0;
+#endif
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	c->mu_t0 = vc_now_ns();
+#ifdef VC_DEBUG_LOCKS
+	c->mu_owner = pthread_self();
+#endif
 	atomic_fetch_sub(&c->nwaiters, 1);
 }
 
@@ -37,9 +46,9 @@ void eng_unpin(struct vc_cache *c, struct vc_page *p)
 {
 	atomic_fetch_sub(&p->st, VC_ST_PIN1);
 	if (atomic_load(&c->nwaiters)) {
-		pthread_mutex_lock(&c->mu);
+		eng_lock(c);
 		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
+		eng_unlock(c);
 	}
 }
 
@@ -121,10 +130,10 @@ void eng_note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, 
 		vc_opq_hit(t->l, &p->qn, vc_opq_gen(&p->qn)); /* stable while pinned */
 		atomic_fetch_add_explicit(&t->hits[tier], 1, memory_order_relaxed);
 	} else {
-		pthread_mutex_lock(&c->mu);
+		eng_lock(c);
 		pol_hit(c, p);
 		c->st.hits[tier]++;
-		pthread_mutex_unlock(&c->mu);
+		eng_unlock(c);
 	}
 }
 
@@ -135,7 +144,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		   struct vc_page **out)
 {
 	int r;
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	for (;;) {
 		r = 0; /* a retry's -EAGAIN is not the result */
 		struct vc_page *p = vc_index_find(&c->ix, pno);
@@ -205,9 +214,9 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		c->st.misses += count;
 		if (mode != ACQ_WRITE_FULL) {
 			atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
-			pthread_mutex_unlock(&c->mu);
+			eng_unlock(c);
 			r = eng_load_page(c, pno, host_data(c, p));
-			pthread_mutex_lock(&c->mu);
+			eng_lock(c);
 			if (r < 0) {
 				eng_page_drop(c, p);
 				eng_wake(c);
@@ -223,7 +232,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		*out = p;
 		break;
 	}
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	return r;
 }
 
@@ -231,7 +240,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
  * the backing store, counted here so a write takes the lock once per page. */
 static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, uint64_t written)
 {
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	c->st.wr_bytes += written;
 	p->version++;
 	if (dirtied && !p->dirty) {
@@ -240,7 +249,7 @@ static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, u
 	}
 	st_clear(p, VC_ST_EXCL);
 	eng_wake(c);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 }
 
 /* Splits a byte range at page boundaries: the piece at pos, of at most
@@ -388,10 +397,10 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 			r = vc_backing_write(v->bk, d + in, k, pos);
 			if (r < 0) {
 				/* The cache must not hold what the store refused. */
-				pthread_mutex_lock(&c->mu);
+				eng_lock(c);
 				eng_page_drop(c, p); /* ours (EXCL): nobody else holds it */
 				eng_wake(c);
-				pthread_mutex_unlock(&c->mu);
+				eng_unlock(c);
 				return r;
 			}
 		}

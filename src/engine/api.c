@@ -122,9 +122,9 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, u
 		return vc_err(-EFBIG, "backing store of %llu bytes: more than 2^%d pages", sz,
 			      VC_PNO_VOL_SHIFT);
 	}
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	c->vols[id] = v;
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	return 0;
 }
 
@@ -273,11 +273,11 @@ int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_vol
 		return vc_err(-EINVAL, "vc_volume_open: NULL argument or no backing store");
 	if (flags & ~(uint32_t)VC_OPEN_READONLY)
 		return vc_err(-EINVAL, "vc_volume_open: unknown flags %#x", flags);
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	uint32_t id = 1;
 	while (id < VC_VOLUMES_MAX && c->vols[id])
 		id++;
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	/* Opening unlocked is safe: volume calls may not race with each other's
 	 * open and close (header), so nobody else takes this slot meanwhile. */
 	if (id == VC_VOLUMES_MAX)
@@ -313,7 +313,7 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.version = VC_STATS_VERSION;
 	struct vc_batcher_stats bs;
 	vc_batcher_get_stats(c->gpu.bat, &bs);
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	for (int t = 0; t < VC_TIER_COUNT; t++) {
 		st.hits[t] = c->st.hits[t];
 		st.evictions[t] = c->st.evictions[t];
@@ -345,10 +345,13 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.backing_read_bytes = c->st.rd_bytes;
 	st.backing_write_bytes = c->st.wr_bytes;
 	st.dirty_pages = c->ndirty;
+	st.lock_holds = c->lock_holds;
+	memcpy(st.lock_hold_hist, c->lock_hist, sizeof st.lock_hold_hist);
+	st.lock_hold_max_ns = c->lock_max_ns;
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
 		if (c->vols[i])
 			st.backing_wait_ns += vc_backing_wait_ns(c->vols[i]->bk);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	st.batches = bs.batches;
 	st.batch_pages = bs.pages;
 	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
@@ -371,9 +374,9 @@ int vc_volume_close(vc_volume *v)
 		r = vc_volume_drop(v, 0, 0, 0);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	c->vols[v->id] = NULL;
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	vol_free(v);
 	return 0;
 }

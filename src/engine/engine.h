@@ -168,6 +168,11 @@ struct vc_cache {
 	struct vc_index ix;
 
 	uint64_t ndirty;
+	/* The lock's own record (under mu): when the holder took it, who it
+	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */
+	uint64_t mu_t0;
+	pthread_t mu_owner;
+	uint64_t lock_holds, lock_hist[VC_LOCK_HIST], lock_max_ns;
 	struct {
 		uint64_t hits[VC_TIER_COUNT], misses, evictions[VC_TIER_COUNT];
 		uint64_t writebacks, h2d, d2h, rd_bytes, wr_bytes;
@@ -286,6 +291,51 @@ static inline uint32_t bounce_slot(const struct vc_cache *c, const struct tstate
 {
 	return t->idx * c->gpu.bounce_per + i;
 }
+
+/* ---- the engine lock ------------------------------------------------------
+ * eng_lock/eng_unlock around every hold of c->mu: they time each hold (two
+ * clock reads, ~40 ns) into c->lock_hist, which vc_get_stats reports, and in
+ * VC_DEBUG_LOCKS builds record the owner, so that functions whose rule is
+ * "under c->mu" can check it (eng_assert_locked), as LMDB's context
+ * asserts do. eng_wait_cv ends a hold while it sleeps. */
+static inline void eng_lock_note(struct vc_cache *c)
+{
+	uint64_t ns = vc_now_ns() - c->mu_t0, us = ns / 1000;
+	int b = 0;
+	while (us && b < VC_LOCK_HIST - 1) {
+		us >>= 1;
+		b++;
+	}
+	c->lock_hist[b]++;
+	c->lock_holds++;
+	if (ns > c->lock_max_ns)
+		c->lock_max_ns = ns;
+}
+
+static inline void eng_lock(struct vc_cache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->mu_t0 = vc_now_ns();
+#ifdef VC_DEBUG_LOCKS
+	c->mu_owner = pthread_self();
+#endif
+}
+
+static inline void eng_unlock(struct vc_cache *c)
+{
+	eng_lock_note(c);
+#ifdef VC_DEBUG_LOCKS
+	c->mu_owner = (pthread_t)0;
+#endif
+	pthread_mutex_unlock(&c->mu);
+}
+
+#ifdef VC_DEBUG_LOCKS
+#include <assert.h>
+#define eng_assert_locked(c) assert(pthread_equal((c)->mu_owner, pthread_self()))
+#else
+#define eng_assert_locked(c) ((void)(c))
+#endif
 
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);

@@ -205,6 +205,7 @@ static int reclaim(struct vc_cache *c, uint64_t *evicted)
  * not sleep for pages to settle: -EAGAIN instead. */
 int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 {
+	eng_assert_locked(c);
 	if (vc_ls_low(c->gpu.ls) && !c->gpu.reclaiming) {
 		c->gpu.reclaiming = true;
 		uint64_t budget = vc_ls_early_budget(c->gpu.ls), released = 0;

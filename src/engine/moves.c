@@ -37,6 +37,7 @@ static struct vc_page *host_victim(struct vc_cache *c)
  * and a failed cleaning step drop many pages after one drain). */
 void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained)
 {
+	eng_assert_locked(c);
 	if (!drained)
 		vc_opq_drain(c->opq);
 	uint32_t g = vc_opq_gen(&p->qn);
@@ -119,9 +120,9 @@ static int evict_host_one(struct vc_cache *c)
 	}
 	pol_remove(c, v);
 	uint64_t src = slot_addr(c, v);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	r = eng_move1(c, VC_MOVE_COPY, src, vc_ls_addr(c->gpu.ls, g));
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	if (r < 0) {
 		vc_ls_orphan(c->gpu.ls, g);
 		pol_insert(c, v, HOST);
@@ -143,6 +144,7 @@ static int evict_host_one(struct vc_cache *c)
 /* A free host slot, evicting as needed; may sleep. */
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 {
+	eng_assert_locked(c);
 	for (;;) {
 		if (vc_tier_alloc(c->host, s) == 0)
 			return 0;
@@ -157,6 +159,7 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 /* Brings a GPU-tier page (not busy) to the host tier. */
 int eng_promote(struct vc_cache *c, struct vc_page *p)
 {
+	eng_assert_locked(c);
 	uint32_t s = 0;
 	struct vc_page *v = NULL;
 	if (!vc_page_claim(p, VC_ST_BUSY, 0))
@@ -172,9 +175,9 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	pol_remove(c, p);
 	uint64_t gaddr = slot_addr(c, p);
 	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->host, s);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	int r = v ? eng_move1(c, VC_MOVE_SWAP, haddr, gaddr) : eng_move1(c, VC_MOVE_COPY, gaddr, haddr);
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	if (r < 0) {
 		/* The device failed mid-move: the slots' contents are unknown, so
 		 * neither page can be trusted. Dirty data in them is lost. */

@@ -43,7 +43,7 @@ int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	bool discard = flags & VC_DROP_DISCARD;
 	int r = 0;
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	if (p1 - p0 < c->ix.npool) {
 		for (uint64_t pno = p0; pno <= p1 && r == 0; pno++)
 			r = drop_page(c, pno, discard);
@@ -56,7 +56,7 @@ int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 		}
 	}
 	eng_wake(c);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	return r;
 }
 
@@ -69,7 +69,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 	int r = eng_bulk_init(c, &b);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	while (*pno <= p1 && b.n < c->batch_pages) {
 		if (vc_index_find(&c->ix, *pno)) {
 			(*pno)++;
@@ -113,11 +113,11 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 		b.n++;
 		(*pno)++;
 	}
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 
 	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
 	int dev_r = eng_bulk_move(c, &b, false);
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
 		vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);
@@ -131,7 +131,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 		c->st.rd_bytes += b.bios[i].len;
 	}
 	eng_wake(c);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	eng_bulk_fini(&b);
 	if (r == 0)
 		r = e < 0 ? e : dev_r;
@@ -214,10 +214,10 @@ int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len
 	if (hole) {
 		/* The store's hole may hold dirty cached pages (write-back):
 		 * those are data, and end the hole. */
-		pthread_mutex_lock(&c->mu);
+		eng_lock(c);
 		uint64_t d = first_dirty(c, v->base + (off >> c->pshift),
 					 v->base + ((end - 1) >> c->pshift));
-		pthread_mutex_unlock(&c->mu);
+		eng_unlock(c);
 		if (d != UINT64_MAX) {
 			uint64_t start = (d - v->base) << c->pshift;
 			if (start <= off) {

@@ -16,6 +16,7 @@ static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
  * and marks it clean. It stays cached. -EAGAIN: no staging page free now. */
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 {
+	eng_assert_locked(c);
 	uint32_t s = 0;
 	bool on_gpu = p->tier == GPU;
 	if (on_gpu && vc_tier_alloc(c->gpu.stage_wb, &s) < 0)
@@ -27,11 +28,11 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	}
 	uint64_t pno = p->pno, src = slot_addr(c, p);
 	unsigned char *buf = on_gpu ? vc_tier_host(c->gpu.stage_wb, s) : host_data(c, p);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	int r = on_gpu ? eng_move1(c, VC_MOVE_COPY, src, vc_tier_addr(c->gpu.stage_wb, s)) : 0;
 	if (r == 0)
 		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	if (on_gpu) {
 		vc_tier_free(c->gpu.stage_wb, s);
 		c->st.d2h += c->page_size;
@@ -72,7 +73,7 @@ int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bo
 						 .len = page_len(c, p->pno),
 						 .write = 1 };
 		}
-		pthread_mutex_unlock(&c->mu);
+		eng_unlock(c);
 		int r = vc_batcher_add_n(c->gpu.bat, mv, k, tk);
 		if (r == 0)
 			r = vc_batcher_wait_n(c->gpu.bat, tk, k);
@@ -83,7 +84,7 @@ int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bo
 				;
 			r = vc_backing_submit(v->bk, io + j, e - j);
 		}
-		pthread_mutex_lock(&c->mu);
+		eng_lock(c);
 		for (uint32_t j = 0; j < k; j++) {
 			vc_tier_free(c->gpu.stage_wb, st[j]);
 			done[i + j] = r == 0 && io[j].result == 0;
@@ -157,7 +158,7 @@ static int flush_round(struct vc_volume *v, uint64_t *pos)
 	int r = eng_bulk_init(c, &b);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	while (*pos < c->ix.npool && b.n < c->batch_pages) {
 		struct vc_page *p = &c->ix.pool[*pos];
 		if (!p->used || !p->dirty || vol_of(c, p->pno) != v) {
@@ -199,13 +200,13 @@ static int flush_round(struct vc_volume *v, uint64_t *pos)
 		b.n++;
 		(*pos)++;
 	}
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 
 	r = eng_bulk_move(c, &b, true);
 	if (r == 0 && b.n)
 		r = vc_backing_submit(v->bk, b.bios, b.n);
 
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
 		if (b.jobs[i].staged) {
@@ -219,7 +220,7 @@ static int flush_round(struct vc_volume *v, uint64_t *pos)
 			note_written(c, p, b.bios[i].len);
 	}
 	eng_wake(c);
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	eng_bulk_fini(&b);
 	return r;
 }
@@ -231,9 +232,9 @@ int vc_volume_flush(vc_volume *v)
 	if (!v)
 		return vc_err(-EINVAL, "vc_flush: NULL cache");
 	struct vc_cache *c = v->c;
-	pthread_mutex_lock(&c->mu);
+	eng_lock(c);
 	bool dirty = v->ndirty > 0;
-	pthread_mutex_unlock(&c->mu);
+	eng_unlock(c);
 	if (dirty && c->write_mode == VC_WRITE_BACK) {
 		uint64_t pos = 0;
 		while (pos < c->ix.npool) {
@@ -251,9 +252,9 @@ int vc_flush(vc_cache *c)
 		return vc_err(-EINVAL, "vc_flush: NULL cache");
 	int r = 0;
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX && r == 0; i++) {
-		pthread_mutex_lock(&c->mu);
+		eng_lock(c);
 		struct vc_volume *v = c->vols[i];
-		pthread_mutex_unlock(&c->mu);
+		eng_unlock(c);
 		if (v)
 			r = vc_volume_flush(v);
 	}
