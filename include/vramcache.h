@@ -121,8 +121,14 @@ struct vc_config {
 	double early_release;    /* once below the watermark, evict up to this share of
 				    the GPU tier's live pages ahead of need; default 0.10 */
 
-	/* Version 3: what a read that hits the GPU tier does. */
+	/* Version 3: what a read that hits the GPU tier does, and how many
+	 * host victims go down to the GPU tier together when a miss finds
+	 * the host tier full (1 to 256; 0: 32). More per batch costs fewer
+	 * device round trips per miss but leaves the host tier that many
+	 * pages short of full; 1 is GRAM's exact one-for-one (as `vramcache
+	 * sim` models it). */
 	int gpu_hits; /* enum vc_gpu_hits; default VC_GPU_HITS_SERVE */
+	uint32_t demote_batch;
 };
 
 void vc_config_init(struct vc_config *cfg);

@@ -72,6 +72,7 @@ int main(void)
 		p.cfg.gc_watermark = 0;
 		/* The simulator models GRAM's exclusive tiers: a GPU hit moves up. */
 		p.cfg.gpu_hits = VC_GPU_HITS_SWAP;
+		p.cfg.demote_batch = 1; /* and one victim per miss */
 		p.cfg.write_mode = n % 2 ? VC_WRITE_BACK : VC_WRITE_THROUGH;
 		char file[1100];
 		snprintf(file, sizeof file, "%s.img", trace_path);

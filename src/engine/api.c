@@ -82,6 +82,9 @@ static int config_check(const struct vc_config *cfg)
 	if ((cfg->host_bytes + cfg->gpu_bytes) / ps >= UINT32_MAX)
 		return vc_err(-EINVAL, "tiers of %llu pages: at most 2^32 - 2 pages in all",
 			      (unsigned long long)((cfg->host_bytes + cfg->gpu_bytes) / ps));
+	if (cfg->demote_batch > 256)
+		return vc_err(-EINVAL, "demotion batch of %u pages: 1 to 256 (0: the default)",
+			      cfg->demote_batch);
 	if (cfg->gpu_hits != VC_GPU_HITS_SERVE && cfg->gpu_hits != VC_GPU_HITS_SWAP)
 		return vc_err(-EINVAL, "unknown GPU-hit mode %d", cfg->gpu_hits);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
@@ -179,6 +182,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		r = vc_batcher_create(c->gpu.dev, c->page_size, cfg.batch_pages, cfg.batch_timeout_us,
 				      &c->gpu.bat);
 	c->gpu.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->gpu.ls;
+	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
 	if (r == 0 && c->gpu.serve) {
 		c->gpu.bounce_per = BOUNCE_BYTES / c->page_size ? BOUNCE_BYTES / c->page_size : 1;
 		uint64_t threads = BOUNCE_TOTAL / ((uint64_t)c->gpu.bounce_per * c->page_size);

@@ -168,6 +168,8 @@ struct vc_cache {
 	struct vc_index ix;
 
 	uint64_t ndirty;
+	uint32_t demoters;     /* demotion batches in flight (moves.c) */
+	uint32_t demote_batch; /* host victims per demotion; set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
 	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */
 	uint64_t mu_t0;

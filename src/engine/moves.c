@@ -2,7 +2,7 @@
  * down, one page at a time, through the batcher (the device queue).
  *
  *   miss                  load into a host slot; the host victim moves to the
- *                         head of the GPU tier (eng_evict_host_one)
+ *                         head of the GPU tier, in batches (demote_batch)
  *   GPU hit, swap mode    bring the page to the host tier; if the host tier
  *                         is full, its victim takes the page's GPU slot in
  *                         the same move (a SWAP: no GPU eviction)
@@ -83,62 +83,98 @@ int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf)
 	return r;
 }
 
-/* Frees one host slot: the host victim moves to the head of the GPU tier
- * (or is dropped, after a write-back if dirty, when there is no GPU tier). */
-static int evict_host_one(struct vc_cache *c)
+/* Host victims are demoted c->demote_batch at a time (vc_config): one
+ * device round trip for the batch instead of one per page, leaving that
+ * many free host slots for the misses that follow. At most DEMOTERS
+ * batches are in flight at once, so threads that find no free slot while
+ * batches are moving wait for their slots instead of demoting more. */
+#define DEMOTE_BATCH_MAX 256
+#define DEMOTERS 2
+
+/* Without a GPU tier: the host victim is dropped, after a write-back if
+ * dirty. */
+static int drop_host_one(struct vc_cache *c)
 {
-	int r;
-	bool to_gpu = c->gpu.ls && !c->gpu.off;
-	if (to_gpu && (r = eng_gpu_room(c, 1, false)) < 0)
-		return r;
 	struct vc_page *v = host_victim(c);
 	if (!v)
 		return -EAGAIN;
-	if (!to_gpu) {
-		uint64_t pno = v->pno;
-		if (v->dirty) {
-			r = eng_writeback_page(c, v);
-			if (r < 0)
-				return r;
-		}
-		/* Unlocked meanwhile: drop it only if it is still that page,
-		 * clean, in the host tier and unused (the entry may have been
-		 * dropped and reused for another page). */
-		if (!v->used || v->pno != pno || v->tier != HOST || v->dirty ||
-		    !vc_page_claim(v, 0, VC_ST_HOST))
-			return 0;
-		eng_page_drop(c, v);
-		c->st.evictions[HOST]++;
+	uint64_t pno = v->pno;
+	if (v->dirty) {
+		int r = eng_writeback_page(c, v);
+		if (r < 0)
+			return r;
+	}
+	/* Unlocked meanwhile: drop it only if it is still that page, clean,
+	 * in the host tier and unused (the entry may have been dropped and
+	 * reused for another page). */
+	if (!v->used || v->pno != pno || v->tier != HOST || v->dirty ||
+	    !vc_page_claim(v, 0, VC_ST_HOST))
 		return 0;
-	}
-	if (!vc_page_claim(v, VC_ST_BUSY, 0))
-		return -EAGAIN; /* a lock-free reader pinned it since */
-	uint32_t key = page_id(c, v), g;
-	if (vc_ls_append(c->gpu.ls, 1, &key, ++c->gpu.clock, &g) < 0) {
-		st_clear(v, VC_ST_BUSY);
-		return -EAGAIN; /* not reached: gpu_room made room under this hold */
-	}
-	pol_remove(c, v);
-	uint64_t src = slot_addr(c, v);
-	eng_unlock(c);
-	r = eng_move1(c, VC_MOVE_COPY, src, vc_ls_addr(c->gpu.ls, g));
-	eng_lock(c);
-	if (r < 0) {
-		vc_ls_orphan(c->gpu.ls, g);
-		pol_insert(c, v, HOST);
-		st_clear(v, VC_ST_BUSY);
-		eng_wake(c);
-		return r;
-	}
-	vc_tier_free(c->host, v->slot);
-	v->tier = GPU; /* at slot g: vc_ls_append recorded it */
-	/* Published last (ours till now: BUSY, no pins). */
-	atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release);
-	pol_insert(c, v, GPU);
+	eng_page_drop(c, v);
 	c->st.evictions[HOST]++;
-	c->st.h2d += c->page_size;
-	eng_wake(c);
 	return 0;
+}
+
+/* Frees host slots: up to c->demote_batch host victims move to the head of
+ * the GPU tier in one device submission, their slots appended together
+ * (contiguous in the log). Drains the policy queues once; the victims are
+ * claimed (BUSY) as they are chosen, so each next choice passes over them.
+ * -EAGAIN when no victim could be claimed (the caller waits). */
+static int demote_batch(struct vc_cache *c)
+{
+	int r = eng_gpu_room(c, 1, false); /* the rest of the batch: what room there is */
+	if (r < 0)
+		return r;
+	struct vc_page *v[DEMOTE_BATCH_MAX];
+	uint32_t key[DEMOTE_BATCH_MAX], g[DEMOTE_BATCH_MAX], n = 0;
+	uint64_t room = vc_ls_room(c->gpu.ls);
+	while (n < c->demote_batch && n < room) {
+		struct vc_page *p = host_victim(c);
+		if (!p || !vc_page_claim(p, VC_ST_BUSY, 0))
+			break; /* none left, or a lock-free reader pinned it since */
+		key[n] = page_id(c, p);
+		v[n++] = p;
+	}
+	if (n == 0)
+		return -EAGAIN;
+	if (vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g) < 0) {
+		while (n > 0) /* not reached: the room was there under this hold */
+			st_clear(v[--n], VC_ST_BUSY);
+		return -EAGAIN;
+	}
+	struct vc_move mv[DEMOTE_BATCH_MAX];
+	for (uint32_t i = 0; i < n; i++) {
+		pol_remove(c, v[i]);
+		mv[i] = (struct vc_move){ .src = slot_addr(c, v[i]), .dst = vc_ls_addr(c->gpu.ls, g[i]),
+					  .op = VC_MOVE_COPY };
+	}
+	c->demoters++;
+	eng_unlock(c);
+	struct vc_ticket tk[DEMOTE_BATCH_MAX];
+	r = vc_batcher_add_n(c->gpu.bat, mv, n, tk);
+	if (r == 0)
+		r = vc_batcher_wait_n(c->gpu.bat, tk, n);
+	eng_lock(c);
+	c->demoters--;
+	for (uint32_t i = 0; i < n; i++) {
+		if (r < 0) {
+			vc_ls_orphan(c->gpu.ls, g[i]);
+			pol_insert(c, v[i], HOST);
+			st_clear(v[i], VC_ST_BUSY);
+			continue;
+		}
+		vc_tier_free(c->host, v[i]->slot);
+		v[i]->tier = GPU; /* at slot g[i]: vc_ls_append recorded it */
+		/* Published last (ours till now: BUSY, no pins). */
+		atomic_store_explicit(&v[i]->st, VC_ST_GPU, memory_order_release);
+		pol_insert(c, v[i], GPU);
+	}
+	if (r == 0) {
+		c->st.evictions[HOST] += n;
+		c->st.h2d += (uint64_t)n * c->page_size;
+	}
+	eng_wake(c);
+	return r;
 }
 
 /* A free host slot, evicting as needed; may sleep. */
@@ -148,7 +184,13 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 	for (;;) {
 		if (vc_tier_alloc(c->host, s) == 0)
 			return 0;
-		int r = evict_host_one(c);
+		int r;
+		if (!c->gpu.ls || c->gpu.off)
+			r = drop_host_one(c);
+		else if (c->demoters < DEMOTERS)
+			r = demote_batch(c);
+		else
+			r = -EAGAIN; /* batches in flight will free slots */
 		if (r == -EAGAIN)
 			eng_wait_cv(c);
 		else if (r < 0)
