@@ -4,10 +4,15 @@
  */
 #include "engine/engine.h"
 
+/* A write-back of p completed (under c->mu). Two flushes may write one
+ * host page at once (both pin it, and pins exclude only writers, so both
+ * wrote the same bytes): the second finds it clean already. */
 static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 {
-	p->dirty = 0;
-	dirty_add(c, p, -1);
+	if (p->dirty) {
+		p->dirty = 0;
+		dirty_add(c, p, -1);
+	}
 	c->st.writebacks++;
 	c->st.wr_bytes += len;
 }
