@@ -171,7 +171,7 @@ static int gc_step_locked(struct vc_cache *c)
 				struct vc_page *p = &c->ix.pool[k];
 				pol_remove(c, p);
 				if (p->dirty)
-					dirty_add(c, p, -1);
+					dirty_clear(c, p);
 				vc_index_remove(&c->ix, p);
 			}
 		for (uint32_t i = 0; i < nheld; i++) /* those still cached: not the dropped */

@@ -45,7 +45,7 @@ void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained)
 	else
 		vc_tier_free(c->host, p->slot);
 	if (p->dirty)
-		dirty_add(c, p, -1);
+		dirty_clear(c, p);
 	vc_index_remove(&c->ix, p);
 }
 
