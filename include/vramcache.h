@@ -202,6 +202,15 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 #define VC_READ_HIT_PAGES 32
 ssize_t vc_volume_read_hit(vc_volume *v, void *buf, size_t len, uint64_t off);
 int vc_volume_flush(vc_volume *v);
+/* Makes every write acknowledged before the call that overlaps [off,
+ * off+len) durable: writes back the volume's dirty pages in that range,
+ * then syncs the store (fdatasync). len 0 means "to the end"; a range past
+ * the end is clipped. Dirty pages outside the range stay dirty. For a
+ * write's FUA: in write-through the write is in the store already and this
+ * is the sync. Read-only volume, or off at or past the end: 0, nothing to
+ * do. NULL volume, or off + len past 2^64: -EINVAL. Cost: O(log) plus the
+ * dirty pages in the range and their writes, not O(cache). */
+int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len);
 int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags);
 int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier);
 uint64_t vc_volume_size(const vc_volume *v);
@@ -213,8 +222,8 @@ uint64_t vc_volume_size(const vc_volume *v);
  * write acknowledged so far reaches it (dirty cached pages are data): the
  * extent's length goes to *ext_len (> 0, at most len, clipped to the end).
  * Returns VC_EXTENT_* or -errno; off past the end or len 0: -EINVAL.
- * Cost: two lseeks, plus, in a hole, a look at the cached pages in it
- * (at most one pass over the cache's entries). */
+ * Cost: two lseeks and one O(log) look in the volume's set of dirty pages
+ * (empty in write-through), whatever the size of the range or the cache. */
 int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len);
 
 /* ---- Asynchronous I/O ----------------------------------------------------

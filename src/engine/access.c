@@ -164,8 +164,12 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				*out = p;
 				break;
 			}
-			if (mode == ACQ_WRITE_FULL) {
-				/* Overwritten whole: its GPU copy need not travel. */
+			if (mode == ACQ_WRITE_FULL && !p->dirty) {
+				/* Overwritten whole: its GPU copy need not travel.
+				 * A dirty one does (promoted below): it stays dirty,
+				 * and in the dirty set, until the new bytes are in, so
+				 * a write that fails before (vc_volume_write) loses no
+				 * acknowledged one. */
 				if (!vc_page_claim(p, 0, VC_ST_GPU)) { /* read in place now */
 					eng_wait_cv(c);
 					continue;
@@ -237,17 +241,26 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 }
 
 /* Ends a write's ownership. `written`: bytes the caller wrote through to
- * the backing store, counted here so a write takes the lock once per page. */
+ * the backing store, counted here so a write takes the lock once per page.
+ * `dirtied`: the page is newer than the store now; the caller reserved it
+ * in the dirty set if it was clean (dirty_reserve). */
 static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, uint64_t written)
 {
 	eng_lock(c);
 	c->st.wr_bytes += written;
 	p->version++;
-	if (dirtied && !p->dirty) {
-		p->dirty = 1;
-		dirty_add(c, p, 1);
-	}
+	if (dirtied && !p->dirty)
+		dirty_mark(c, p);
 	st_clear(p, VC_ST_EXCL);
+	eng_wake(c);
+	eng_unlock(c);
+}
+
+/* Forgets a clean page the caller owns (EXCL): nobody else holds it. */
+static void drop_owned(struct vc_cache *c, struct vc_page *p)
+{
+	eng_lock(c);
+	eng_page_drop(c, p);
 	eng_wake(c);
 	eng_unlock(c);
 }
@@ -389,6 +402,16 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 		int r = eng_acquire(c, pno, mode, true, false, &p);
 		if (r < 0)
 			return r;
+		/* Owned (EXCL), p->dirty is stable: only the owner or a holder of
+		 * a pin or BUSY, which EXCL excludes, changes it. A clean page
+		 * joins the dirty set before it changes, so running out of
+		 * memory there fails the write with the page as it was. */
+		if (wb && !p->dirty && (r = dirty_reserve(v, pno)) < 0) {
+			/* Its bytes may be unloaded (a whole-page write skips the
+			 * load); it is clean, so forgetting it loses nothing. */
+			drop_owned(c, p);
+			return r;
+		}
 		unsigned char *d = host_data(c, p);
 		memcpy(d + in, (const char *)buf + done, k);
 		if (mode == ACQ_WRITE_FULL && k < c->page_size)
@@ -396,11 +419,7 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 		if (!wb) {
 			r = vc_backing_write(v->bk, d + in, k, pos);
 			if (r < 0) {
-				/* The cache must not hold what the store refused. */
-				eng_lock(c);
-				eng_page_drop(c, p); /* ours (EXCL): nobody else holds it */
-				eng_wake(c);
-				eng_unlock(c);
+				drop_owned(c, p); /* it must not hold what the store refused */
 				return r;
 			}
 		}

@@ -106,7 +106,7 @@ static int64_t run_sync(struct vc_aio_req *r)
 	case VC_AIO_WRITE: {
 		ssize_t n = vc_volume_write(r->vol, r->buf, (size_t)r->len, r->off);
 		if (n >= 0 && (r->flags & VC_AIO_FUA)) {
-			int e = vc_volume_flush(r->vol);
+			int e = vc_volume_flush_range(r->vol, r->off, r->len);
 			if (e < 0)
 				return e;
 		}

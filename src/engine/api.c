@@ -102,6 +102,7 @@ static int config_check(const struct vc_config *cfg)
 static void vol_free(struct vc_volume *v)
 {
 	vc_backing_close(v->bk);
+	vc_dset_destroy(v->dirty);
 	free(v);
 }
 
@@ -113,9 +114,11 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, u
 		return vc_err(-ENOMEM, "out of memory");
 	*v = (struct vc_volume){ .c = c, .id = id, .base = (uint64_t)id << VC_PNO_VOL_SHIFT,
 				 .readonly = flags & VC_OPEN_READONLY };
-	int r = vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
+	int r = vc_dset_create(&v->dirty);
+	if (r == 0)
+		r = vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
 	if (r < 0) {
-		free(v);
+		vol_free(v);
 		return r;
 	}
 	v->size = vc_backing_size(v->bk);

@@ -10,7 +10,8 @@
  *                place, acquire() for everything else, reads and writes
  *   moves.c      tier moves: misses, demotions, GRAM swaps, dropping pages
  *   gpuspace.c   GPU space: tail-segment eviction, cleaning, early release
- *   writeback.c  dirty pages to the store: single pages, GPU batches, flush
+ *   writeback.c  dirty pages to the store: single pages, GPU batches, and
+ *                flushes of ranges walking the volume's dirty set
  *   range.c      drop, prefetch and extent over byte ranges
  *   batcher.c    page moves through the device queue (or launched batches)
  *   index.c      the entry pool and the page index over it (page.h)
@@ -42,9 +43,31 @@
  *                 the engine claims (vc_page_claim) only pages with no pins.
  *   c->opq        the policy's queue layer has its own lock, taken inside
  *                 c->mu or alone (lock-free hits), never the other way.
+ *   v->dirty      each volume's dirty set (index/dirtyset.h: page indexes,
+ *                 O(log) add, del, next, collect) has its own lock, a leaf:
+ *                 taken inside c->mu or alone, and nothing is taken inside
+ *                 it. Invariant: every dirty page of the volume is in it.
+ *                 A writer adds its page, owned (EXCL) and still clean,
+ *                 before it copies anything in (dirty_reserve), so a
+ *                 failed add (-ENOMEM) fails the write with nothing lost;
+ *                 the page turns dirty when the writer lets go (dirty_mark,
+ *                 under c->mu). So a member is dirty, or owned by such a
+ *                 writer, and readers of the set (flush, extent) treat
+ *                 members as candidates: flush looks each up under c->mu
+ *                 and skips clean ones, and extent counts them as data.
+ *                 A member leaves only under c->mu together with p->dirty
+ *                 (dirty_clear), after its write-back completed or with
+ *                 its page dropped, so a flush's walk that starts after a
+ *                 write was acknowledged meets that write's page, unless
+ *                 the store has it already or it was discarded. v->ndirty
+ *                 counts the dirty pages: the set's count but for writers
+ *                 between reserve and mark. Costs: a flush of a range
+ *                 holds c->mu per round for O(batch_pages) lookups, never
+ *                 for a pass over the pool; an extent takes no c->mu.
  *   batcher, device queue, backing store: their own locks, taken inside
  *                 c->mu or alone; none calls back into the engine.
- * Order: c->mu, then the policy queue's lock, then the device's locks.
+ * Order: c->mu, then the policy queue's lock, then the device's locks;
+ * a dirty set's lock innermost.
  * Deadlock freedom: a thread holds at most one pin or ownership while it
  * may wait for a victim (a run of pins on the hit path never waits), and
  * nobody waits for anything while a page it marked busy is in flight,
@@ -68,6 +91,7 @@
 #include "device/device.h"
 #include "engine/batcher.h"
 #include "engine/page.h"
+#include "index/dirtyset.h"
 #include "policy/policy.h"
 #include "tier/logstore.h"
 #include "tier/tier.h"
@@ -102,6 +126,7 @@ struct vc_volume {
 	uint32_t id;
 	bool readonly;
 	uint64_t ndirty; /* its dirty pages (under c->mu) */
+	struct vc_dset *dirty; /* their page indexes (pno - base): see the lock rules */
 };
 
 /* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
@@ -231,10 +256,35 @@ static inline uint32_t page_len(const struct vc_cache *c, uint64_t pno)
 	return left < c->page_size ? (uint32_t)left : c->page_size;
 }
 
-static inline void dirty_add(struct vc_cache *c, struct vc_page *p, int d)
+/* Dirty pages (lock rules: v->dirty). Write-back only. */
+
+/* Before a writer that owns page pno (EXCL) copies into it while it is
+ * clean: puts pno in its volume's dirty set. 0, or -ENOMEM with the set
+ * unchanged (the write must then fail before it changes the page). Takes
+ * only the set's lock; O(log). */
+static inline int dirty_reserve(struct vc_volume *v, uint64_t pno)
 {
-	c->ndirty += (uint64_t)(int64_t)d;
-	vol_of(c, p->pno)->ndirty += (uint64_t)(int64_t)d;
+	int r = vc_dset_add(v->dirty, pno - v->base);
+	return r < 0 ? r : 0;
+}
+
+/* The writer of a reserved page lets go: it is dirty. Under c->mu. */
+static inline void dirty_mark(struct vc_cache *c, struct vc_page *p)
+{
+	p->dirty = 1;
+	c->ndirty++;
+	vol_of(c, p->pno)->ndirty++;
+}
+
+/* Dirty page p is clean (written back) or about to be dropped: out of the
+ * counts and the set. Under c->mu; O(log). */
+static inline void dirty_clear(struct vc_cache *c, struct vc_page *p)
+{
+	struct vc_volume *v = vol_of(c, p->pno);
+	p->dirty = 0;
+	c->ndirty--;
+	v->ndirty--;
+	vc_dset_del(v->dirty, p->pno - v->base);
 }
 
 /* A page's id: its entry's place in the pool, stable while it is cached.
@@ -367,6 +417,7 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);
 
 /* --- writeback.c: write-back --- */
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p);
+int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last);
 int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done);
 void eng_bulk_fini(struct bulk *b);
 int eng_bulk_init(struct vc_cache *c, struct bulk *b);

@@ -44,7 +44,7 @@ void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained)
 	if (vc_opq_gen_live(g))
 		vc_opq_remove_now(c->opq, &p->qn, g);
 	if (p->dirty)
-		dirty_add(c, p, -1);
+		dirty_clear(c, p);
 	vc_index_remove(&c->ix, p);
 }
 

@@ -42,7 +42,11 @@ int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 		len = v->size - off;
 	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	bool discard = flags & VC_DROP_DISCARD;
-	int r = 0;
+	/* Dirty pages go back in batches first (O(dirty pages in the range));
+	 * drop_page writes back, one by one, those dirtied since. */
+	int r = discard ? 0 : eng_writeback_range(v, p0 - v->base, p1 - v->base);
+	if (r < 0)
+		return r;
 	eng_lock(c);
 	if (p1 - p0 < c->ix.npool) {
 		for (uint64_t pno = p0; pno <= p1 && r == 0; pno++)
@@ -173,27 +177,6 @@ int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 	return 0;
 }
 
-/* First dirty page in pages [p0, p1] (one volume's), or UINT64_MAX. Under c->mu.
- * Cost: O(min(p1 - p0 + 1, pool entries)). */
-static uint64_t first_dirty(struct vc_cache *c, uint64_t p0, uint64_t p1)
-{
-	uint64_t best = UINT64_MAX;
-	if (p1 - p0 < c->ix.npool) {
-		for (uint64_t pno = p0; pno <= p1; pno++) {
-			struct vc_page *p = vc_index_find(&c->ix, pno);
-			if (p && p->dirty)
-				return pno;
-		}
-		return best;
-	}
-	for (uint64_t i = 0; i < c->ix.npool; i++) {
-		struct vc_page *p = &c->ix.pool[i];
-		if (p->used && p->dirty && p->pno >= p0 && p->pno <= p1 && p->pno < best)
-			best = p->pno;
-	}
-	return best;
-}
-
 int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len)
 {
 	if (!v || !ext_len)
@@ -204,28 +187,27 @@ int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len
 	struct vc_cache *c = v->c;
 	if (len > v->size - off)
 		len = v->size - off;
-	uint64_t end;
+	/* The store's hole may hold dirty cached pages (write-back): those
+	 * are data, and end the hole. The set is asked first: a page
+	 * acknowledged before the call is in it now, or its write-back
+	 * completed before it left the set, so the store's answer below
+	 * already counts it. (Asked after the store, a write-back finishing
+	 * in between would hide the page from both.) */
+	uint64_t d, end;
+	bool dirty = vc_dset_next(v->dirty, off >> c->pshift, (off + len - 1) >> c->pshift, &d);
 	bool hole;
 	int r = vc_backing_extent(v->bk, off, &end, &hole);
 	if (r < 0)
 		return r;
 	if (end > off + len)
 		end = off + len;
-	if (hole) {
-		/* The store's hole may hold dirty cached pages (write-back):
-		 * those are data, and end the hole. */
-		eng_lock(c);
-		uint64_t d = first_dirty(c, v->base + (off >> c->pshift),
-					 v->base + ((end - 1) >> c->pshift));
-		eng_unlock(c);
-		if (d != UINT64_MAX) {
-			uint64_t start = (d - v->base) << c->pshift;
-			if (start <= off) {
-				hole = false;
-				start += c->page_size;
-			}
-			end = start < end ? start : end;
+	if (hole && dirty) {
+		uint64_t start = d << c->pshift;
+		if (start <= off) {
+			hole = false;
+			start += c->page_size;
 		}
+		end = start < end ? start : end;
 	}
 	*ext_len = end - off;
 	return hole ? VC_EXTENT_HOLE : VC_EXTENT_DATA;

@@ -4,16 +4,15 @@
  */
 #include "engine/engine.h"
 
-/* A write-back of p completed. Two flushes may write one pinned page at
- * once (pins exclude writers, not each other): only the first that
- * finishes counts it clean, or the dirty count would go below the truth
- * and a flush would stop early (test_aio found it). */
+/* A write-back of p completed (under c->mu). Two flushes may write one
+ * host page at once (both pin it, and pins exclude only writers, so both
+ * wrote the same bytes): the second finds it clean already, and must not
+ * count it again (the dirty count went below the truth and a flush
+ * stopped early; test_aio and test_flush found it). */
 static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 {
-	if (!p->dirty)
-		return;
-	p->dirty = 0;
-	dirty_add(c, p, -1);
+	if (p->dirty)
+		dirty_clear(c, p);
 	c->st.writebacks++;
 	c->st.wr_bytes += len;
 }
@@ -153,103 +152,140 @@ int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
 	return r;
 }
 
-/* One round of a volume's flush: writes back up to batch_pages of its dirty
- * pages found at or after *pos in the entry pool, advancing *pos. Host
- * pages are pinned (readers go on, writers wait); GPU pages are busy while
- * they travel through the bulk staging pages. */
-static int flush_round(struct vc_volume *v, uint64_t *pos)
+/* One round of a volume's write-back walk: collects up to batch_pages
+ * members of its dirty set in [*pos, last] (page indexes) and writes back
+ * those that are dirty when looked up, advancing *pos past the ones done
+ * or skipped. Host pages are pinned (readers go on, writers wait); GPU
+ * pages are busy while they travel through the bulk staging pages.
+ * A member that is clean when looked up (written back or dropped since it
+ * was collected, or reserved by a writer that has not let go) is skipped,
+ * not removed: only dirty_clear removes members. 1: a round ran, 0: no
+ * member is left in the range, or -errno. Cost: O(depth + batch) in the
+ * set's lock, O(batch) lookups under c->mu, then the writes. */
+static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint64_t *pos,
+		       uint64_t last)
 {
 	struct vc_cache *c = v->c;
-	struct bulk b;
-	int r = eng_bulk_init(c, &b);
-	if (r < 0)
-		return r;
+	uint32_t n = vc_dset_collect(v->dirty, *pos, last, ids, c->batch_pages), i = 0;
+	if (n == 0)
+		return 0;
+	b->n = 0;
 	eng_lock(c);
-	while (*pos < c->ix.npool && b.n < c->batch_pages) {
-		struct vc_page *p = &c->ix.pool[*pos];
-		if (!p->used || !p->dirty || vol_of(c, p->pno) != v) {
-			(*pos)++;
+	while (i < n) {
+		struct vc_page *p = vc_index_find(&c->ix, v->base + ids[i]);
+		if (!p || !p->dirty) {
+			i++;
 			continue;
 		}
 		if (st_of(p) & (VC_ST_BUSY | VC_ST_EXCL)) {
-			if (b.n)
+			if (b->n)
 				break; /* write what we hold before sleeping */
 			eng_wait_cv(c);
-			continue;
+			continue; /* look it up again: it may be gone */
 		}
-		struct bulk_job *j = &b.jobs[b.n];
-		struct vc_bio *io = &b.bios[b.n];
-		j->p = p;
+		struct bulk_job *j = &b->jobs[b->n];
+		*j = (struct bulk_job){ .p = p };
 		if (p->tier == GPU) {
 			if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* read in place now */
-				if (b.n)
+				if (b->n)
 					break;
 				eng_wait_cv(c);
 				continue;
 			}
 			if (vc_tier_alloc(c->gpu.stage_bulk, &j->stage) < 0) {
 				st_clear(p, VC_ST_BUSY);
-				if (b.n)
+				if (b->n)
 					break;
 				eng_wait_cv(c); /* another flush or prefetch holds them */
 				continue;
 			}
 			j->staged = true;
-			io->buf = vc_tier_host(c->gpu.stage_bulk, j->stage);
 		} else {
 			atomic_fetch_add(&p->st, VC_ST_PIN1); /* readers go on, writers wait */
-			io->buf = host_data(c, p);
 		}
-		io->off = page_off(c, p->pno);
-		io->len = page_len(c, p->pno);
-		io->write = 1;
-		b.n++;
-		(*pos)++;
+		b->bios[b->n] = (struct vc_bio){ .buf = j->staged ? vc_tier_host(c->gpu.stage_bulk, j->stage)
+								  : host_data(c, p),
+						 .off = page_off(c, p->pno),
+						 .len = page_len(c, p->pno),
+						 .write = 1 };
+		b->n++;
+		i++;
 	}
 	eng_unlock(c);
+	*pos = i < n ? ids[i] : ids[n - 1] + 1;
 
-	r = eng_bulk_move(c, &b, true);
-	if (r == 0 && b.n)
-		r = vc_backing_submit(v->bk, b.bios, b.n);
+	int r = eng_bulk_move(c, b, true);
+	if (r == 0 && b->n)
+		r = vc_backing_submit(v->bk, b->bios, b->n);
 
 	eng_lock(c);
-	for (unsigned i = 0; i < b.n; i++) {
-		struct vc_page *p = b.jobs[i].p;
-		if (b.jobs[i].staged) {
-			vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);
+	for (unsigned k = 0; k < b->n; k++) {
+		struct vc_page *p = b->jobs[k].p;
+		if (b->jobs[k].staged) {
+			vc_tier_free(c->gpu.stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;
 			st_clear(p, VC_ST_BUSY);
 		} else {
 			atomic_fetch_sub(&p->st, VC_ST_PIN1);
 		}
-		if (b.bios[i].result == 0)
-			note_written(c, p, b.bios[i].len);
+		if (b->bios[k].result == 0)
+			note_written(c, p, b->bios[k].len);
 	}
 	eng_wake(c);
 	eng_unlock(c);
+	return r < 0 ? r : 1;
+}
+
+/* Writes back volume v's dirty pages with indexes in [first, last], in
+ * rounds of batch_pages; no sync. Every page that was dirty when the call
+ * began is written back on return (by it or by someone else), unless an
+ * error is returned or it was discarded: members leave the set only once
+ * written back or dropped, and the walk visits every member at or past its
+ * position. Pages dirtied behind the walk meanwhile may stay dirty. Cost:
+ * O(log) when no page of the range is dirty (nothing is in write-through),
+ * else O(dirty pages in the range) plus their writes; c->mu is held per
+ * round for O(batch_pages) lookups. */
+int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last)
+{
+	struct vc_cache *c = v->c;
+	uint64_t pos;
+	if (!vc_dset_next(v->dirty, first, last, &pos))
+		return 0;
+	struct bulk b;
+	uint64_t *ids = malloc(c->batch_pages * sizeof *ids);
+	int r = ids ? eng_bulk_init(c, &b) : vc_err(-ENOMEM, "out of memory");
+	if (r < 0) {
+		free(ids);
+		return r;
+	}
+	while ((r = flush_round(v, &b, ids, &pos, last)) > 0)
+		;
 	eng_bulk_fini(&b);
+	free(ids);
 	return r;
 }
 
-/* Cost: one pass over the entry pool per volume with dirty pages, plus
- * the writes and one sync. */
+int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len)
+{
+	if (!v)
+		return vc_err(-EINVAL, "vc_volume_flush_range: NULL volume");
+	if (len > UINT64_MAX - off)
+		return vc_err(-EINVAL, "vc_volume_flush_range: range at %llu of %llu bytes wraps",
+			      (unsigned long long)off, (unsigned long long)len);
+	if (v->readonly || off >= v->size)
+		return 0; /* nothing was written there */
+	if (len == 0 || len > v->size - off)
+		len = v->size - off;
+	unsigned sh = v->c->pshift;
+	int r = eng_writeback_range(v, off >> sh, (off + len - 1) >> sh);
+	return r < 0 ? r : vc_backing_sync(v->bk);
+}
+
 int vc_volume_flush(vc_volume *v)
 {
 	if (!v)
 		return vc_err(-EINVAL, "vc_flush: NULL cache");
-	struct vc_cache *c = v->c;
-	eng_lock(c);
-	bool dirty = v->ndirty > 0;
-	eng_unlock(c);
-	if (dirty && c->write_mode == VC_WRITE_BACK) {
-		uint64_t pos = 0;
-		while (pos < c->ix.npool) {
-			int r = flush_round(v, &pos);
-			if (r < 0)
-				return r;
-		}
-	}
-	return v->readonly ? 0 : vc_backing_sync(v->bk);
+	return vc_volume_flush_range(v, 0, 0);
 }
 
 int vc_flush(vc_cache *c)

@@ -107,11 +107,14 @@ static uint32_t nbd_errno(long e)
  * length costs length / sizeof(zeroes) engine writes and no allocation. */
 static const unsigned char zeroes[1u << 16];
 
+/* FUA makes the request's own range durable (spec), not the volume's
+ * other dirty pages: a write-back of the range's dirty pages and a sync.
+ * A zero-length request changed nothing. */
 static uint32_t fua(const struct nbd_session *s, const struct nbd_request *r)
 {
-	if (!(r->flags & NBD_CMD_FLAG_FUA))
+	if (!(r->flags & NBD_CMD_FLAG_FUA) || r->length == 0)
 		return 0;
-	int e = vc_volume_flush(s->exp->vol); /* the whole volume: covers this write */
+	int e = vc_volume_flush_range(s->exp->vol, r->offset, r->length);
 	return e < 0 ? nbd_errno(e) : 0;
 }
 
