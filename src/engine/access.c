@@ -12,10 +12,12 @@
  */
 #include "engine/engine.h"
 
-void eng_wait_cv(struct vc_cache *c)
+/* Sleeps on cv, which c->mu guards, at most WAIT_GUARD_NS; the sleep is
+ * not a hold of the lock. `count`: the sleepers' count the wakers read. */
+static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count)
 {
 	eng_assert_locked(c);
-	atomic_fetch_add(&c->nwaiters, 1);
+	atomic_fetch_add(count, 1);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += WAIT_GUARD_NS;
@@ -23,16 +25,29 @@ void eng_wait_cv(struct vc_cache *c)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
-	eng_lock_note(c); /* a sleep is not a hold */
+	eng_lock_note(c);
 #ifdef VC_DEBUG_LOCKS
 	c->mu_owner = (pthread_t)0;
 #endif
-	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	pthread_cond_timedwait(cv, &c->mu, &ts);
 	c->mu_t0 = vc_now_ns();
 #ifdef VC_DEBUG_LOCKS
 	c->mu_owner = pthread_self();
 #endif
-	atomic_fetch_sub(&c->nwaiters, 1);
+	atomic_fetch_sub(count, 1);
+}
+
+/* Waits for a resource (a free slot, staging page, log space, victim). */
+void eng_wait_cv(struct vc_cache *c)
+{
+	sleep_on(c, &c->cv, &c->nwaiters);
+}
+
+/* Waits for page pno to change state (engine.h: per-page waits). */
+void eng_wait_page(struct vc_cache *c, uint64_t pno)
+{
+	uint32_t b = pw_bucket(pno);
+	sleep_on(c, &c->pw_cv[b], &c->pw_waiters[b]);
 }
 
 void eng_wake(struct vc_cache *c)
@@ -41,13 +56,21 @@ void eng_wake(struct vc_cache *c)
 		pthread_cond_broadcast(&c->cv);
 }
 
-/* Drops a pin; lock-free. */
+/* Drops a pin; lock-free. Wakes the page's waiters, and resource waiters
+ * (a promotion waits for a page's pins as one), taking the lock only when
+ * there are any. */
 void eng_unpin(struct vc_cache *c, struct vc_page *p)
 {
+	uint64_t pno = p->pno; /* the entry may be reused once unpinned */
 	atomic_fetch_sub(&p->st, VC_ST_PIN1);
-	if (atomic_load(&c->nwaiters)) {
+	uint32_t b = pw_bucket(pno);
+	bool pw = atomic_load(&c->pw_waiters[b]), any = atomic_load(&c->nwaiters);
+	if (pw || any) {
 		eng_lock(c);
-		pthread_cond_broadcast(&c->cv);
+		if (pw)
+			pthread_cond_broadcast(&c->pw_cv[b]);
+		if (any)
+			pthread_cond_broadcast(&c->cv);
 		eng_unlock(c);
 	}
 }
@@ -151,12 +174,12 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		if (p) {
 			uint64_t st = st_of(p);
 			if ((st & (VC_ST_BUSY | VC_ST_EXCL)) || (mode != ACQ_READ && (st & VC_ST_PINS))) {
-				eng_wait_cv(c);
+				eng_wait_page(c, pno);
 				continue;
 			}
 			if (p->tier == HOST) {
 				if (!grab(p, mode)) {
-					eng_wait_cv(c);
+					eng_wait_page(c, pno);
 					continue;
 				}
 				pol_hit(c, p);
@@ -171,7 +194,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				 * a write that fails before (vc_volume_write) loses no
 				 * acknowledged one. */
 				if (!vc_page_claim(p, 0, VC_ST_GPU)) { /* read in place now */
-					eng_wait_cv(c);
+					eng_wait_page(c, pno);
 					continue;
 				}
 				c->st.hits[GPU] += count;
@@ -198,7 +221,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 			c->st.hits[GPU] += count;
 			count = false;
 			if (!grab(p, mode)) { /* a lock-free reader came first */
-				eng_wait_cv(c);
+				eng_wait_page(c, pno);
 				continue;
 			}
 			*out = p;
@@ -230,8 +253,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		}
 		pol_insert(c, p, HOST);
 		/* Ours alone until now: nobody pins a BUSY or HOST-less page. */
-		atomic_store_explicit(&p->st, VC_ST_HOST | (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL),
-				      memory_order_release);
+		st_settle(c, p, VC_ST_HOST | (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL));
 		eng_wake(c);
 		*out = p;
 		break;
@@ -251,7 +273,7 @@ static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, u
 	p->version++;
 	if (dirtied && !p->dirty)
 		dirty_mark(c, p);
-	st_clear(p, VC_ST_EXCL);
+	st_clear(c, p, VC_ST_EXCL);
 	eng_wake(c);
 	eng_unlock(c);
 }

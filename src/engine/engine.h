@@ -87,6 +87,7 @@
 #include "backing/backing.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/pageno.h"
 #include "device/device.h"
 #include "engine/batcher.h"
@@ -113,6 +114,10 @@
 /* Longest sleep on c->cv before re-checking: bounds the cost of a wakeup
  * lost to a lock-free unpin racing with a sleeper's check. */
 #define WAIT_GUARD_NS 2000000
+
+/* Buckets of per-page waits: 256 condition variables (12 KiB) make two
+ * pages share a bucket rarely while a few dozen threads wait. */
+#define PW_BUCKETS 256
 
 /* Handles for threads' policy-update queues; threads past this many take
  * the lock for their hits. */
@@ -193,6 +198,8 @@ struct vc_cache {
 	struct vc_index ix;
 
 	uint64_t ndirty;
+	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
+	_Atomic uint32_t pw_waiters[PW_BUCKETS];
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
@@ -233,9 +240,40 @@ static inline uint64_t st_of(const struct vc_page *p)
 	return vc_page_st(p);
 }
 
-static inline void st_clear(struct vc_page *p, uint64_t bits)
+/* Per-page waits. A thread waiting for one page to settle (BUSY, EXCL or
+ * pins to go) sleeps on the condition variable of the page's bucket, one
+ * of PW_BUCKETS hashed by page number, not on c->cv: a page's change then
+ * wakes those who wait for pages of its bucket, not every sleeper. The
+ * state changes below wake the bucket (under c->mu, so a sleeper that
+ * checked under c->mu cannot miss it); eng_unpin, lock-free, takes c->mu to
+ * do so only when the bucket has sleepers. c->cv stays for waits on
+ * resources (free slots, staging pages, log space, victims). Sleeps are
+ * bounded by WAIT_GUARD_NS either way. */
+static inline uint32_t pw_bucket(uint64_t pno)
+{
+	return (uint32_t)(vc_mix64(pno) & (PW_BUCKETS - 1));
+}
+
+static inline void eng_wake_page(struct vc_cache *c, uint64_t pno)
+{
+	uint32_t b = pw_bucket(pno);
+	if (atomic_load_explicit(&c->pw_waiters[b], memory_order_relaxed))
+		pthread_cond_broadcast(&c->pw_cv[b]);
+}
+
+/* Under c->mu: clears state bits and wakes the page's waiters. */
+static inline void st_clear(struct vc_cache *c, struct vc_page *p, uint64_t bits)
 {
 	atomic_fetch_and_explicit(&p->st, ~bits, memory_order_acq_rel);
+	eng_wake_page(c, p->pno);
+}
+
+/* Under c->mu: the page settles in state st (ours till now: no pins), and
+ * its waiters wake. Release: what the settler wrote comes first. */
+static inline void st_settle(struct vc_cache *c, struct vc_page *p, uint64_t st)
+{
+	atomic_store_explicit(&p->st, st, memory_order_release);
+	eng_wake_page(c, p->pno);
 }
 
 static inline struct vc_volume *vol_of(const struct vc_cache *c, uint64_t pno)
@@ -391,6 +429,7 @@ static inline void eng_unlock(struct vc_cache *c)
 
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);
+void eng_wait_page(struct vc_cache *c, uint64_t pno);
 void eng_wake(struct vc_cache *c);
 void eng_unpin(struct vc_cache *c, struct vc_page *p);
 void eng_tstate_release(void *arg);

@@ -63,7 +63,7 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 	}
 	if (r < 0) {
 		while (nh > 0)
-			st_clear(held[--nh], VC_ST_BUSY);
+			st_clear(c, held[--nh], VC_ST_BUSY);
 	} else {
 		vc_opq_drain(c->opq); /* once for the segment (page_drop_drained) */
 	}
@@ -86,7 +86,7 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 				(*evicted)++;
 				c->st.evictions[GPU]++;
 			} else {
-				st_clear(dirty[i], VC_ST_BUSY);
+				st_clear(c, dirty[i], VC_ST_BUSY);
 			}
 		}
 	}
@@ -121,7 +121,7 @@ static bool segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs,
 			struct vc_page *p = &c->ix.pool[k];
 			if (!vc_page_claim(p, VC_ST_BUSY, 0)) {
 				while (nh > 0)
-					st_clear(held[--nh], VC_ST_BUSY);
+					st_clear(c, held[--nh], VC_ST_BUSY);
 				return false;
 			}
 			held[nh++] = p;
@@ -155,7 +155,7 @@ static int gc_step_locked(struct vc_cache *c)
 	int r = vc_ls_clean(c->gpu.ls, n, segs);
 	if (r == -ENOSPC) {
 		for (uint32_t i = 0; i < nheld; i++)
-			st_clear(c->gpu.gc_held[i], VC_ST_BUSY);
+			st_clear(c, c->gpu.gc_held[i], VC_ST_BUSY);
 		vc_ls_unpick(c->gpu.ls, n, segs);
 		return -EAGAIN;
 	}
@@ -171,7 +171,7 @@ static int gc_step_locked(struct vc_cache *c)
 		return r;
 	}
 	for (uint32_t i = 0; i < nheld; i++)
-		st_clear(c->gpu.gc_held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
+		st_clear(c, c->gpu.gc_held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
 	eng_wake(c);
 	return 0;
 }

@@ -45,7 +45,9 @@ void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained)
 		vc_opq_remove_now(c->opq, &p->qn, g);
 	if (p->dirty)
 		dirty_clear(c, p);
+	uint64_t pno = p->pno;
 	vc_index_remove(&c->ix, p);
+	eng_wake_page(c, pno); /* its waiters look it up again */
 }
 
 /* Forgets a page and frees its slot (eng_page_forget). Its data is gone. */
@@ -139,7 +141,7 @@ static int demote_batch(struct vc_cache *c)
 		return -EAGAIN;
 	if (vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g) < 0) {
 		while (n > 0) /* not reached: the room was there under this hold */
-			st_clear(v[--n], VC_ST_BUSY);
+			st_clear(c, v[--n], VC_ST_BUSY);
 		return -EAGAIN;
 	}
 	struct vc_move mv[DEMOTE_BATCH_MAX];
@@ -160,13 +162,13 @@ static int demote_batch(struct vc_cache *c)
 		if (r < 0) {
 			vc_ls_orphan(c->gpu.ls, g[i]);
 			pol_insert(c, v[i], HOST);
-			st_clear(v[i], VC_ST_BUSY);
+			st_clear(c, v[i], VC_ST_BUSY);
 			continue;
 		}
 		vc_tier_free(c->host, v[i]->slot);
 		v[i]->tier = GPU; /* at slot g[i]: vc_ls_append recorded it */
 		/* Published last (ours till now: BUSY, no pins). */
-		atomic_store_explicit(&v[i]->st, VC_ST_GPU, memory_order_release);
+		st_settle(c, v[i], VC_ST_GPU);
 		pol_insert(c, v[i], GPU);
 	}
 	if (r == 0) {
@@ -209,7 +211,7 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	if (vc_tier_alloc(c->host, &s) < 0) {
 		v = host_victim(c);
 		if (!v || !vc_page_claim(v, VC_ST_BUSY, 0)) {
-			st_clear(p, VC_ST_BUSY);
+			st_clear(c, p, VC_ST_BUSY);
 			return -EAGAIN;
 		}
 		pol_remove(c, v);
@@ -239,7 +241,7 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 		v->tier = GPU;
 		vc_ls_rekey(c->gpu.ls, gpu_slot(c, p), page_id(c, v), ++c->gpu.clock);
 		/* Published last: a reader that pins it reads where[] next. */
-		atomic_store_explicit(&v->st, VC_ST_GPU, memory_order_release);
+		st_settle(c, v, VC_ST_GPU);
 		pol_insert(c, v, GPU);
 		c->st.evictions[HOST]++;
 		c->st.h2d += c->page_size;
@@ -250,7 +252,7 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	p->tier = HOST;
 	p->slot = s;
 	pol_insert(c, p, HOST);
-	atomic_store_explicit(&p->st, VC_ST_HOST, memory_order_release); /* not busy */
+	st_settle(c, p, VC_ST_HOST); /* not busy */
 	c->st.d2h += c->page_size;
 	eng_wake(c);
 	return 0;

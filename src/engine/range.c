@@ -11,7 +11,7 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 		if (!p)
 			return 0;
 		if (st_of(p) & (VC_ST_BUSY | VC_ST_PINS | VC_ST_EXCL)) {
-			eng_wait_cv(c);
+			eng_wait_page(c, pno);
 			continue;
 		}
 		if (p->dirty && !discard) {
@@ -23,7 +23,7 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 			continue;
 		}
 		if (!vc_page_claim(p, 0, VC_ST_HOST | VC_ST_GPU)) { /* a lock-free reader pinned it */
-			eng_wait_cv(c);
+			eng_wait_page(c, pno);
 			continue;
 		}
 		eng_page_drop(c, p);
@@ -129,7 +129,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 			eng_page_drop(c, p);
 			continue;
 		}
-		atomic_store_explicit(&p->st, VC_ST_GPU, memory_order_release); /* settled */
+		st_settle(c, p, VC_ST_GPU); /* settled */
 		pol_insert(c, p, GPU);
 		c->st.h2d += c->page_size;
 		c->st.rd_bytes += b.bios[i].len;

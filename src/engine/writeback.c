@@ -42,7 +42,7 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 		vc_tier_free(c->gpu.stage_wb, s);
 		c->st.d2h += c->page_size;
 	}
-	st_clear(p, VC_ST_BUSY);
+	st_clear(c, p, VC_ST_BUSY);
 	if (r == 0)
 		note_written(c, p, page_len(c, pno));
 	eng_wake(c);
@@ -180,7 +180,7 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 		if (st_of(p) & (VC_ST_BUSY | VC_ST_EXCL)) {
 			if (b->n)
 				break; /* write what we hold before sleeping */
-			eng_wait_cv(c);
+			eng_wait_page(c, p->pno);
 			continue; /* look it up again: it may be gone */
 		}
 		struct bulk_job *j = &b->jobs[b->n];
@@ -189,11 +189,11 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 			if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* read in place now */
 				if (b->n)
 					break;
-				eng_wait_cv(c);
+				eng_wait_page(c, p->pno);
 				continue;
 			}
 			if (vc_tier_alloc(c->gpu.stage_bulk, &j->stage) < 0) {
-				st_clear(p, VC_ST_BUSY);
+				st_clear(c, p, VC_ST_BUSY);
 				if (b->n)
 					break;
 				eng_wait_cv(c); /* another flush or prefetch holds them */
@@ -224,7 +224,7 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 		if (b->jobs[k].staged) {
 			vc_tier_free(c->gpu.stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;
-			st_clear(p, VC_ST_BUSY);
+			st_clear(c, p, VC_ST_BUSY);
 		} else {
 			atomic_fetch_sub(&p->st, VC_ST_PIN1);
 		}
