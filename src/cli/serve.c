@@ -94,6 +94,12 @@ struct server {
 	pthread_mutex_t lock;
 	pthread_cond_t gone; /* a connection ended */
 	int fds[SERVE_MAX_CONNS]; /* -1: free slot */
+	/* A slot's thread, until joined. Joined, not detached: a thread's
+	 * exit runs the engine's thread-state destructor (it hands back the
+	 * thread's policy queue), which must be over before the slot's next
+	 * thread starts or vc_close frees what it touches. */
+	pthread_t tids[SERVE_MAX_CONNS];
+	bool joinable[SERVE_MAX_CONNS];
 	unsigned live;
 	bool quiet;
 };
@@ -261,21 +267,22 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 			if (sv->fds[i] < 0)
 				slot = i;
 		struct conn_arg *a = slot >= 0 ? malloc(sizeof(*a)) : NULL;
-		pthread_t t;
 		if (a) {
+			/* The slot's last thread has unlocked for the last time:
+			 * only its exit is left, so this join is short. */
+			if (sv->joinable[slot])
+				pthread_join(sv->tids[slot], NULL);
+			sv->joinable[slot] = false;
 			*a = (struct conn_arg){ sv, slot };
 			sv->fds[slot] = fd;
-			pthread_attr_t at;
-			pthread_attr_init(&at);
-			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-			if (pthread_create(&t, &at, conn_thread, a) == 0) {
+			if (pthread_create(&sv->tids[slot], NULL, conn_thread, a) == 0) {
 				sv->live++;
+				sv->joinable[slot] = true;
 			} else {
 				sv->fds[slot] = -1;
 				free(a);
 				a = NULL;
 			}
-			pthread_attr_destroy(&at);
 		}
 		pthread_mutex_unlock(&sv->lock);
 		if (!a) {
@@ -547,6 +554,9 @@ int cmd_serve(int argc, char **argv)
 	while (sv.live > 0)
 		pthread_cond_wait(&sv.gone, &sv.lock);
 	pthread_mutex_unlock(&sv.lock);
+	for (int i = 0; i < SERVE_MAX_CONNS; i++)
+		if (sv.joinable[i])
+			pthread_join(sv.tids[i], NULL);
 	e = vc_close(c);
 	if (e < 0)
 		fprintf(stderr, "vramcache serve: flushing on close: %s\n", vc_strerror(e));
