@@ -3,7 +3,8 @@
  *
  * Each BACKING is an export and a volume of one shared vc_cache, so the
  * exports compete for the same tiers. One thread per connection
- * (src/nbd/conn.c adds its workers). The main thread only accepts, answers
+ * (src/nbd/conn.c adds its vc_aio queue's helpers and one thread for the
+ * rarer commands, each on first need). The main thread only accepts, answers
  * the statistics socket, and waits for a signal.
  *
  * Statistics: a second Unix socket beside the NBD one (SOCKET.ctl, 0600).
@@ -35,8 +36,10 @@
 #include "tools/workload.h"
 #include "vramcache.h"
 
-/* Connections at once. Each holds a thread, its workers and at most
- * NBD_INFLIGHT_BYTES of buffers; beyond this many, new ones are refused. */
+/* Connections at once. Each holds a thread, up to --workers helpers and a
+ * lane thread, at most NBD_INFLIGHT_BYTES of buffers and, with a GPU tier,
+ * its vc_aio queue's bounce pages (8 MiB pinned, from its first READ);
+ * beyond this many, new ones are refused. */
 #define SERVE_MAX_CONNS 128
 /* A statistics client has this long to send its line. */
 #define CTL_TIMEOUT_MS 1000
@@ -63,7 +66,8 @@ static void serve_usage(FILE *f)
 	      "  --export NAME          the export's name when there is one BACKING\n"
 	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
 	      "                         socket; read it with `vramcache stat`)\n"
-	      "  --workers N            request threads per connection (default 4)\n"
+	      "  --workers N            threads per connection for requests that wait on\n"
+	      "                         the store: misses, writes, flushes (default 4)\n"
 	      "  --backing-latency T    add T (e.g. 100us, 2ms) to every backing store\n"
 	      "                         read and write: models a slower device\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
