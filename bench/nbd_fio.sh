@@ -5,11 +5,16 @@
 #
 # 1. Side by side with `nbdkit memory` (the baseline), both over a Unix
 #    socket on this machine: 4 KiB randread and randwrite at QD32 with 1 and
-#    2 jobs, and 128 KiB sequential reads at QD32. vramcache serves a file
-#    whose pages all sit in the host tier (warmed first), write-through, so
-#    reads are cache hits and writes reach the file (the page cache) before
-#    their reply; nbdkit serves RAM. Prints a table; writes nbd_fio.json with
-#    IOPS, bandwidth and the ratio vramcache / nbdkit per test.
+#    2 jobs, 4 KiB randread at QD128 with 1 and 4 jobs (a job is a
+#    connection), and 128 KiB sequential reads at QD32. vramcache serves a
+#    file whose pages all sit in the host tier (warmed first), write-through,
+#    so reads are cache hits and writes reach the file (the page cache)
+#    before their reply; nbdkit serves RAM. The QD128 reads run a second
+#    time against a server whose working set sits in the GPU tier (a 64 MiB
+#    host tier; CUDA where a GPU is usable, else emulated), prefetched with
+#    NBD_CMD_CACHE; its column says what share of the pages read came from
+#    the GPU tier. Prints a table; writes nbd_fio.json with IOPS, bandwidth
+#    and the ratio vramcache / nbdkit per test.
 # 2. The cache's benefit over a slow store: the backing file with 100 us
 #    injected per I/O, 4 KiB randread QD32 over working sets from below the
 #    host tier to past host+GPU, host tier alone vs host+GPU (emulated here,
@@ -18,8 +23,11 @@
 # NBDKIT_MEMORY names the memory plugin's .so where nbdkit is not installed
 # with its plugin directory (binaries carried to the GPU machine).
 set -euo pipefail
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case "${1:-}" in -h | --help) usage; exit 0 ;; esac
 quick=0
 if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+[ $# = 2 ] || { usage >&2; exit 2; }
 vc=$(realpath "$1")
 out=$2
 mkdir -p "$out"
@@ -54,7 +62,11 @@ tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-j2:--rw=randread --bs=4k --iodepth=32 --numjobs=2"
 	"randwrite-4k-j1:--rw=randwrite --bs=4k --iodepth=32 --numjobs=1"
 	"randwrite-4k-j2:--rw=randwrite --bs=4k --iodepth=32 --numjobs=2"
+	"randread-4k-qd128-j1:--rw=randread --bs=4k --iodepth=128 --numjobs=1"
+	"randread-4k-qd128-j4:--rw=randread --bs=4k --iodepth=128 --numjobs=4"
 	"seqread-128k-j1:--rw=read --bs=128k --iodepth=32 --numjobs=1")
+# Also run with the working set in the GPU tier.
+gtests=(randread-4k-qd128-j1 randread-4k-qd128-j4)
 
 wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
 
@@ -74,6 +86,47 @@ run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run 
 	kill "${pids[-1]}"; unset 'pids[-1]'
 }
 run_tests vc "$uri" read
+
+# The GPU tier: 64 MiB of host tier, the whole file prefetched into the GPU
+# tier (CACHE goes to the GPU tier when there is one), 64 MiB a request.
+"$vc" serve --device auto --socket "$sock" --pidfile "$dir/vc.pid" --host-bytes 64M \
+	--gpu-bytes 1200M "$dir/disk.img"
+pids+=("$(cat "$dir/vc.pid")")
+python3 - "$sock" <<'PY' # a raw client: nbdsh may be missing where binaries were carried
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def rd(k):
+    b = b""
+    while len(b) < k:
+        d = s.recv(k - len(b)); assert d; b += d
+    return b
+assert rd(18)[:16] == b"NBDMAGICIHAVEOPT"
+s.sendall(struct.pack(">IQII", 3, 0x49484156454F5054, 1, 0))  # NO_ZEROES, EXPORT_NAME ""
+size = struct.unpack(">QH", rd(10))[0]
+step = 64 << 20
+n = 0
+for off in range(0, size, step):  # NBD_CMD_CACHE, one at a time
+    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 5, n, off, min(step, size - off)))
+    magic, err, _ = struct.unpack(">IIQ", rd(16)); assert magic == 0x67446698 and err == 0, err
+    n += 1
+s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))  # DISC
+PY
+for n in "${gtests[@]}"; do
+	"$vc" stat "$sock" >"$dir/g0.json"
+	for t in "${tests[@]}"; do [ "${t%%:*}" = "$n" ] && args=${t#*:}; done
+	res[vg:$n]=$(fio_run "vg-$n" "$uri" $args)
+	"$vc" stat "$sock" >"$dir/g1.json"
+	res[vgs:$n]=$(python3 - "$dir/g0.json" "$dir/g1.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+d = {k: b["cache"][k] - a["cache"][k] for k in ("hits_host", "hits_gpu", "misses")}
+print("%.3f %s" % (d["hits_gpu"] / max(sum(d.values()), 1), b["device"]))
+PY
+)
+done
+kill "${pids[-1]}"; unset 'pids[-1]'
+sleep 0.3
+
 nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" "${NBDKIT_MEMORY:-memory}" $size &
 wait_sock "$dir/k.sock"
 pids+=("$(cat "$dir/k.pid")")
@@ -89,8 +142,15 @@ run_tests nk "nbd+unix:///?socket=$dir/k.sock" write
 		read -r ki kb <<<"${res[nk:$n]}"
 		[ $first = 1 ] || echo ","
 		first=0
-		printf '  "%s": {"vramcache_iops": %s, "vramcache_bw": %s, "nbdkit_iops": %s, "nbdkit_bw": %s, "ratio": %.3f}' \
-			"$n" "$vi" "$vb" "$ki" "$kb" "$(python3 -c "print($vi / max($ki, 1))")"
+		gpu=
+		if [ -n "${res[vg:$n]:-}" ]; then
+			read -r gi gb <<<"${res[vg:$n]}"
+			read -r gs gd <<<"${res[vgs:$n]}"
+			gpu=$(printf ', "vramcache_gpu_iops": %s, "vramcache_gpu_bw": %s, "gpu_hit_share": %s, "gpu_device": "%s", "gpu_ratio": %.3f' \
+				"$gi" "$gb" "$gs" "$gd" "$(python3 -c "print($gi / max($ki, 1))")")
+		fi
+		printf '  "%s": {"vramcache_iops": %s, "vramcache_bw": %s, "nbdkit_iops": %s, "nbdkit_bw": %s, "ratio": %.3f%s}' \
+			"$n" "$vi" "$vb" "$ki" "$kb" "$(python3 -c "print($vi / max($ki, 1))")" "$gpu"
 	done
 	echo; echo "}}"
 } >"$out/nbd_fio.json"
@@ -98,11 +158,17 @@ python3 - "$out/nbd_fio.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 print("NBD over a Unix socket, fio nbd engine, %s s per test (%s)" % (j["runtime_s"], j["machine"]))
-print("%-18s %14s %14s %8s" % ("test", "vramcache", "nbdkit memory", "ratio"))
+print("vramcache: working set in the host tier; GPU tier: in the GPU tier (share of pages from it)")
+print("%-21s %14s %8s %14s %8s %14s" % ("test", "vramcache", "ratio", "GPU tier", "ratio",
+                                        "nbdkit memory"))
 for n, t in j["tests"].items():
     unit = lambda i, b: ("%.0f MiB/s" % (b / 2**20)) if "128k" in n else ("%.1fk IOPS" % (i / 1000))
-    print("%-18s %14s %14s %7.2fx" % (n, unit(t["vramcache_iops"], t["vramcache_bw"]),
-                                      unit(t["nbdkit_iops"], t["nbdkit_bw"]), t["ratio"]))
+    g, gr = "", ""
+    if "vramcache_gpu_iops" in t:
+        g = "%s %3.0f%%" % (unit(t["vramcache_gpu_iops"], t["vramcache_gpu_bw"]), 100 * t["gpu_hit_share"])
+        gr = "%7.2fx" % t["gpu_ratio"]
+    print("%-21s %14s %7.2fx %14s %8s %14s" % (n, unit(t["vramcache_iops"], t["vramcache_bw"]), t["ratio"],
+                                             g, gr, unit(t["nbdkit_iops"], t["nbdkit_bw"])))
 PY
 [ "${NBD_BENCH_SKIP_CACHE:-0}" = 1 ] && exit 0
 

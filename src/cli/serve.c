@@ -3,7 +3,8 @@
  *
  * Each BACKING is an export and a volume of one shared vc_cache, so the
  * exports compete for the same tiers. One thread per connection
- * (src/nbd/conn.c adds its workers). The main thread only accepts, answers
+ * (src/nbd/conn.c adds its vc_aio queue's helpers and one thread for the
+ * rarer commands, each on first need). The main thread only accepts, answers
  * the statistics socket, and waits for a signal.
  *
  * Statistics: a second Unix socket beside the NBD one (SOCKET.ctl, 0600).
@@ -35,8 +36,10 @@
 #include "tools/workload.h"
 #include "vramcache.h"
 
-/* Connections at once. Each holds a thread, its workers and at most
- * NBD_INFLIGHT_BYTES of buffers; beyond this many, new ones are refused. */
+/* Connections at once. Each holds a thread, up to --workers helpers and a
+ * lane thread, at most NBD_INFLIGHT_BYTES of buffers and, with a GPU tier,
+ * its vc_aio queue's bounce pages (8 MiB pinned, from its first READ);
+ * beyond this many, new ones are refused. */
 #define SERVE_MAX_CONNS 128
 /* A statistics client has this long to send its line. */
 #define CTL_TIMEOUT_MS 1000
@@ -63,7 +66,8 @@ static void serve_usage(FILE *f)
 	      "  --export NAME          the export's name when there is one BACKING\n"
 	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
 	      "                         socket; read it with `vramcache stat`)\n"
-	      "  --workers N            request threads per connection (default 4)\n"
+	      "  --workers N            threads per connection for requests that wait on\n"
+	      "                         the store: misses, writes, flushes (default 4)\n"
 	      "  --backing-latency T    add T (e.g. 100us, 2ms) to every backing store\n"
 	      "                         read and write: models a slower device\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
@@ -94,6 +98,12 @@ struct server {
 	pthread_mutex_t lock;
 	pthread_cond_t gone; /* a connection ended */
 	int fds[SERVE_MAX_CONNS]; /* -1: free slot */
+	/* A slot's thread, until joined. Joined, not detached: a thread's
+	 * exit runs the engine's thread-state destructor (it hands back the
+	 * thread's policy queue), which must be over before the slot's next
+	 * thread starts or vc_close frees what it touches. */
+	pthread_t tids[SERVE_MAX_CONNS];
+	bool joinable[SERVE_MAX_CONNS];
 	unsigned live;
 	bool quiet;
 };
@@ -261,21 +271,22 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 			if (sv->fds[i] < 0)
 				slot = i;
 		struct conn_arg *a = slot >= 0 ? malloc(sizeof(*a)) : NULL;
-		pthread_t t;
 		if (a) {
+			/* The slot's last thread has unlocked for the last time:
+			 * only its exit is left, so this join is short. */
+			if (sv->joinable[slot])
+				pthread_join(sv->tids[slot], NULL);
+			sv->joinable[slot] = false;
 			*a = (struct conn_arg){ sv, slot };
 			sv->fds[slot] = fd;
-			pthread_attr_t at;
-			pthread_attr_init(&at);
-			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-			if (pthread_create(&t, &at, conn_thread, a) == 0) {
+			if (pthread_create(&sv->tids[slot], NULL, conn_thread, a) == 0) {
 				sv->live++;
+				sv->joinable[slot] = true;
 			} else {
 				sv->fds[slot] = -1;
 				free(a);
 				a = NULL;
 			}
-			pthread_attr_destroy(&at);
 		}
 		pthread_mutex_unlock(&sv->lock);
 		if (!a) {
@@ -547,6 +558,9 @@ int cmd_serve(int argc, char **argv)
 	while (sv.live > 0)
 		pthread_cond_wait(&sv.gone, &sv.lock);
 	pthread_mutex_unlock(&sv.lock);
+	for (int i = 0; i < SERVE_MAX_CONNS; i++)
+		if (sv.joinable[i])
+			pthread_join(sv.tids[i], NULL);
 	e = vc_close(c);
 	if (e < 0)
 		fprintf(stderr, "vramcache serve: flushing on close: %s\n", vc_strerror(e));

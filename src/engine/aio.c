@@ -76,7 +76,7 @@ struct vc_aio {
 	pthread_mutex_t mu;
 	pthread_cond_t work, donecv;
 	struct vc_aio_req *pending, *pending_tail, *done, *done_tail;
-	unsigned nhelpers, maxhelpers, idle;
+	unsigned nhelpers, maxhelpers, idle, npending; /* npending: requests in pending */
 	bool closing;
 	pthread_t tid[AIO_HELPERS_MAX];
 };
@@ -133,6 +133,7 @@ static void *helper_main(void *arg)
 		q->pending = next_req(r);
 		if (!q->pending)
 			q->pending_tail = NULL;
+		q->npending--;
 		pthread_mutex_unlock(&q->mu);
 		int64_t res = run_sync(r);
 		pthread_mutex_lock(&q->mu);
@@ -144,17 +145,21 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-/* Hands r to the helpers, starting one if none is idle and the cap
- * allows. A queue that cannot start any runs r itself. */
+/* Hands r to the helpers, starting one if more requests wait than
+ * helpers sleep (an idle helper counts as idle until it wakes, so a burst
+ * handed over at once would otherwise all go to the one that was idle)
+ * and the cap allows. A queue that cannot start any runs r itself. */
 static void to_helper(struct vc_aio *q, struct vc_aio_req *r)
 {
 	pthread_mutex_lock(&q->mu);
 	push(&q->pending, &q->pending_tail, r);
-	if (q->idle == 0 && q->nhelpers < q->maxhelpers &&
+	q->npending++;
+	if (q->npending > q->idle && q->nhelpers < q->maxhelpers &&
 	    pthread_create(&q->tid[q->nhelpers], NULL, helper_main, q) == 0)
 		q->nhelpers++;
 	if (q->nhelpers == 0) { /* no thread at all: run it here */
 		q->pending = q->pending_tail = NULL;
+		q->npending = 0;
 		pthread_mutex_unlock(&q->mu);
 		complete_now(q, r, run_sync(r));
 		return;

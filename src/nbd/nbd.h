@@ -6,7 +6,7 @@
  *   handshake.c  option haggling: which export, which reply style
  *   request.c    one request: validation, the engine call, the reply
  *   extents.c    BLOCK_STATUS for base:allocation
- *   conn.c       a connection: reader, worker pool, reply lock
+ *   conn.c       a connection: one thread, a vc_aio queue, a lane for the rest
  *   stats.c      counters per export, and their JSON and Prometheus text
  *
  * Nothing here owns the socket's lifetime or the cache: the caller (the
@@ -54,7 +54,7 @@ struct nbd_export {
 struct nbd_server {
 	const struct nbd_export *exports; /* exports[0] also answers to "" */
 	unsigned n_exports;
-	unsigned workers; /* threads per connection; 0: NBD_DEFAULT_WORKERS */
+	unsigned workers; /* helper threads of a connection's vc_aio queue; 0: NBD_DEFAULT_WORKERS */
 	vc_cache *cache;  /* the cache every export's volume lives in (stats) */
 };
 
@@ -62,9 +62,11 @@ struct nbd_server {
 #define NBD_CTX_ALLOCATION "base:allocation"
 #define NBD_CTX_ALLOCATION_ID 1u
 
-/* Requests run on this many threads per connection by default. Four keeps a
- * QD32 client's cache hits parallel without oversubscribing a small host;
- * each idle worker costs one sleeping thread. */
+/* Helper threads per connection by default: they run what must wait
+ * (misses, writes, flushes; vc_aio_open's `helpers`), started on first
+ * need; cached reads need none. Four overlap a few backing-store calls
+ * without oversubscribing a small host; each idle one costs a sleeping
+ * thread. */
 #define NBD_DEFAULT_WORKERS 4
 
 /* What the handshake settled, for the transmission phase. */
@@ -97,7 +99,7 @@ struct nbd_request {
 	uint64_t cookie, offset;
 	uint32_t length;
 	void *data; /* WRITE: the payload; READ: the result buffer; BLOCK_STATUS:
-		       the descriptors (worker-owned, freed with the request) */
+		       the descriptors (freed with the request) */
 	uint32_t ndesc; /* BLOCK_STATUS: descriptors in data */
 };
 
@@ -108,17 +110,18 @@ int nbd_request_decode(const unsigned char hdr[NBD_REQUEST_LEN], struct nbd_requ
  * NBD_E* error to reply with. Pure; O(1). */
 uint32_t nbd_request_check(const struct nbd_session *s, const struct nbd_request *r);
 /* Runs a checked request on the engine: 0 or an NBD_E* error. READ fills
- * r->data (the caller allocated r->length bytes). */
+ * r->data (the caller allocated r->length bytes). May block for as long as
+ * the engine takes (a WRITE_ZEROES of 4 GiB, a CACHE that reads the store). */
 uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r);
+/* The NBD error for a checked READ, WRITE or FLUSH that ran as a vc_aio
+ * request with result `res` (bytes or -errno): 0 or NBD_E*. */
+uint32_t nbd_request_result(const struct nbd_request *r, int64_t res);
 /* The reply for r (with r->data for a successful READ) as iov[0] (the
  * header, built in h) and maybe iov[1] (data or message): returns the
- * count. One sendmsg per reply. */
+ * count. Replies are sent many per sendmsg (conn.c). */
 #define NBD_REPLY_HDR_MAX (NBD_CHUNK_HDR_LEN + 8)
 int nbd_reply_build(const struct nbd_session *s, const struct nbd_request *r, uint32_t error,
 		    unsigned char h[NBD_REPLY_HDR_MAX], struct iovec iov[2]);
-/* Builds and sends it whole. The caller holds the connection's write
- * lock. 0 or -errno. */
-int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error);
 
 /* --- extents.c --- */
 /* Fills r->data with base:allocation descriptors (length, flags; wire
@@ -137,12 +140,15 @@ int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f);
 
 /* --- conn.c --- */
 /* Serves one client on fd until it disconnects or breaks the protocol:
- * handshake, then requests. Never closes fd. 0 on a clean end, -errno
- * otherwise (for the log). Bounded memory: in-flight payloads stop the
- * reader at NBD_INFLIGHT_BYTES (one request may exceed it). */
+ * handshake, then requests, on the calling thread (plus the vc_aio
+ * queue's helpers and one thread for TRIM, WRITE_ZEROES, CACHE and
+ * BLOCK_STATUS, each started on first need). Never closes fd. 0 on a
+ * clean end, -errno otherwise (for the log). Bounded memory: payloads held
+ * stop the reader at NBD_INFLIGHT_BYTES (one request may exceed it). */
 int nbd_conn_run(int fd, const struct nbd_server *srv);
-/* 64 MiB: two maximum payloads, or 16k 4 KiB requests, in flight per
- * connection; beyond that the reader waits for replies to leave. */
+/* 64 MiB: two maximum payloads, or 16k 4 KiB requests, held per
+ * connection (a WRITE's until it is written, a READ's until its reply is
+ * sent); beyond that the reader waits for requests to leave. */
 #define NBD_INFLIGHT_BYTES (64u << 20)
 
 #endif

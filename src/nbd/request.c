@@ -103,6 +103,15 @@ static uint32_t nbd_errno(long e)
 	}
 }
 
+uint32_t nbd_request_result(const struct nbd_request *r, int64_t res)
+{
+	if (res < 0)
+		return nbd_errno((long)res);
+	if (r->type == NBD_CMD_READ && (uint64_t)res != r->length)
+		return NBD_EIO; /* the backing store shrank under us */
+	return 0;
+}
+
 /* Zeroes for WRITE_ZEROES: one shared read-only buffer, so a request of any
  * length costs length / sizeof(zeroes) engine writes and no allocation. */
 static const unsigned char zeroes[1u << 16];
@@ -123,14 +132,8 @@ uint32_t nbd_request_exec(const struct nbd_session *s, struct nbd_request *r)
 	vc_volume *c = s->exp->vol;
 	long e = 0;
 	switch (r->type) {
-	case NBD_CMD_READ: {
-		ssize_t n = vc_volume_read(c, r->data, r->length, r->offset);
-		if (n < 0)
-			return nbd_errno(n);
-		if ((size_t)n != r->length)
-			return NBD_EIO; /* the backing store shrank under us */
-		return 0;
-	}
+	case NBD_CMD_READ:
+		return nbd_request_result(r, vc_volume_read(c, r->data, r->length, r->offset));
 	case NBD_CMD_WRITE:
 		e = vc_volume_write(c, r->data, r->length, r->offset);
 		if (e < 0)
@@ -241,12 +244,4 @@ int nbd_reply_build(const struct nbd_session *s, const struct nbd_request *r, ui
 	iov[0].iov_len = NBD_CHUNK_HDR_LEN + 8;
 	iov[1] = (struct iovec){ r->data, r->length };
 	return 2;
-}
-
-int nbd_reply_send(const struct nbd_session *s, const struct nbd_request *r, uint32_t error)
-{
-	unsigned char h[NBD_REPLY_HDR_MAX];
-	struct iovec iov[2];
-	int n = nbd_reply_build(s, r, error, h, iov);
-	return nbd_writev_full(s->fd, iov, n);
 }
