@@ -18,8 +18,11 @@
 extern "C" {
 #endif
 
-/* Warps per block, and the round's width (the host protocol's lanes). */
+/* Warps per block, and the round's width (the host protocol's lanes). A
+ * build may set VC_CUDA_DQ_WARPS (8, 16 or 32), for measuring. */
+#ifndef VC_CUDA_DQ_WARPS
 #define VC_CUDA_DQ_WARPS 8
+#endif
 #define VC_CUDA_DQ_LANES 32
 
 /* What the kernel gets by value: device-visible addresses only. */
