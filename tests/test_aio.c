@@ -81,16 +81,6 @@
 #define FLUSH_SAMPLE 8   /* recent writes a flush's completion checks in the store */
 #define SAMPLE_BYTES 8192 /* ... at most this much of each */
 
-/* A run's configuration of the GPU log (as in test_engine_model.c). */
-struct gcv {
-	const char *name;
-	uint32_t seg_pages; /* 0: the default */
-	int policy;
-	uint32_t segments;
-	double watermark, frag;
-};
-
-static const struct gcv gc_default = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.02, 0.25 };
 static const struct gcv gc_oldest = { "oldest/2-page segments", 2, VC_GC_OLDEST, 3, 0.3, 0.0 };
 static const struct gcv gc_cb = { "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25,
 				  0.01 };
@@ -630,43 +620,10 @@ static void *worker_main(void *arg)
 static void *chaos_main(void *arg)
 {
 	struct run *r = arg;
-	uint64_t seed = r->seed ^ 0x99;
-	while (!atomic_load(&r->stop)) {
-		uint64_t off = t_rand(&seed) % r->size, len = t_rand(&seed) % 65536;
-		switch (t_rand(&seed) % 4) {
-		case 0:
-			CHECK_OK(vc_flush(r->c));
-			break;
-		case 1:
-			CHECK_OK(vc_drop(r->c, off, len, 0));
-			break;
-		case 2:
-			CHECK_OK(vc_prefetch(r->c, off, len, VC_TIER_GPU));
-			break;
-		case 3:
-			CHECK_OK(vc_prefetch(r->c, off, len, VC_TIER_HOST));
-			break;
-		}
-		usleep(200);
-	}
+	t_chaos(r->c, r->size, r->seed ^ 0x99, &r->stop);
 	return NULL;
 }
 
-static void check_file(const char *path, const unsigned char *shadow, uint64_t size)
-{
-	unsigned char *f = malloc(size);
-	int fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	CHECK(pread(fd, f, size, 0) == (ssize_t)size);
-	close(fd);
-	for (uint64_t i = 0; i < size; i++)
-		if (f[i] != shadow[i]) {
-			fprintf(stderr, "backing byte %llu: %02x, model %02x\n", (unsigned long long)i,
-				f[i], shadow[i]);
-			CHECK(!"backing store differs from the model");
-		}
-	free(f);
-}
 
 /* ---- The API's edges, single-threaded ------------------------------------ */
 
@@ -827,7 +784,7 @@ static void api_edges(struct run *r, uint64_t *seed)
 	CHECK(rq[10].result == vc_volume_flush(ro));
 	check_volume(v, sh, y, sizeof junk);
 	check_volume(ro, roshadow, 0, rosize);
-	check_file(ropath, roshadow, rosize);
+	t_check_file(ropath, roshadow, rosize);
 
 	/* Past the end: reads come back short (as vc_volume_read), writes
 	 * fail with -ENOSPC and change nothing. */
@@ -863,7 +820,7 @@ static void api_edges(struct run *r, uint64_t *seed)
 	free(big);
 	vc_aio_close(q);
 	CHECK_OK(vc_volume_close(ro));
-	check_file(ropath, roshadow, rosize);
+	t_check_file(ropath, roshadow, rosize);
 	unlink(ropath);
 	free(roshadow);
 
@@ -891,7 +848,7 @@ static void api_edges(struct run *r, uint64_t *seed)
 	for (unsigned i = 0; i < 64; i++)
 		free(bufs[i]);
 	if (r->write_mode == VC_WRITE_THROUGH)
-		check_file(r->path, sh, size);
+		t_check_file(r->path, sh, size);
 	else
 		for (unsigned i = 0; i < 64; i++)
 			check_volume(v, sh, rq[i].off, rq[i].len);
@@ -990,7 +947,7 @@ static void one_run(int kind, int n, const struct runcfg *rc, int nominal_ops, u
 		free(w[i].wdone), free(w[i].fbuf);
 	}
 	if (r.write_mode == VC_WRITE_THROUGH)
-		check_file(r.path, r.shadow, r.size); /* no flush needed */
+		t_check_file(r.path, r.shadow, r.size); /* no flush needed */
 
 	struct vc_stats st = { .size = sizeof st };
 	CHECK_OK(vc_get_stats(r.c, &st));
@@ -1024,9 +981,9 @@ static void one_run(int kind, int n, const struct runcfg *rc, int nominal_ops, u
 	api_edges(&r, &eseed);
 
 	CHECK_OK(vc_flush(r.c));
-	check_file(r.path, r.shadow, r.size);
+	t_check_file(r.path, r.shadow, r.size);
 	CHECK_OK(vc_close(r.c));
-	check_file(r.path, r.shadow, r.size);
+	t_check_file(r.path, r.shadow, r.size);
 	unlink(r.path);
 	free(r.shadow);
 	free(r.lastw);

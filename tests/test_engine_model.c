@@ -100,43 +100,10 @@ static void *worker_main(void *arg)
 static void *chaos_main(void *arg)
 {
 	struct run *r = arg;
-	uint64_t seed = 99;
-	while (!atomic_load(&r->stop)) {
-		uint64_t off = t_rand(&seed) % r->size, len = t_rand(&seed) % 65536;
-		switch (t_rand(&seed) % 4) {
-		case 0:
-			CHECK_OK(vc_flush(r->c));
-			break;
-		case 1:
-			CHECK_OK(vc_drop(r->c, off, len, 0));
-			break;
-		case 2:
-			CHECK_OK(vc_prefetch(r->c, off, len, VC_TIER_GPU));
-			break;
-		case 3:
-			CHECK_OK(vc_prefetch(r->c, off, len, VC_TIER_HOST));
-			break;
-		}
-		usleep(200);
-	}
+	t_chaos(r->c, r->size, 99, &r->stop);
 	return NULL;
 }
 
-static void check_file(const char *path, const unsigned char *shadow, uint64_t size)
-{
-	unsigned char *f = malloc(size);
-	int fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	CHECK(pread(fd, f, size, 0) == (ssize_t)size);
-	close(fd);
-	for (uint64_t i = 0; i < size; i++)
-		if (f[i] != shadow[i]) {
-			fprintf(stderr, "backing byte %llu: %02x, model %02x\n", (unsigned long long)i,
-				f[i], shadow[i]);
-			CHECK(!"backing store differs from the model");
-		}
-	free(f);
-}
 
 /* Single-threaded large operations: multi-page unaligned reads and writes,
  * the partial last page, reads past the end, a write past the end. */
@@ -180,16 +147,6 @@ static void big_ops(struct run *r, uint64_t *seed)
 	free(buf);
 }
 
-/* How the GPU log is set up for a run. */
-struct gcv {
-	const char *name;
-	uint32_t seg_pages; /* 0: the default */
-	int policy;
-	uint32_t segments;
-	double watermark, frag;
-};
-
-static const struct gcv gc_default = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.02, 0.25 };
 
 static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
 		    const char *policy)
@@ -238,10 +195,10 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	pthread_join(chaos, NULL);
 
 	if (write_mode == VC_WRITE_THROUGH)
-		check_file(path, r.shadow, size); /* no flush needed */
+		t_check_file(path, r.shadow, size); /* no flush needed */
 	big_ops(&r, &seed);
 	if (write_mode == VC_WRITE_THROUGH)
-		check_file(path, r.shadow, size);
+		t_check_file(path, r.shadow, size);
 
 	struct vc_stats st = { .size = sizeof st };
 	CHECK_OK(vc_get_stats(r.c, &st));
@@ -279,7 +236,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	CHECK(strcmp(vc_device_name(r.c), kind == VC_DEVICE_CUDA ? "cuda" : "emu") == 0);
 
 	CHECK_OK(vc_flush(r.c));
-	check_file(path, r.shadow, size);
+	t_check_file(path, r.shadow, size);
 	CHECK_OK(vc_get_stats(r.c, &st));
 	CHECK(st.dirty_pages == 0);
 
@@ -290,7 +247,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	CHECK(vc_write(r.c, x, sizeof x, 4097) == (ssize_t)sizeof x);
 	memcpy(r.shadow + 4097, x, sizeof x);
 	CHECK_OK(vc_close(r.c));
-	check_file(path, r.shadow, size);
+	t_check_file(path, r.shadow, size);
 	unlink(path);
 	free(r.shadow);
 }

@@ -2,6 +2,8 @@
 #ifndef VC_TESTUTIL_H
 #define VC_TESTUTIL_H
 
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,61 @@ static inline void t_make_file(char *path, size_t pathlen, uint64_t size, uint64
 		done += k;
 	}
 	close(fd);
+}
+
+/* How a model test sets up the GPU log for a run (vc_config's seg_bytes
+ * in pages, gc_policy, gc_segments, gc_watermark, gc_fragmentation). */
+struct gcv {
+	const char *name;
+	uint32_t seg_pages; /* 0: the default */
+	int policy;
+	uint32_t segments;
+	double watermark, frag;
+};
+
+static const struct gcv gc_default __attribute__((unused)) = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.02, 0.25 };
+
+/* Flushes, drops and prefetches (both tiers) random ranges of c's volume 0
+ * of `size` bytes until *stop, 200 us apart: none of them may change a
+ * byte, so model tests run it beside their writers. */
+static inline void t_chaos(vc_cache *c, uint64_t size, uint64_t seed, atomic_int *stop)
+{
+	while (!atomic_load(stop)) {
+		uint64_t off = t_rand(&seed) % size, len = t_rand(&seed) % 65536;
+		switch (t_rand(&seed) % 4) {
+		case 0:
+			CHECK_OK(vc_flush(c));
+			break;
+		case 1:
+			CHECK_OK(vc_drop(c, off, len, 0));
+			break;
+		case 2:
+			CHECK_OK(vc_prefetch(c, off, len, VC_TIER_GPU));
+			break;
+		case 3:
+			CHECK_OK(vc_prefetch(c, off, len, VC_TIER_HOST));
+			break;
+		}
+		usleep(200);
+	}
+}
+
+/* The file at path must hold exactly shadow[0..size): the first
+ * difference is reported and fails the test. */
+static inline void t_check_file(const char *path, const unsigned char *shadow, uint64_t size)
+{
+	unsigned char *f = malloc(size ? size : 1);
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK(pread(fd, f, size, 0) == (ssize_t)size);
+	close(fd);
+	for (uint64_t i = 0; i < size; i++)
+		if (f[i] != shadow[i]) {
+			fprintf(stderr, "backing byte %llu: %02x, model %02x\n", (unsigned long long)i,
+				f[i], shadow[i]);
+			CHECK(!"backing store differs from the model");
+		}
+	free(f);
 }
 
 #endif
