@@ -89,7 +89,9 @@ struct gcv {
 	double watermark, frag;
 };
 
-static const struct gcv gc_default __attribute__((unused)) = { "default", 0, VC_GC_COST_BENEFIT, 4, 0.02, 0.25 };
+static const struct gcv gc_default __attribute__((unused)) = {
+	"default", 0, VC_GC_COST_BENEFIT, 4, 0.02, 0.25
+};
 
 /* Flushes, drops and prefetches (both tiers) random ranges of c's volume 0
  * of `size` bytes until *stop, 200 us apart: none of them may change a
