@@ -305,6 +305,8 @@ size_t eng_piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t 
  * Stops at the first page that cannot be pinned so (0: the first). Pins
  * never wait, so holding a run of them is safe. Bytes read, or -errno. */
 #define RUN_MAX VC_READ_HIT_PAGES
+/* GPU pages in a run from which it is split over two rings. */
+#define SPLIT_MIN 8
 
 static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t len, uint64_t off)
 {
@@ -333,15 +335,30 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 		pin[n] = p;
 		done += k[n++];
 	}
-	int r = 0;
+	/* A long run goes to two rings, whose servers move their halves at
+	 * once; the first half is copied out while the second is in flight.
+	 * Whatever was submitted is waited for before returning: the bounce
+	 * pages are this thread's next read's. */
+	const uint32_t half = ng >= SPLIT_MIN ? ng / 2 : ng;
+	int r1 = 0, r2 = 0, r = 0;
 	if (ng) {
-		r = vc_batcher_add_n(c->gpu.bat, mv, ng, tk);
+		r1 = vc_batcher_add_n(c->gpu.bat, mv, half, tk);
+		if (r1 == 0 && half < ng)
+			r2 = vc_batcher_add_n_on(c->gpu.bat, 1, mv + half, ng - half, tk + half);
+		r = r1 ? r1 : vc_batcher_wait_n(c->gpu.bat, tk, half);
 		if (r == 0)
-			r = vc_batcher_wait_n(c->gpu.bat, tk, ng);
+			r = r2;
 		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
 	}
+	bool second = !(r1 == 0 && r2 == 0 && half < ng); /* true: nothing left to wait for */
 	size_t pos = 0;
 	for (uint32_t i = 0; i < n; i++) {
+		if (!second && gi[i] >= (int)half) {
+			int e = vc_batcher_wait_n(c->gpu.bat, tk + half, ng - half);
+			if (r == 0)
+				r = e;
+			second = true;
+		}
 		if (r == 0) {
 			const unsigned char *src =
 				gi[i] < 0 ? host_data(c, pin[i])
@@ -352,6 +369,8 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 		pos += k[i];
 		eng_unpin(c, pin[i]);
 	}
+	if (!second)
+		(void)vc_batcher_wait_n(c->gpu.bat, tk + half, ng - half);
 	return r < 0 ? r : (ssize_t)done;
 }
 

@@ -236,11 +236,12 @@ int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_tick
 	return vc_batcher_add_n(b, m, 1, t);
 }
 
-/* The queue path: one submission on the caller's home ring. */
-static int dq_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n, struct vc_ticket *t)
+/* The queue path: one submission on the caller's home ring plus `ring`. */
+static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
+		    struct vc_ticket *t)
 {
 	struct vc_dq_span sp;
-	int r = vc_dq_submit(b->dq, vc_dq_home(b->dq), m, n, &sp);
+	int r = vc_dq_submit(b->dq, (vc_dq_home(b->dq) + ring) % b->dq->nrings, m, n, &sp);
 	if (r < 0)
 		return r;
 	uint32_t ppp = b->dq->pieces_per_page;
@@ -312,11 +313,19 @@ bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t
 	return h < 0;
 }
 
+int vc_batcher_add_n_on(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
+			struct vc_ticket *t)
+{
+	if (b->dq)
+		return dq_add_n(b, ring, m, n, t);
+	return vc_batcher_add_n(b, m, n, t);
+}
+
 int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 		     struct vc_ticket *t)
 {
 	if (b->dq)
-		return dq_add_n(b, m, n, t);
+		return dq_add_n(b, 0, m, n, t);
 	pthread_mutex_lock(&b->mu);
 	for (uint32_t k = 0; k < n;) {
 		ensure_open(b);

@@ -62,6 +62,11 @@ int vc_batcher_wait(struct vc_batcher *b, const struct vc_ticket *t);
  * batch the tickets span. */
 int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 		     struct vc_ticket *t);
+/* The same on the caller's home ring plus `ring` (queue path), so that one
+ * caller's moves can run on two servers' rounds at once; the batch path
+ * ignores it. */
+int vc_batcher_add_n_on(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
+			struct vc_ticket *t);
 int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
 /* Whether the n moves are done, without waiting (queue path: one load per
  * lane their tickets touch). On the launched-batch path it waits, as
