@@ -16,14 +16,8 @@
  * Batches may complete out of submission order (emu completes them in
  * order).
  *
- * Cleaning jobs (gc_run, kernels/gc.cu) run on a stream of their own, one
- * at a time per device, with scratch that grows to the largest job seen and
- * lives until close.
- *
- * Every CUDA call goes through CU(), which records a message naming the
- * call and maps the result to our codes. The runtime keeps the current
- * device per thread and engine threads are arbitrary, so every entry point
- * first makes this device current (a thread-local store in the runtime).
+ * Cleaning jobs are in gc.c, device-queue servers in queue.c; the state
+ * they share with this file, and the CU() check, in internal.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,9 +31,8 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/atomics.h"
-#include "device/cuda/kernels/gc.h"
+#include "device/cuda/internal.h"
 #include "device/cuda/kernels/move.h"
-#include "device/cuda/kernels/server.h"
 #include "device/device.h"
 #include "device/queue.h"
 #include "vramcache.h"
@@ -75,59 +68,6 @@
  * disables the path), for measuring. */
 #define MEMCPY_MIN_DEFAULT 0
 
-/* Streams per device. More streams overlap more batches, which helps small
- * latency-bound batches, but every batch in flight then shares the link,
- * so each one, the oldest too, finishes later. Measured on an H200
- * (bench/transfer, kernel column, 6 batches in flight, 4 KiB pages),
- * against one stream: 2 streams 1.31x at 64 pages per batch, 1.08x at 512,
- * 1.02x at 4096; a stream per batch 1.4x at 64 but 0.85x at 512 to 1024. */
-#ifndef VC_CUDA_STREAMS
-#define VC_CUDA_STREAMS 2
-#endif
-#define NSTREAMS VC_CUDA_STREAMS
-
-/* Cleaning-job state, set up by the first job. Scratch capacities only
- * grow, so a steady engine allocates nothing per job. */
-struct cu_gc {
-	bool ready;
-	cudaStream_t stream;
-	uint32_t gather_blocks, move_blocks; /* grid caps: SMs x resident blocks */
-	uint32_t slot_cap;  /* source positions the scratch holds */
-	uint32_t list_cap;  /* segment numbers (src + dst) the lists hold */
-	void *slot_mem;     /* device: vc_cuda_gc_carve's arrays */
-	void *sort_mem;     /* device: CUB's temporary storage */
-	uint32_t *list_dev; /* device: the lists, filled by the gather */
-	uint32_t *list_host; /* pinned, mapped: the lists staged by the host */
-	uint32_t *list_host_dev;
-	struct vc_cuda_gc_count *count; /* pinned, mapped: the gather's report */
-	struct vc_cuda_gc_count *count_dev;
-	struct vc_cuda_gc_scratch s;
-};
-
-struct cu_dev {
-	struct vc_device dev;
-	int ordinal;
-	cudaStream_t streams[NSTREAMS];
-	uint32_t next_stream; /* round robin; atomic: submitters run in parallel */
-	uint32_t max_blocks; /* move-kernel grid cap: SMs x resident blocks per SM */
-	uint64_t memcpy_min; /* fast-path threshold in bytes; UINT64_MAX = off */
-	bool host_ptr_ok;    /* the GPU reaches host memory at the CPU's address */
-	uint32_t sms;
-	pthread_mutex_t gc_mu; /* one cleaning job at a time; guards gc */
-	struct cu_gc gc;
-	pthread_mutex_t mem_mu; /* guards mem */
-	struct cu_mem *mem;     /* allocations whose start was moved to align them */
-	pthread_mutex_t dq_mu;  /* guards dqs */
-	struct cu_dq *dqs;      /* device queues, paused around allocations */
-};
-
-/* A device queue's CUDA state: the server kernel's stream. */
-struct cu_dq {
-	struct cu_dq *next;
-	struct cu_dev *c;
-	struct vc_dq *q;
-	cudaStream_t stream;
-};
 
 /* How the last submission of a batch signals completion. */
 enum { SIG_NONE, SIG_FLAG, SIG_EVENT };
@@ -150,8 +90,6 @@ struct cu_batch {
 	const struct vc_move *moves_dev;
 };
 
-#define CUD(d) ((struct cu_dev *)(d))
-
 static bool absent_error(cudaError_t e)
 {
 	switch (e) {
@@ -173,7 +111,7 @@ static bool absent_error(cudaError_t e)
  * cudaGetLastError clears the runtime's non-sticky error so that it is not
  * reported again by an unrelated call; a sticky one (a kernel fault) stays
  * and every later call reports it. */
-static int cu_check(cudaError_t e, const char *call, const char *func)
+int vc_cu_check(cudaError_t e, const char *call, const char *func)
 {
 	if (e == cudaSuccess)
 		return 0;
@@ -187,10 +125,7 @@ static int cu_check(cudaError_t e, const char *call, const char *func)
 		      cudaGetErrorName(e));
 }
 
-#define CU(call) cu_check((call), #call, __func__)
-
-
-static int cu_enter(struct cu_dev *c)
+int vc_cu_enter(struct cu_dev *c)
 {
 	return CU(cudaSetDevice(c->ordinal));
 }
@@ -201,7 +136,7 @@ static int cu_enter(struct cu_dev *c)
  * dq_mu, then a queue's mu. */
 static _Thread_local int quiesced; /* nesting depth in this thread */
 
-static void quiesce(struct cu_dev *c)
+void vc_cu_quiesce(struct cu_dev *c)
 {
 	if (quiesced++)
 		return;
@@ -210,7 +145,7 @@ static void quiesce(struct cu_dev *c)
 		vc_dq_pause(d->q);
 }
 
-static void unquiesce(struct cu_dev *c)
+void vc_cu_unquiesce(struct cu_dev *c)
 {
 	if (--quiesced)
 		return;
@@ -221,18 +156,18 @@ static void unquiesce(struct cu_dev *c)
 
 /* --- memory ------------------------------------------------------------- */
 
-static int cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t *dev_addr)
+int vc_cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t *dev_addr)
 {
 	struct cu_dev *c = CUD(d);
-	int r = cu_enter(c);
+	int r = vc_cu_enter(c);
 	if (r < 0)
 		return r;
 	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
 	void *p = NULL, *dp = NULL;
 	/* Pinned and page aligned; Portable: usable from any context. */
-	quiesce(c);
+	vc_cu_quiesce(c);
 	r = CU(cudaHostAlloc(&p, len, cudaHostAllocMapped | cudaHostAllocPortable));
-	unquiesce(c);
+	vc_cu_unquiesce(c);
 	if (r < 0)
 		return r;
 	r = CU(cudaHostGetDevicePointer(&dp, p, 0));
@@ -249,14 +184,14 @@ static int cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t 
 	return 0;
 }
 
-static void cu_host_free(struct vc_device *d, void *host)
+void vc_cu_host_free(struct vc_device *d, void *host)
 {
 	struct cu_dev *c = CUD(d);
-	if (!host || cu_enter(c) < 0)
+	if (!host || vc_cu_enter(c) < 0)
 		return;
-	quiesce(c);
+	vc_cu_quiesce(c);
 	(void)CU(cudaFreeHost(host));
-	unquiesce(c);
+	vc_cu_unquiesce(c);
 }
 
 /* cudaMalloc promises 256-byte alignment only (large sizes come at 2 MiB
@@ -272,12 +207,12 @@ struct cu_mem {
 static int cu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 {
 	struct cu_dev *c = CUD(d);
-	int r = cu_enter(c);
+	int r = vc_cu_enter(c);
 	if (r < 0)
 		return r;
 	len = len ? (len + 4095) & ~(size_t)4095 : 4096;
 	void *p = NULL;
-	quiesce(c);
+	vc_cu_quiesce(c);
 	r = CU(cudaMalloc(&p, len));
 	if (r == 0 && ((uintptr_t)p & 4095) != 0) {
 		(void)CU(cudaFree(p));
@@ -298,7 +233,7 @@ static int cu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 			}
 		}
 	}
-	unquiesce(c);
+	vc_cu_unquiesce(c);
 	if (r < 0)
 		return r;
 	*dev_addr = (uint64_t)(uintptr_t)p;
@@ -307,7 +242,7 @@ static int cu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
 {
 	struct cu_dev *c = CUD(d);
-	if (!dev_addr || cu_enter(c) < 0)
+	if (!dev_addr || vc_cu_enter(c) < 0)
 		return;
 	void *raw = (void *)(uintptr_t)dev_addr;
 	pthread_mutex_lock(&c->mem_mu);
@@ -320,9 +255,9 @@ static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
 			break;
 		}
 	pthread_mutex_unlock(&c->mem_mu);
-	quiesce(c);
+	vc_cu_quiesce(c);
 	(void)CU(cudaFree(raw));
-	unquiesce(c);
+	vc_cu_unquiesce(c);
 }
 
 /* A copy on the calling thread's own default stream: it does not wait for
@@ -331,7 +266,7 @@ static void cu_mem_free(struct vc_device *d, uint64_t dev_addr)
  * pageable source is staged). */
 static int cu_memcpy_sync(struct vc_device *d, uint64_t dst, uint64_t src, size_t len)
 {
-	int r = cu_enter(CUD(d));
+	int r = vc_cu_enter(CUD(d));
 	if (r < 0 || len == 0)
 		return r;
 	r = CU(cudaMemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len,
@@ -346,7 +281,7 @@ static int cu_memcpy_sync(struct vc_device *d, uint64_t dst, uint64_t src, size_
 static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 {
 	struct cu_dev *c = CUD(d);
-	int r = cu_enter(c);
+	int r = vc_cu_enter(c);
 	if (r < 0)
 		return r;
 	struct cu_batch *cb = calloc(1, sizeof *cb);
@@ -358,9 +293,9 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 	r = CU(cudaEventCreateWithFlags(&cb->ev, cudaEventDisableTiming | cudaEventBlockingSync));
 	if (r < 0)
 		goto fail_free;
-	quiesce(c);
+	vc_cu_quiesce(c);
 	r = CU(cudaHostAlloc(&flag, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
-	unquiesce(c);
+	vc_cu_unquiesce(c);
 	if (r < 0)
 		goto fail_event;
 	r = CU(cudaHostGetDevicePointer(&flag_dev, flag, 0));
@@ -370,11 +305,11 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 		vc_err_clear();
 		flag_dev = flag;
 	}
-	quiesce(c);
+	vc_cu_quiesce(c);
 	r = CU(cudaMalloc(&counter, sizeof(uint32_t)));
 	if (r == 0 && (r = CU(cudaMemset(counter, 0, sizeof(uint32_t)))) < 0)
 		(void)CU(cudaFree(counter));
-	unquiesce(c);
+	vc_cu_unquiesce(c);
 	if (r < 0)
 		goto fail_flag;
 	cb->flag = flag;
@@ -399,14 +334,14 @@ static void cu_batch_fini(struct vc_device *d, struct vc_dbatch *b)
 	struct cu_batch *cb = b->priv;
 	if (!cb)
 		return;
-	if (cu_enter(CUD(d)) == 0) {
+	if (vc_cu_enter(CUD(d)) == 0) {
 		/* The kernel may still be between its flag store and its exit. */
 		(void)CU(cudaEventSynchronize(cb->ev));
 		(void)CU(cudaEventDestroy(cb->ev));
-		quiesce(CUD(d));
+		vc_cu_quiesce(CUD(d));
 		(void)CU(cudaFree(cb->counter));
 		(void)CU(cudaFreeHost((void *)cb->flag));
-		unquiesce(CUD(d));
+		vc_cu_unquiesce(CUD(d));
 	}
 	free(cb);
 	b->priv = NULL;
@@ -457,7 +392,7 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 {
 	struct cu_dev *c = CUD(d);
 	struct cu_batch *cb = b->priv;
-	int r = cu_enter(c);
+	int r = vc_cu_enter(c);
 	if (r < 0)
 		goto out;
 	uint64_t bytes = (uint64_t)b->n * b->page_size;
@@ -543,7 +478,7 @@ static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 		return err;
 	if (__atomic_load_n(&cb->sig, __ATOMIC_RELAXED) == SIG_NONE)
 		return 0; /* never submitted */
-	int r = cu_enter(CUD(d));
+	int r = vc_cu_enter(CUD(d));
 	if (r < 0)
 		return r;
 	const uint32_t gen = __atomic_load_n(&cb->gen, __ATOMIC_RELAXED);
@@ -563,368 +498,18 @@ static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 	return CU(cudaEventSynchronize(cb->ev));
 }
 
-/* --- cleaning jobs ------------------------------------------------------ */
-
-/* VC_CUDA_GC_BLOCKS caps both grids (tests use it to run every
- * grid-stride loop more than once); unset, the caps fill the GPU. */
-static int gc_setup(struct cu_dev *c)
-{
-	struct cu_gc *g = &c->gc;
-	int gather = 0, move = 0;
-	int r = CU((cudaError_t)vc_cuda_gc_blocks_per_sm(&gather, &move));
-	if (r < 0)
-		return r;
-	g->gather_blocks = c->sms * (uint32_t)(gather > 0 ? gather : 1);
-	g->move_blocks = c->sms * (uint32_t)(move > 0 ? move : 1);
-	const char *cap = getenv("VC_CUDA_GC_BLOCKS");
-	if (cap && atoi(cap) > 0) {
-		uint32_t b = (uint32_t)atoi(cap);
-		g->gather_blocks = b < g->gather_blocks ? b : g->gather_blocks;
-		g->move_blocks = b < g->move_blocks ? b : g->move_blocks;
-	}
-	void *h;
-	uint64_t dv;
-	if ((r = cu_host_alloc(&c->dev, sizeof *g->count, &h, &dv)) < 0)
-		return r;
-	g->count = h;
-	g->count_dev = (struct vc_cuda_gc_count *)(uintptr_t)dv;
-	r = CU(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-	if (r < 0) {
-		cu_host_free(&c->dev, g->count);
-		g->count = NULL;
-		return r;
-	}
-	g->ready = true;
-	return 0;
-}
-
-static void gc_release(struct cu_dev *c)
-{
-	struct cu_gc *g = &c->gc;
-	if (!g->ready)
-		return;
-	(void)CU(cudaStreamSynchronize(g->stream));
-	(void)CU(cudaStreamDestroy(g->stream));
-	(void)CU(cudaFree(g->slot_mem));
-	(void)CU(cudaFree(g->sort_mem));
-	(void)CU(cudaFree(g->list_dev));
-	cu_host_free(&c->dev, g->list_host);
-	cu_host_free(&c->dev, g->count);
-	memset(g, 0, sizeof *g);
-}
-
-/* Capacity at least `need`, doubling, so that a run of growing jobs
- * reallocates O(log) times. */
-static uint32_t grow_to(uint32_t have, uint64_t need, uint32_t floor)
-{
-	uint64_t n = have ? have : floor;
-	while (n < need)
-		n *= 2;
-	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
-}
-
-/* Scratch for `slots` source positions and `lists` segment numbers. The
- * previous job has synchronized, so old buffers are free to go; on failure
- * the old ones stay. */
-static int gc_reserve(struct cu_dev *c, uint64_t slots, uint64_t lists)
-{
-	struct cu_gc *g = &c->gc;
-	int r;
-	if (slots > g->slot_cap) {
-		/* 64K positions: 64 segments of 1024 slots, the usual job */
-		uint32_t cap = grow_to(g->slot_cap, slots, 1u << 16);
-		if (cap > VC_GC_MAX_SLOTS)
-			cap = VC_GC_MAX_SLOTS;
-		size_t sort_bytes = 0;
-		void *mem = NULL, *sort = NULL;
-		if ((r = CU((cudaError_t)vc_cuda_gc_sort_bytes(cap, &sort_bytes))) < 0)
-			return r;
-		sort_bytes = sort_bytes < 256 ? 256 : sort_bytes;
-		if ((r = CU(cudaMalloc(&mem, vc_cuda_gc_slot_bytes(cap)))) < 0)
-			return r;
-		if ((r = CU(cudaMalloc(&sort, sort_bytes))) < 0) {
-			(void)CU(cudaFree(mem));
-			return r;
-		}
-		struct vc_cuda_gc_scratch s = { 0 };
-		vc_cuda_gc_carve(mem, cap, &s);
-		if ((r = CU(cudaMemsetAsync(s.done, 0, sizeof *s.done, g->stream))) < 0) {
-			(void)CU(cudaFree(sort));
-			(void)CU(cudaFree(mem));
-			return r;
-		}
-		(void)CU(cudaFree(g->slot_mem));
-		(void)CU(cudaFree(g->sort_mem));
-		g->slot_mem = mem;
-		g->sort_mem = sort;
-		g->slot_cap = cap;
-		s.sort_tmp = sort;
-		s.sort_bytes = sort_bytes;
-		s.src = g->s.src;
-		s.dst = g->s.dst;
-		g->s = s;
-	}
-	if (lists > g->list_cap) {
-		uint32_t cap = grow_to(g->list_cap, lists, 1024);
-		void *dev = NULL, *host = NULL;
-		uint64_t host_dev;
-		if ((r = CU(cudaMalloc(&dev, (size_t)cap * sizeof(uint32_t)))) < 0)
-			return r;
-		if ((r = cu_host_alloc(&c->dev, (size_t)cap * sizeof(uint32_t), &host, &host_dev)) < 0) {
-			(void)CU(cudaFree(dev));
-			return r;
-		}
-		(void)CU(cudaFree(g->list_dev));
-		cu_host_free(&c->dev, g->list_host);
-		g->list_dev = dev;
-		g->list_host = host;
-		g->list_host_dev = (uint32_t *)(uintptr_t)host_dev;
-		g->list_cap = cap;
-	}
-	return 0;
-}
-
-/* The host's share is O(nsrc + ndst): staging the lists, the launches of
- * both steps back to back (see kernels/gc.h), and one synchronization at
- * the end. vc_gc_check has settled -ENOSPC from the statement; a wrong
- * statement is caught on the device before anything moves. */
-static int cu_gc_run_locked(struct cu_dev *c, struct vc_gc_job *job)
-{
-	struct cu_gc *g = &c->gc;
-	int r;
-	if (!g->ready && (r = gc_setup(c)) < 0)
-		return r;
-	const uint64_t S = (uint64_t)job->nsrc * job->per_seg;
-	if (S > g->slot_cap || (uint64_t)job->nsrc + job->ndst > g->list_cap) {
-		quiesce(c); /* it frees the old scratch */
-		r = gc_reserve(c, S, (uint64_t)job->nsrc + job->ndst);
-		unquiesce(c);
-		if (r < 0)
-			return r;
-	}
-	memcpy(g->list_host, job->src, (size_t)job->nsrc * sizeof(uint32_t));
-	if (job->ndst)
-		memcpy(g->list_host + job->nsrc, job->dst, (size_t)job->ndst * sizeof(uint32_t));
-	struct vc_cuda_gc_job kj = {
-		.base = job->base,
-		.key = (uint32_t *)(uintptr_t)job->key_dev,
-		.stamp = (uint64_t *)(uintptr_t)job->stamp_dev,
-		.where = (uint32_t *)(uintptr_t)job->where_dev,
-		.lists = g->list_host_dev,
-		.nsrc = job->nsrc,
-		.ndst = job->ndst,
-		.per_seg = job->per_seg,
-		.page_size = job->page_size,
-		.dst_first = job->dst_first,
-		.nowners = job->where_dev ? job->nowners : 0,
-		.live = job->live,
-		.smin = job->stamp_min,
-		.smax = job->stamp_max,
-	};
-	g->s.src = g->list_dev;
-	g->s.dst = g->list_dev + job->nsrc;
-	r = CU((cudaError_t)vc_cuda_gc_gather(&kj, &g->s, g->count_dev, g->gather_blocks, g->stream));
-	if (r == 0 && job->live > 0)
-		r = CU((cudaError_t)vc_cuda_gc_finish(&kj, &g->s, g->gather_blocks, g->move_blocks,
-						      g->stream));
-	/* Also after a failed launch: what was enqueued still reads the lists. */
-	int rs = CU(cudaStreamSynchronize(g->stream));
-	if (r < 0 || (r = rs) < 0)
-		return r;
-	const struct vc_cuda_gc_count cnt = *g->count;
-	if (!cnt.go)
-		return vc_err(-EINVAL,
-			      "cuda: gc: the job states %u live pages in stamps [%llu, %llu]; %u are "
-			      "live in [%llu, %llu]; nothing moved",
-			      job->live, (unsigned long long)job->stamp_min,
-			      (unsigned long long)job->stamp_max, cnt.live, (unsigned long long)cnt.min,
-			      (unsigned long long)cnt.max);
-	job->moved = cnt.live;
-	return 0;
-}
-
-static int cu_gc_run(struct vc_device *d, struct vc_gc_job *job)
-{
-	struct cu_dev *c = CUD(d);
-	int r = vc_gc_check(job);
-	if (r < 0)
-		return r;
-	if (job->nsrc == 0) {
-		job->moved = 0;
-		return 0;
-	}
-	if ((r = cu_enter(c)) < 0)
-		return r;
-	pthread_mutex_lock(&c->gc_mu);
-	r = cu_gc_run_locked(c, job);
-	pthread_mutex_unlock(&c->gc_mu);
-	return r;
-}
-
-
-/* --- device queues ------------------------------------------------------ */
-
-/* Rings of the server: 16 blocks hold 16 SMs (of 132 on an H100) while
- * moves flow. Measured on an H100 (bench/dqueue): 16 synchronous callers
- * move 2.5M pages/s over 16 rings, 1.8M over 8 (two callers per ring wait
- * for each other's rounds), 1.0M over 4. VC_CUDA_DQ_RINGS overrides it at
- * queue creation, for measuring. */
-#define DQ_RINGS_DEFAULT 16
-/* Waiters spin this long: a lone 4 KiB move takes a few microseconds, a
- * ring with hundreds of pieces ahead a few tens. */
-#define DQ_SPIN_NS 50000ull
-/* One bounded wait after the spin: yield-polling, then the caller checks
- * the device's health. */
-#define DQ_BLOCK_NS 100000ull
-
-static uint32_t env_u32(const char *name, uint32_t dflt)
-{
-	const char *s = getenv(name);
-	return s && atoi(s) > 0 ? (uint32_t)atoi(s) : dflt;
-}
-
-static int cu_dq_start(struct vc_dq *q)
-{
-	struct cu_dq *cq = q->priv;
-	int r = cu_enter(cq->c);
-	if (r < 0)
-		return r;
-	struct vc_cuda_dq_view v = {
-		.pos = q->pos_dev,
-		.stop = q->stop_dev,
-		.nrings = q->nrings,
-		.lanes = q->lanes,
-		.depth_shift = q->dshift,
-		.piece = q->piece,
-		.mode = env_u32("VC_CUDA_DQ_MODE", 0),
-		.nap_ns = env_u32("VC_CUDA_DQ_NAP_NS", 1000),
-	};
-	for (uint32_t i = 0; i < q->nrings; i++) {
-		v.desc[i] = q->rings[i].desc_dev;
-		v.done[i] = q->rings[i].done_dev;
-	}
-	*q->stopw = 0;
-	return CU((cudaError_t)vc_cuda_dq_launch(&v, cq->stream));
-}
-
-static int cu_dq_stop(struct vc_dq *q)
-{
-	struct cu_dq *cq = q->priv;
-	int r = cu_enter(cq->c);
-	if (r < 0)
-		return r;
-	__atomic_store_n(q->stopw, 1u, __ATOMIC_SEQ_CST);
-	r = CU(cudaStreamSynchronize(cq->stream));
-	__atomic_store_n(q->stopw, 0u, __ATOMIC_SEQ_CST);
-	return r;
-}
-
-/* The server's stream: busy while it runs, idle once stopped, and the
- * device's sticky error after a fault. */
-static int cu_dq_health(struct vc_dq *q)
-{
-	struct cu_dq *cq = q->priv;
-	int r = cu_enter(cq->c);
-	if (r < 0)
-		return r;
-	cudaError_t e = cudaStreamQuery(cq->stream);
-	if (e == cudaErrorNotReady) {
-		(void)cudaGetLastError();
-		return 0;
-	}
-	return CU(e);
-}
-
-static void cu_dq_block(struct vc_dq *q, uint32_t r, uint64_t t)
-{
-	const _Atomic uint64_t *d = &q->rings[r].done[t & (q->depth - 1)];
-	uint64_t t0 = vc_now_ns();
-	while (atomic_load_explicit(d, memory_order_acquire) < t + 1 &&
-	       vc_now_ns() - t0 < DQ_BLOCK_NS)
-		sched_yield();
-}
-
-static int cu_dq_ready(struct vc_dq *q)
-{
-	struct cu_dq *cq = q->priv;
-	pthread_mutex_lock(&cq->c->dq_mu);
-	cq->next = cq->c->dqs;
-	cq->c->dqs = cq;
-	pthread_mutex_unlock(&cq->c->dq_mu);
-	return 0;
-}
-
-/* The generic code has stopped the server. */
-static void cu_dq_fini(struct vc_dq *q)
-{
-	struct cu_dq *cq = q->priv;
-	if (!cq)
-		return;
-	struct cu_dev *c = cq->c;
-	pthread_mutex_lock(&c->dq_mu);
-	for (struct cu_dq **pp = &c->dqs; *pp; pp = &(*pp)->next)
-		if (*pp == cq) {
-			*pp = cq->next;
-			break;
-		}
-	pthread_mutex_unlock(&c->dq_mu);
-	if (cu_enter(c) == 0) {
-		(void)CU(cudaStreamSynchronize(cq->stream));
-		(void)CU(cudaStreamDestroy(cq->stream));
-	}
-	free(cq);
-	q->priv = NULL;
-}
-
-static const struct vc_dq_ops cu_dq_ops = {
-	.ready = cu_dq_ready,
-	.start = cu_dq_start,
-	.stop = cu_dq_stop,
-	.health = cu_dq_health,
-	.block = cu_dq_block,
-	.fini = cu_dq_fini,
-};
-
-static int cu_dq_init(struct vc_device *d, struct vc_dq *q)
-{
-	struct cu_dev *c = CUD(d);
-	int r = cu_enter(c);
-	if (r < 0)
-		return r;
-	if (q->nrings == 0)
-		q->nrings = env_u32("VC_CUDA_DQ_RINGS", DQ_RINGS_DEFAULT);
-	q->lanes = VC_CUDA_DQ_LANES;
-	if (q->nrings > c->sms)
-		return vc_err(-EINVAL, "cuda: %u device-queue rings, but the GPU has %u SMs",
-			      q->nrings, c->sms);
-	q->spin_ns = DQ_SPIN_NS;
-	struct cu_dq *cq = calloc(1, sizeof *cq);
-	if (!cq)
-		return vc_err(-ENOMEM, "cuda: out of memory");
-	cq->c = c;
-	cq->q = q;
-	r = CU(cudaStreamCreateWithFlags(&cq->stream, cudaStreamNonBlocking));
-	if (r < 0) {
-		free(cq);
-		return r;
-	}
-	q->priv = cq;
-	q->ops = &cu_dq_ops;
-	return 0;
-}
-
 /* --- open and close ----------------------------------------------------- */
 
 /* Batches are the owner's to finish (batch_fini) before close. */
 static void cu_close(struct vc_device *d)
 {
 	struct cu_dev *c = CUD(d);
-	if (cu_enter(c) == 0) {
+	if (vc_cu_enter(c) == 0) {
 		for (int i = 0; i < NSTREAMS; i++) {
 			(void)CU(cudaStreamSynchronize(c->streams[i]));
 			(void)CU(cudaStreamDestroy(c->streams[i]));
 		}
-		gc_release(c);
+		vc_cu_gc_release(c);
 	}
 	pthread_mutex_destroy(&c->gc_mu);
 	pthread_mutex_destroy(&c->mem_mu);
@@ -940,8 +525,8 @@ static void cu_close(struct vc_device *d)
 static const struct vc_device_ops cu_ops = {
 	.name = "cuda",
 	.close = cu_close,
-	.host_alloc = cu_host_alloc,
-	.host_free = cu_host_free,
+	.host_alloc = vc_cu_host_alloc,
+	.host_free = vc_cu_host_free,
 	.mem_alloc = cu_mem_alloc,
 	.mem_free = cu_mem_free,
 	.batch_init = cu_batch_init,
@@ -949,8 +534,8 @@ static const struct vc_device_ops cu_ops = {
 	.batch_submit = cu_batch_submit,
 	.batch_wait = cu_batch_wait,
 	.memcpy_sync = cu_memcpy_sync,
-	.gc_run = cu_gc_run,
-	.dq_init = cu_dq_init,
+	.gc_run = vc_cu_gc_run,
+	.dq_init = vc_cu_dq_init,
 };
 
 /* " PCIe genG xW" from sysfs for the device's PCI address, or "" where

@@ -1,0 +1,98 @@
+/* The CUDA backend's internals, shared by its files (device/cuda/):
+ *
+ *   cuda.c   the checks, memory, launched batches, open and close
+ *   gc.c     cleaning jobs (kernels/gc.cu)
+ *   queue.c  device-queue servers (kernels/server.cu)
+ *
+ * Every CUDA call goes through CU(), which records a message naming the
+ * call and maps the result to our codes. The runtime keeps the current
+ * device per thread and engine threads are arbitrary, so every entry point
+ * first makes this device current (vc_cu_enter). */
+#ifndef VC_CUDA_INTERNAL_H
+#define VC_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "device/cuda/kernels/gc.h"
+#include "device/device.h"
+
+/* Streams per device. More streams overlap more batches, which helps small
+ * latency-bound batches, but every batch in flight then shares the link,
+ * so each one, the oldest too, finishes later. Measured on an H200
+ * (bench/transfer, kernel column, 6 batches in flight, 4 KiB pages),
+ * against one stream: 2 streams 1.31x at 64 pages per batch, 1.08x at 512,
+ * 1.02x at 4096; a stream per batch 1.4x at 64 but 0.85x at 512 to 1024. */
+#ifndef VC_CUDA_STREAMS
+#define VC_CUDA_STREAMS 2
+#endif
+#define NSTREAMS VC_CUDA_STREAMS
+
+/* Cleaning-job state, set up by the first job. Scratch capacities only
+ * grow, so a steady engine allocates nothing per job. */
+struct cu_gc {
+	bool ready;
+	cudaStream_t stream;
+	uint32_t gather_blocks, move_blocks; /* grid caps: SMs x resident blocks */
+	uint32_t slot_cap;  /* source positions the scratch holds */
+	uint32_t list_cap;  /* segment numbers (src + dst) the lists hold */
+	void *slot_mem;     /* device: vc_cuda_gc_carve's arrays */
+	void *sort_mem;     /* device: CUB's temporary storage */
+	uint32_t *list_dev; /* device: the lists, filled by the gather */
+	uint32_t *list_host; /* pinned, mapped: the lists staged by the host */
+	uint32_t *list_host_dev;
+	struct vc_cuda_gc_count *count; /* pinned, mapped: the gather's report */
+	struct vc_cuda_gc_count *count_dev;
+	struct vc_cuda_gc_scratch s;
+};
+
+struct cu_dev {
+	struct vc_device dev;
+	int ordinal;
+	cudaStream_t streams[NSTREAMS];
+	uint32_t next_stream; /* round robin; atomic: submitters run in parallel */
+	uint32_t max_blocks; /* move-kernel grid cap: SMs x resident blocks per SM */
+	uint64_t memcpy_min; /* fast-path threshold in bytes; UINT64_MAX = off */
+	bool host_ptr_ok;    /* the GPU reaches host memory at the CPU's address */
+	uint32_t sms;
+	pthread_mutex_t gc_mu; /* one cleaning job at a time; guards gc */
+	struct cu_gc gc;
+	pthread_mutex_t mem_mu; /* guards mem */
+	struct cu_mem *mem;     /* allocations whose start was moved to align them */
+	pthread_mutex_t dq_mu;  /* guards dqs */
+	struct cu_dq *dqs;      /* device queues, paused around allocations */
+};
+
+/* A device queue's CUDA state: the server kernel's stream. */
+struct cu_dq {
+	struct cu_dq *next;
+	struct cu_dev *c;
+	struct vc_dq *q;
+	cudaStream_t stream;
+};
+
+#define CUD(d) ((struct cu_dev *)(d))
+
+/* cuda.c */
+int vc_cu_check(cudaError_t e, const char *call, const char *func);
+#define CU(call) vc_cu_check((call), #call, __func__)
+int vc_cu_enter(struct cu_dev *c);
+/* Around calls that may wait for all device work: every queue's server
+ * stops meanwhile. Nests within a thread. */
+void vc_cu_quiesce(struct cu_dev *c);
+void vc_cu_unquiesce(struct cu_dev *c);
+int vc_cu_host_alloc(struct vc_device *d, size_t len, void **host, uint64_t *dev_addr);
+void vc_cu_host_free(struct vc_device *d, void *host);
+
+/* gc.c */
+int vc_cu_gc_run(struct vc_device *d, struct vc_gc_job *job);
+/* Frees the cleaning state (close). */
+void vc_cu_gc_release(struct cu_dev *c);
+
+/* queue.c */
+int vc_cu_dq_init(struct vc_device *d, struct vc_dq *q);
+
+#endif
