@@ -67,6 +67,7 @@ static void set_next(struct vc_aio_req *r, struct vc_aio_req *next)
 struct vc_aio {
 	struct vc_cache *c;
 	unsigned depth, inflight;
+	unsigned passes; /* progress passes, owner's */
 	/* Owner's. */
 	struct vc_aio_req *ready, *ready_tail;
 	struct dreq *dev, *dev_tail;
@@ -418,10 +419,12 @@ int vc_aio_submit(vc_aio *q, struct vc_aio_req *const *reqs, unsigned n)
  * requests in flight). */
 static void progress(struct vc_aio *q, struct tstate *t)
 {
+	/* The device's health is a driver call: asked once per 256 passes. */
+	const bool ask = q->dev && (++q->passes & 255) == 0;
 	for (struct dreq **pp = &q->dev, *prev = NULL; *pp;) {
 		struct dreq *d = *pp;
 		int err;
-		if (!vc_batcher_poll_n(q->c->gpu.bat, d->tk, d->ng, &err)) {
+		if (!vc_batcher_poll_n(q->c->gpu.bat, d->tk, d->ng, ask, &err)) {
 			prev = d;
 			pp = &d->next;
 			continue;

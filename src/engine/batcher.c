@@ -298,7 +298,8 @@ static bool span_done(struct vc_batcher *b, const struct vc_dq_span *sp, int *er
 	return vc_dq_done(b->dq, sp);
 }
 
-bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, int *err)
+bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, bool ask,
+		       int *err)
 {
 	*err = 0;
 	if (!b->dq) {
@@ -307,6 +308,8 @@ bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t
 	}
 	if (dq_spans(b, t, n, span_done, err))
 		return true;
+	if (!ask)
+		return false;
 	int h = b->dq->ops->health(b->dq); /* a broken device completes nothing */
 	if (h < 0)
 		*err = h;

@@ -69,9 +69,13 @@ int vc_batcher_add_n_on(struct vc_batcher *b, uint32_t ring, const struct vc_mov
 			struct vc_ticket *t);
 int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
 /* Whether the n moves are done, without waiting (queue path: one load per
- * lane their tickets touch). On the launched-batch path it waits, as
- * vc_batcher_wait_n, and returns true. *err gets the status once done. */
-bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, int *err);
+ * lane their tickets touch). `ask`: if not, also ask the device whether it
+ * failed (a driver call: pollers ask now and then, not on every poll); a
+ * failed device counts as done with its error. On the launched-batch path
+ * it waits, as vc_batcher_wait_n, and returns true. *err gets the status
+ * once done. */
+bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, bool ask,
+		       int *err);
 
 void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st);
 
