@@ -11,6 +11,8 @@
  *    and check that any value found was written for that key (the key's id
  *    is encoded in the value, with a version no newer than the newest
  *    written); load kept at 0.90-0.95; then a full check.
+ * 3b. Racing adds: threads add the same keys at once; exactly one add of
+ *    each key wins (returns 0) and its value is the one stored.
  * 4. Stable keys: keys present and never modified must be found, with
  *    their value, by every lookup while writers insert and delete other
  *    keys at 0.90-0.95 load and "shakers" drive the index's displacement
@@ -61,6 +63,7 @@ static void t_window(void)
 #define vc_cindex_lookup_n t_cindex_lookup_n
 #define vc_cindex_prefetch t_cindex_prefetch
 #define vc_cindex_put t_cindex_put
+#define vc_cindex_add t_cindex_add
 #define vc_cindex_cas t_cindex_cas
 #define vc_cindex_delete t_cindex_delete
 #define vc_cindex_count t_cindex_count
@@ -159,8 +162,10 @@ static void random_op(struct vc_cindex *ix, struct ref *r, uint64_t *rng, unsign
 	uint64_t got;
 	if (op < 40) { /* insert or delete, steering the load */
 		bool ins = ((x >> 20) & 1023) < grow;
-		if (ins) {
-			int rc = vc_cindex_put(ix, k, v);
+		if (ins && r->present[i] && (x & 2)) { /* add of a present key: no change */
+			CHECK(vc_cindex_add(ix, k, v) == -EEXIST);
+		} else if (ins) {
+			int rc = (x & 2) ? vc_cindex_add(ix, k, v) : vc_cindex_put(ix, k, v);
 			if (rc == -ENOSPC) {
 				CHECK(!r->present[i] && r->count >= vc_cindex_capacity(ix));
 				return;
@@ -674,6 +679,82 @@ static void test_concurrent(void)
 	vc_cindex_destroy(sh.ix);
 }
 
+/* Racing adds: ADDERS threads add the same keys, in different orders, each
+ * with its own id in the value, while the keys are deleted and added again
+ * round after round. Of the adds of one key in one round exactly one must
+ * return 0, and the index must hold that winner's value (the engine's
+ * lock-free misses decide by vc_cindex_add which thread loads a page). */
+enum { ADDERS = 4, ADD_KEYS = 2000, ADD_ROUNDS = 20 };
+struct adder {
+	struct vc_cindex *ix;
+	pthread_barrier_t *bar;
+	int id;
+	uint8_t *won; /* won[key]: this thread's add returned 0 this round */
+};
+
+static void *adder_main(void *arg)
+{
+	struct adder *a = arg;
+	uint64_t rng = 0x9e37u + (uint64_t)a->id;
+	for (int round = 0; round < ADD_ROUNDS; round++) {
+		pthread_barrier_wait(a->bar);
+		uint64_t start = t_rand(&rng) % ADD_KEYS;
+		for (uint64_t j = 0; j < ADD_KEYS; j++) {
+			uint64_t i = (start + j) % ADD_KEYS;
+			int rc = vc_cindex_add(a->ix, ukey(i), (uint64_t)a->id << 32 | i);
+			CHECK(rc == 0 || rc == -EEXIST);
+			a->won[i] = rc == 0;
+		}
+		pthread_barrier_wait(a->bar); /* the main thread checks and deletes */
+		pthread_barrier_wait(a->bar);
+	}
+	return NULL;
+}
+
+static void test_add_race(void)
+{
+	struct vc_cindex *ix;
+	CHECK_OK(vc_cindex_create(ADD_KEYS, &ix));
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, ADDERS + 1);
+	struct adder a[ADDERS];
+	pthread_t th[ADDERS];
+	for (int t = 0; t < ADDERS; t++) {
+		a[t] = (struct adder){ .ix = ix, .bar = &bar, .id = t, .won = calloc(ADD_KEYS, 1) };
+		CHECK(a[t].won);
+		CHECK(pthread_create(&th[t], NULL, adder_main, &a[t]) == 0);
+	}
+	atomic_store(&windows, true);
+	for (int round = 0; round < ADD_ROUNDS; round++) {
+		pthread_barrier_wait(&bar);
+		pthread_barrier_wait(&bar);
+		for (uint64_t i = 0; i < ADD_KEYS; i++) {
+			int winners = 0, who = -1;
+			for (int t = 0; t < ADDERS; t++)
+				if (a[t].won[i]) {
+					winners++;
+					who = t;
+				}
+			uint64_t got;
+			CHECK(winners == 1);
+			CHECK(vc_cindex_lookup(ix, ukey(i), &got));
+			CHECK(got == ((uint64_t)who << 32 | i));
+			CHECK(vc_cindex_delete(ix, ukey(i)) == 0);
+		}
+		CHECK(vc_cindex_count(ix) == 0);
+		pthread_barrier_wait(&bar);
+	}
+	atomic_store(&windows, false);
+	for (int t = 0; t < ADDERS; t++) {
+		CHECK(pthread_join(th[t], NULL) == 0);
+		free(a[t].won);
+	}
+	pthread_barrier_destroy(&bar);
+	vc_cindex_destroy(ix);
+	fprintf(stderr, "add race: %d threads, %d keys, %d rounds: one winner each\n", ADDERS,
+		ADD_KEYS, ADD_ROUNDS);
+}
+
 /* Stable keys: a quarter of the keys are put once and never touched;
  * writers insert and delete others at 0.90-0.95 load while shakers move
  * keys around (stable ones included, many times each), and the readers
@@ -729,6 +810,7 @@ int main(void)
 	test_reference();
 	test_enospc();
 	test_concurrent();
+	test_add_race();
 	test_stable();
 	fprintf(stderr, "test_cindex: ok\n");
 	return 0;

@@ -13,11 +13,20 @@
 #include "engine/engine.h"
 
 /* Sleeps on cv, which c->mu guards, at most WAIT_GUARD_NS; the sleep is
- * not a hold of the lock. `count`: the sleepers' count the wakers read. */
-static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count)
+ * not a hold of the lock. `count`: the sleepers' count the wakers read.
+ * With p: returns at once if p->st is no longer `seen`, checked after the
+ * count went up, so a lock-free waker (which changes st, then reads the
+ * count, both sequentially consistent) either sees this sleeper and
+ * broadcasts under c->mu, after it sleeps, or changed st before the check. */
+static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count,
+		     struct vc_page *p, uint64_t seen)
 {
 	eng_assert_locked(c);
 	atomic_fetch_add(count, 1);
+	if (p && atomic_load(&p->st) != seen) {
+		atomic_fetch_sub(count, 1);
+		return;
+	}
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += WAIT_GUARD_NS;
@@ -40,14 +49,15 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 /* Waits for a resource (a free slot, staging page, log space, victim). */
 void eng_wait_cv(struct vc_cache *c)
 {
-	sleep_on(c, &c->cv, &c->nwaiters);
+	sleep_on(c, &c->cv, &c->nwaiters, NULL, 0);
 }
 
-/* Waits for page pno to change state (engine.h: per-page waits). */
-void eng_wait_page(struct vc_cache *c, uint64_t pno)
+/* Waits for page p, found under c->mu with state `seen`, to change state
+ * (engine.h: per-page waits). */
+void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen)
 {
-	uint32_t b = pw_bucket(pno);
-	sleep_on(c, &c->pw_cv[b], &c->pw_waiters[b]);
+	uint32_t b = pw_bucket(p->pno);
+	sleep_on(c, &c->pw_cv[b], &c->pw_waiters[b], p, seen);
 }
 
 void eng_wake(struct vc_cache *c)
@@ -56,13 +66,12 @@ void eng_wake(struct vc_cache *c)
 		pthread_cond_broadcast(&c->cv);
 }
 
-/* Drops a pin; lock-free. Wakes the page's waiters, and resource waiters
- * (a promotion waits for a page's pins as one), taking the lock only when
- * there are any. */
-void eng_unpin(struct vc_cache *c, struct vc_page *p)
+/* After a lock-free change of page pno's state (sequentially consistent):
+ * wakes its waiters and resource waiters (a promotion or a demotion waits
+ * for a page's pins or ownership as one), taking c->mu only when there are
+ * any. */
+void eng_wake_nolock(struct vc_cache *c, uint64_t pno)
 {
-	uint64_t pno = p->pno; /* the entry may be reused once unpinned */
-	atomic_fetch_sub(&p->st, VC_ST_PIN1);
 	uint32_t b = pw_bucket(pno);
 	bool pw = atomic_load(&c->pw_waiters[b]), any = atomic_load(&c->nwaiters);
 	if (pw || any) {
@@ -75,15 +84,12 @@ void eng_unpin(struct vc_cache *c, struct vc_page *p)
 	}
 }
 
-/* Pins (READ) or owns (WRITE*) a host page that is not busy or owned,
- * under c->mu. A writer needs it unpinned: false if a lock-free reader
- * holds a pin (wait and retry). */
-static bool grab(struct vc_page *p, int mode)
+/* Drops a pin; lock-free. */
+void eng_unpin(struct vc_cache *c, struct vc_page *p)
 {
-	if (mode != ACQ_READ)
-		return vc_page_claim(p, VC_ST_EXCL, 0);
-	atomic_fetch_add(&p->st, VC_ST_PIN1); /* BUSY and EXCL change only under c->mu */
-	return true;
+	uint64_t pno = p->pno; /* the entry may be reused once unpinned */
+	atomic_fetch_sub(&p->st, VC_ST_PIN1);
+	eng_wake_nolock(c, pno);
 }
 
 /* The calling thread's state for c (tstate: its policy-update queue,
@@ -126,23 +132,15 @@ void eng_tstate_release(void *arg)
 struct vc_page *eng_pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier)
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
-	if (!p)
+	if (!p || !eng_grab(p, ACQ_READ, VC_ST_HOST | (gpu ? VC_ST_GPU : 0)))
 		return NULL;
-	const uint64_t settled = VC_ST_HOST | (gpu ? VC_ST_GPU : 0);
-	uint64_t s = st_of(p);
-	do {
-		if (!(s & settled) || (s & (VC_ST_BUSY | VC_ST_EXCL)) ||
-		    (s & VC_ST_PINS) == VC_ST_PINS)
-			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&p->st, &s, s + VC_ST_PIN1,
-							memory_order_acq_rel, memory_order_acquire));
 	/* Pinned: the entry cannot be freed or reused now, but it may have
 	 * been reused for another page between the lookup and the pin. */
 	if (p->pno != pno) {
 		eng_unpin(c, p);
 		return NULL;
 	}
-	*tier = s & VC_ST_GPU ? GPU : HOST;
+	*tier = st_of(p) & VC_ST_GPU ? GPU : HOST;
 	return p;
 }
 
@@ -160,13 +158,76 @@ void eng_note_hit_fast(struct vc_cache *c, struct tstate *t, struct vc_page *p, 
 	}
 }
 
+/* The miss and write-hit path without the engine lock, for threads with a
+ * policy-update queue: a page settled in the host tier is pinned or owned
+ * with one compare-and-swap; a page that is not cached is loaded into a
+ * free host slot (both free lists are lock-free stacks), published by the
+ * index's insert, which decides between racing misses, and entered in the
+ * policy through the thread's queue. Whatever else (no free host slot: a
+ * demotion is due; the page in the GPU tier, busy or owned; a load that
+ * failed) goes to the locked path: -EAGAIN. Cost: one index lookup, two
+ * pops and one index insert, plus the load. */
+static int acquire_fast(struct vc_cache *c, struct tstate *t, uint64_t pno, int mode, bool count,
+			struct vc_page **out)
+{
+	struct vc_page *p = vc_index_peek(&c->ix, pno);
+	if (p) {
+		if (!eng_grab(p, mode, VC_ST_HOST))
+			return -EAGAIN;
+		if (p->pno != pno) { /* reused since the lookup */
+			if (mode == ACQ_READ) {
+				eng_unpin(c, p);
+			} else {
+				atomic_fetch_and(&p->st, ~VC_ST_EXCL);
+				eng_wake_nolock(c, p->pno);
+			}
+			return -EAGAIN;
+		}
+		vc_opq_hit(t->l, &p->qn, vc_opq_gen(&p->qn)); /* stable while held */
+		if (count)
+			atomic_fetch_add_explicit(&t->hits[HOST], 1, memory_order_relaxed);
+		*out = p;
+		return 0;
+	}
+	uint32_t s;
+	if (vc_tier_alloc(c->host, &s) < 0)
+		return -EAGAIN;
+	int r = vc_index_insert(&c->ix, pno, HOST, s, VC_ST_BUSY, &p);
+	if (r < 0) {
+		vc_tier_free(c->host, s);
+		return -EAGAIN; /* raced with another miss, or no entry free */
+	}
+	if (count)
+		atomic_fetch_add_explicit(&t->misses, 1, memory_order_relaxed);
+	if (mode != ACQ_WRITE_FULL) {
+		r = eng_load_page(c, pno, host_data(c, p));
+		if (r < 0) {
+			eng_lock(c);
+			eng_page_drop(c, p);
+			eng_wake(c);
+			eng_unlock(c);
+			return r;
+		}
+		atomic_fetch_add_explicit(&t->rd_bytes, page_len(c, pno), memory_order_relaxed);
+	}
+	vc_opq_insert(t->l, &p->qn, HOST);
+	/* Ours alone until now: nobody pins or claims a BUSY page. */
+	atomic_store(&p->st, VC_ST_HOST | (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL));
+	eng_wake_nolock(c, pno);
+	*out = p;
+	return 0;
+}
+
 /* Returns page pno in the host tier, pinned (READ) or owned (WRITE*).
  * `count`: record the access in the hit/miss statistics. `serve`: a READ
  * may return a pinned GPU-tier page, which the caller reads in place. */
 int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool serve,
 		   struct vc_page **out)
 {
+	struct tstate *t = eng_tstate(c);
 	int r;
+	if (c->miss_fast && t && t->l && (r = acquire_fast(c, t, pno, mode, count, out)) != -EAGAIN)
+		return r;
 	eng_lock(c);
 	for (;;) {
 		r = 0; /* a retry's -EAGAIN is not the result */
@@ -174,12 +235,12 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		if (p) {
 			uint64_t st = st_of(p);
 			if ((st & (VC_ST_BUSY | VC_ST_EXCL)) || (mode != ACQ_READ && (st & VC_ST_PINS))) {
-				eng_wait_page(c, pno);
+				eng_wait_page(c, p, st);
 				continue;
 			}
 			if (p->tier == HOST) {
-				if (!grab(p, mode)) {
-					eng_wait_page(c, pno);
+				if (!eng_grab(p, mode, VC_ST_HOST)) {
+					eng_wait_page(c, p, st_of(p));
 					continue;
 				}
 				pol_hit(c, p);
@@ -194,7 +255,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				 * a write that fails before (vc_volume_write) loses no
 				 * acknowledged one. */
 				if (!vc_page_claim(p, 0, VC_ST_GPU)) { /* read in place now */
-					eng_wait_page(c, pno);
+					eng_wait_page(c, p, st_of(p));
 					continue;
 				}
 				c->st.hits[GPU] += count;
@@ -205,7 +266,10 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 			if (mode == ACQ_READ && serve) {
 				/* Served where it is: the caller copies it out over
 				 * PCIe; promotion is not a cost of every hit. */
-				grab(p, ACQ_READ);
+				if (!eng_grab(p, ACQ_READ, VC_ST_GPU)) {
+					eng_wait_page(c, p, st_of(p));
+					continue;
+				}
 				pol_hit(c, p);
 				c->st.hits[GPU] += count;
 				*out = p;
@@ -220,8 +284,8 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				break;
 			c->st.hits[GPU] += count;
 			count = false;
-			if (!grab(p, mode)) { /* a lock-free reader came first */
-				eng_wait_page(c, pno);
+			if (!eng_grab(p, mode, VC_ST_HOST)) { /* a lock-free reader came first */
+				eng_wait_page(c, p, st_of(p));
 				continue;
 			}
 			*out = p;
@@ -231,16 +295,15 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		r = eng_host_slot_get(c, &s);
 		if (r < 0)
 			break;
-		if (vc_index_find(&c->ix, pno)) { /* loaded by another thread meanwhile */
+		r = vc_index_insert(&c->ix, pno, HOST, s, VC_ST_BUSY, &p);
+		if (r < 0) {
 			vc_tier_free(c->host, s);
-			continue;
+			if (r == -EEXIST) /* loaded by another thread meanwhile */
+				continue;
+			break;
 		}
-		p = vc_index_insert(&c->ix, pno);
-		p->tier = HOST;
-		p->slot = s;
 		c->st.misses += count;
 		if (mode != ACQ_WRITE_FULL) {
-			atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
 			eng_unlock(c);
 			r = eng_load_page(c, pno, host_data(c, p));
 			eng_lock(c);
@@ -252,7 +315,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 			c->st.rd_bytes += page_len(c, pno);
 		}
 		pol_insert(c, p, HOST);
-		/* Ours alone until now: nobody pins a BUSY or HOST-less page. */
+		/* Ours alone until now: nobody pins or claims a BUSY page. */
 		st_settle(c, p, VC_ST_HOST | (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL));
 		eng_wake(c);
 		*out = p;
@@ -263,14 +326,24 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 }
 
 /* Ends a write's ownership. `written`: bytes the caller wrote through to
- * the backing store, counted here so a write takes the lock once per page.
- * `dirtied`: the page is newer than the store now; the caller reserved it
- * in the dirty set if it was clean (dirty_reserve). */
-static void release_write(struct vc_cache *c, struct vc_page *p, bool dirtied, uint64_t written)
+ * the backing store. `dirtied`: the page is newer than the store now; the
+ * caller reserved it in the dirty set if it was clean (dirty_reserve).
+ * Without the lock unless a clean page turns dirty (the dirty counts are
+ * under c->mu) or the thread has no queue: the owner alone changes
+ * version, and the release is one atomic and-not. */
+static void release_write(struct vc_cache *c, struct tstate *t, struct vc_page *p, bool dirtied,
+			  uint64_t written)
 {
+	p->version++;
+	if (c->miss_fast && t && (!dirtied || p->dirty)) {
+		atomic_fetch_add_explicit(&t->wr_bytes, written, memory_order_relaxed);
+		uint64_t pno = p->pno;
+		atomic_fetch_and(&p->st, ~VC_ST_EXCL);
+		eng_wake_nolock(c, pno);
+		return;
+	}
 	eng_lock(c);
 	c->st.wr_bytes += written;
-	p->version++;
 	if (dirtied && !p->dirty)
 		dirty_mark(c, p);
 	st_clear(c, p, VC_ST_EXCL);
@@ -433,6 +506,7 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 				       "(%llu bytes)", len, (unsigned long long)off,
 			      (unsigned long long)v->size);
 	bool wb = c->write_mode == VC_WRITE_BACK;
+	struct tstate *t = eng_tstate(c);
 	size_t done = 0;
 	while (done < len) {
 		uint64_t pos = off + done, pno;
@@ -464,7 +538,7 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 				return r;
 			}
 		}
-		release_write(c, p, wb, wb ? 0 : k);
+		release_write(c, t, p, wb, wb ? 0 : k);
 		done += k;
 	}
 	return (ssize_t)len;

@@ -188,6 +188,10 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 				      &c->gpu.bat);
 	c->gpu.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->gpu.ls;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
+	/* VC_MISS_PATH=locked: misses and writes take the engine lock as
+	 * before the lock-free path (for measuring one against the other). */
+	const char *mp = getenv("VC_MISS_PATH");
+	c->miss_fast = !(mp && strcmp(mp, "locked") == 0);
 	if (r == 0 && c->gpu.serve) {
 		c->gpu.bounce_per = BOUNCE_BYTES / c->page_size ? BOUNCE_BYTES / c->page_size : 1;
 		uint64_t threads = BOUNCE_TOTAL / ((uint64_t)c->gpu.bounce_per * c->page_size);
@@ -351,10 +355,15 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.writebacks = c->st.writebacks;
 	st.h2d_bytes = c->st.h2d;
 	st.d2h_bytes = c->st.d2h;
-	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
-		st.d2h_bytes += atomic_load_explicit(&c->ts[i].d2h, memory_order_relaxed);
 	st.backing_read_bytes = c->st.rd_bytes;
 	st.backing_write_bytes = c->st.wr_bytes;
+	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++) { /* the lock-free paths' counts */
+		const struct tstate *t = &c->ts[i];
+		st.d2h_bytes += atomic_load_explicit(&t->d2h, memory_order_relaxed);
+		st.misses += atomic_load_explicit(&t->misses, memory_order_relaxed);
+		st.backing_read_bytes += atomic_load_explicit(&t->rd_bytes, memory_order_relaxed);
+		st.backing_write_bytes += atomic_load_explicit(&t->wr_bytes, memory_order_relaxed);
+	}
 	st.dirty_pages = c->ndirty;
 	st.lock_holds = c->lock_holds;
 	memcpy(st.lock_hold_hist, c->lock_hist, sizeof st.lock_hold_hist);

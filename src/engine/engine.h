@@ -21,23 +21,31 @@
  *   read hit, GPU tier    pin, copy over PCIe into the thread's bounce pages
  *                         (no lock; the page stays: VC_GPU_HITS_SERVE), or
  *                         GRAM's swap up to the host tier (VC_GPU_HITS_SWAP)
- *   miss                  load into a host slot; the host victim moves to the
- *                         head of the GPU tier, whose own space comes back
- *                         by cleaning or tail eviction (gpuspace.c)
+ *   miss                  load into a free host slot (no lock: acquire_fast);
+ *                         when none is free, under c->mu, demote a batch of
+ *                         host victims to the head of the GPU tier, whose own
+ *                         space comes back by cleaning or tail eviction
+ *                         (gpuspace.c)
  *   write                 own (EXCL) the host page, copy in; write-through
- *                         writes the store before returning
+ *                         writes the store before returning; no lock unless
+ *                         the page is in the GPU tier or turns dirty
  *
  * Page numbers: base/pageno.h (volume << 48 | page index), the key of the
  * index, the policy and the traces alike.
  *
  * Lock rules.
- *   c->mu         guards the index's writers, the entry pool's free list,
- *                 the host tier's slot stack, the GPU log, page entries'
- *                 fields other than `st`, the dirty counts and c->st. Data
- *                 never moves under it: a page whose data is in flight is
- *                 BUSY, and whoever needs it sleeps on c->cv (eng_wait_cv,
- *                 bounded by WAIT_GUARD_NS) and looks it up again on
- *                 waking: its entry may have been freed and reused.
+ *   c->mu         guards removals from the index, the GPU log, victim
+ *                 choice and tier moves, settled page entries' fields (see
+ *                 page.h for who else writes them), the dirty counts and
+ *                 c->st. Not on the paths of hits, of misses while the host
+ *                 tier has free slots, or of writes to host pages: index
+ *                 lookups and inserts, both free lists (host slots, page
+ *                 entries: lock-free stacks) and the per-thread counters
+ *                 and policy queues need no lock. Data never moves under
+ *                 it: a page whose data is in flight is BUSY, and whoever
+ *                 needs it sleeps (eng_wait_page, bounded by
+ *                 WAIT_GUARD_NS) and looks it up again on waking: its
+ *                 entry may have been freed and reused.
  *   page st       one atomic word per page (page.h): pins, BUSY, EXCL, and
  *                 the tier it is settled in. Readers pin without the lock;
  *                 the engine claims (vc_page_claim) only pages with no pins.
@@ -147,6 +155,8 @@ struct tstate {
 	uint32_t idx;            /* in c->ts[]; its bounce pages if < bounce_threads */
 	struct vc_opq_local *l;  /* its policy-update queue, or NULL */
 	_Atomic uint64_t hits[VC_TIER_COUNT]; /* lock-free hits (counters only grow) */
+	_Atomic uint64_t misses, rd_bytes;    /* lock-free misses, bytes they loaded */
+	_Atomic uint64_t wr_bytes;            /* lock-free writes' bytes to the store */
 	_Atomic uint64_t d2h;    /* bytes read in place from the GPU tier */
 };
 
@@ -202,6 +212,7 @@ struct vc_cache {
 	_Atomic uint32_t pw_waiters[PW_BUCKETS];
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
+	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
 	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */
 	uint64_t mu_t0;
@@ -240,20 +251,40 @@ static inline uint64_t st_of(const struct vc_page *p)
 	return vc_page_st(p);
 }
 
+/* Pins (READ) or owns (WRITE*) page p if it is settled in a tier of
+ * `settled`, not busy or owned, and (for a writer) unpinned; with or
+ * without c->mu: false if not (lock-free writers and misses change BUSY
+ * and EXCL too). One compare-and-swap. */
+static inline bool eng_grab(struct vc_page *p, int mode, uint64_t settled)
+{
+	const uint64_t no = VC_ST_BUSY | VC_ST_EXCL | (mode == ACQ_READ ? 0 : VC_ST_PINS);
+	uint64_t s = st_of(p);
+	do {
+		if (!(s & settled) || (s & no) || (s & VC_ST_PINS) == VC_ST_PINS)
+			return false;
+	} while (!atomic_compare_exchange_weak(&p->st, &s,
+					       s + (mode == ACQ_READ ? VC_ST_PIN1 : VC_ST_EXCL)));
+	return true;
+}
+
 /* Per-page waits. A thread waiting for one page to settle (BUSY, EXCL or
  * pins to go) sleeps on the condition variable of the page's bucket, one
  * of PW_BUCKETS hashed by page number, not on c->cv: a page's change then
  * wakes those who wait for pages of its bucket, not every sleeper. The
  * state changes below wake the bucket (under c->mu, so a sleeper that
- * checked under c->mu cannot miss it); eng_unpin, lock-free, takes c->mu to
- * do so only when the bucket has sleepers. c->cv stays for waits on
+ * checked under c->mu cannot miss it); lock-free changes (unpins, lock-free
+ * misses and writes: eng_wake_nolock) take c->mu to do so only when the
+ * bucket has sleepers. c->cv stays for waits on
  * resources (free slots, staging pages, log space, victims). Sleeps are
- * bounded by WAIT_GUARD_NS either way. */
+ * bounded by WAIT_GUARD_NS either way. A sleeper passes the state it saw
+ * and re-reads it after counting itself in (eng_wait_page), so a wakeup of
+ * a lock-free change is not lost. */
 static inline uint32_t pw_bucket(uint64_t pno)
 {
 	return (uint32_t)(vc_mix64(pno) & (PW_BUCKETS - 1));
 }
 
+/* Under c->mu (lock-free changes wake through eng_wake_nolock). */
 static inline void eng_wake_page(struct vc_cache *c, uint64_t pno)
 {
 	uint32_t b = pw_bucket(pno);
@@ -429,8 +460,9 @@ static inline void eng_unlock(struct vc_cache *c)
 
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);
-void eng_wait_page(struct vc_cache *c, uint64_t pno);
+void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen);
 void eng_wake(struct vc_cache *c);
+void eng_wake_nolock(struct vc_cache *c, uint64_t pno);
 void eng_unpin(struct vc_cache *c, struct vc_page *p);
 void eng_tstate_release(void *arg);
 struct tstate *eng_tstate(struct vc_cache *c);

@@ -17,19 +17,22 @@ static uint64_t key_of(uint64_t pno)
 int vc_index_init(struct vc_index *ix, uint64_t npool)
 {
 	memset(ix, 0, sizeof *ix);
+	if (npool >= UINT32_MAX)
+		return vc_err(-EINVAL, "an index of %llu pages is too large (limit 2^32-1)",
+			      (unsigned long long)npool);
 	ix->pool = calloc(npool ? npool : 1, sizeof *ix->pool);
 	int r = ix->pool ? vc_cindex_create(npool ? npool : 1, &ix->map) : -ENOMEM;
+	if (r == 0 && (r = vc_idstack_init(&ix->free, (uint32_t)npool, true)) < 0)
+		vc_cindex_destroy(ix->map);
 	if (r < 0) {
 		free(ix->pool);
 		return vc_err(r, "out of memory for an index of %llu pages",
 			      (unsigned long long)npool);
 	}
 	ix->npool = npool;
-	for (uint64_t i = npool; i-- > 0;) {
-		ix->pool[i].next_free = ix->free;
+	for (uint64_t i = 0; i < npool; i++) {
 		ix->pool[i].qn.pn.tier = VC_PNODE_NONE;
 		vc_opq_node_init(&ix->pool[i].qn);
-		ix->free = &ix->pool[i];
 	}
 	return 0;
 }
@@ -37,6 +40,7 @@ int vc_index_init(struct vc_index *ix, uint64_t npool)
 void vc_index_fini(struct vc_index *ix)
 {
 	vc_cindex_destroy(ix->map);
+	vc_idstack_fini(&ix->free);
 	free(ix->pool);
 	memset(ix, 0, sizeof *ix);
 }
@@ -52,35 +56,39 @@ struct vc_page *vc_index_find(const struct vc_index *ix, uint64_t pno)
 	return vc_index_peek(ix, pno);
 }
 
-struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno)
+int vc_index_insert(struct vc_index *ix, uint64_t pno, int tier, uint32_t slot, uint64_t st,
+		    struct vc_page **out)
 {
-	struct vc_page *p = ix->free;
-	if (!p)
-		return NULL;
-	/* Puts succeed up to the capacity, which the pool never exceeds. */
-	if (vc_cindex_put(ix->map, key_of(pno), (uint64_t)(p - ix->pool)) < 0)
-		return NULL;
-	ix->free = p->next_free;
-	p->next_free = NULL;
+	uint32_t id;
+	if (!vc_idstack_pop(&ix->free, &id))
+		return -ENOSPC;
+	struct vc_page *p = &ix->pool[id];
+	/* Ours alone until published: free entries are in no index, policy
+	 * or log, and their st is 0, so nobody pins them. */
 	p->pno = pno;
 	/* The policy's copy of the key (ghost lists remember evicted keys),
 	 * set once per entry use: queued policy calls of this entry's last
 	 * page were all applied when it was dropped (page_drop drains). */
 	p->qn.pn.key = pno;
-	p->slot = 0;
-	p->tier = 0;
+	p->slot = slot;
+	p->tier = (uint8_t)tier;
 	p->dirty = 0;
-	p->used = 1;
-	ix->live++;
-	return p;
+	atomic_store_explicit(&p->st, st, memory_order_relaxed);
+	/* Puts succeed up to the capacity, which the pool never exceeds; the
+	 * add publishes (release) what was written above. */
+	int r = vc_cindex_add(ix->map, key_of(pno), id);
+	if (r < 0) {
+		atomic_store_explicit(&p->st, 0, memory_order_relaxed);
+		vc_idstack_push(&ix->free, id);
+		return r == -EEXIST ? r : -ENOSPC;
+	}
+	*out = p;
+	return 0;
 }
 
 void vc_index_remove(struct vc_index *ix, struct vc_page *p)
 {
 	vc_cindex_delete(ix->map, key_of(p->pno));
 	atomic_store_explicit(&p->st, 0, memory_order_release);
-	p->used = 0;
-	p->next_free = ix->free;
-	ix->free = p;
-	ix->live--;
+	vc_idstack_push(&ix->free, (uint32_t)(p - ix->pool));
 }

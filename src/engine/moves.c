@@ -108,8 +108,9 @@ static int drop_host_one(struct vc_cache *c)
 	}
 	/* Unlocked meanwhile: drop it only if it is still that page, clean,
 	 * in the host tier and unused (the entry may have been dropped and
-	 * reused for another page). */
-	if (!v->used || v->pno != pno || v->tier != HOST || v->dirty ||
+	 * reused for another page; page.h: read its fields only once its st
+	 * shows it settled). */
+	if (!(st_of(v) & VC_ST_HOST) || v->pno != pno || v->tier != HOST || v->dirty ||
 	    !vc_page_claim(v, 0, VC_ST_HOST))
 		return 0;
 	eng_page_drop(c, v);

@@ -8,7 +8,14 @@
  * id, so cleaning moves a page by rewriting its entry, not the index.
  *
  * Page state `st` is one atomic word: pins, BUSY, EXCL, HOST and GPU.
- * Everything else in the entry is guarded by the engine lock. Readers that
+ * The other fields are written by whoever takes a free entry (a miss, with
+ * or without the engine lock) before the index publishes it, and then
+ * under the engine lock or by the page's owner (EXCL, BUSY). Entries are
+ * freed only under the engine lock; a lock-free miss may take a free one
+ * at any time. So under the engine lock an entry found through the index,
+ * through the policy or the GPU log, or whose `st` (acquire) shows HOST or
+ * GPU is live and its fields hold still; of any other entry read nothing
+ * but `st`: a lock-free miss may be filling it in. Readers that
  * find a page through the index without the lock pin it with one
  * compare-and-swap, and only while HOST or GPU is set (the page is settled
  * in that tier) and BUSY and EXCL are clear; the engine sets BUSY or EXCL,
@@ -26,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/idstack.h"
 #include "policy/opqueue.h"
 
 #define VC_ST_PIN1 1ull
@@ -39,12 +47,10 @@ struct vc_page {
 	struct vc_opq_node qn; /* first: policy nodes map back to pages by cast */
 	uint64_t pno;
 	_Atomic uint64_t st;
-	struct vc_page *next_free;
 	uint32_t slot;    /* host-tier slot; a GPU page's is the log's where[id] */
 	uint32_t version; /* bumped on every write: the consistency version */
 	uint8_t tier;     /* VC_TIER_HOST or VC_TIER_GPU */
-	uint8_t dirty : 1; /* newer than the backing store (write-back only) */
-	uint8_t used : 1;  /* entry is live (in the index) */
+	uint8_t dirty;    /* newer than the backing store (write-back only) */
 };
 
 /* Per-page metadata of features still to come (dedup: content signature
@@ -74,15 +80,15 @@ static inline bool vc_page_claim(struct vc_page *p, uint64_t set, uint64_t clear
 	return true;
 }
 
-/* The pool, its free list (engine lock) and the concurrent index over it
- * (lock-free lookups; writers hold the engine lock). */
+/* The pool, its free list and the concurrent index over it. Lookups and
+ * inserts take no engine lock (a lock-free stack of free entries, the
+ * index's own striped locks); removals run under the engine lock. */
 struct vc_cindex;
 struct vc_index {
 	struct vc_page *pool;
 	uint64_t npool;
-	struct vc_page *free;
-	struct vc_cindex *map; /* page number -> page id */
-	uint64_t live;
+	struct vc_idstack free;  /* free entries' ids */
+	struct vc_cindex *map;   /* page number -> page id */
 };
 
 int vc_index_init(struct vc_index *ix, uint64_t npool);
@@ -92,8 +98,13 @@ struct vc_page *vc_index_find(const struct vc_index *ix, uint64_t pno);
 /* Lock-free: the entry the index names for pno, or NULL. The caller must
  * pin it and check its number before trusting anything in it. */
 struct vc_page *vc_index_peek(const struct vc_index *ix, uint64_t pno);
-/* Takes a free entry, keys it and links it; NULL when the pool is empty. */
-struct vc_page *vc_index_insert(struct vc_index *ix, uint64_t pno);
+/* Takes a free entry, fills it in (tier, slot, state st) and publishes it
+ * under pno: 0 and *out; -EEXIST when pno is cached already (another
+ * thread's miss came first); -ENOSPC when no entry is free. Lock-free
+ * but for the index's stripe; needs no engine lock. */
+int vc_index_insert(struct vc_index *ix, uint64_t pno, int tier, uint32_t slot, uint64_t st,
+		    struct vc_page **out);
+/* Unpublishes p and frees its entry. Under the engine lock. */
 void vc_index_remove(struct vc_index *ix, struct vc_page *p);
 
 #endif

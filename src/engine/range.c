@@ -10,8 +10,9 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 		struct vc_page *p = vc_index_find(&c->ix, pno);
 		if (!p)
 			return 0;
-		if (st_of(p) & (VC_ST_BUSY | VC_ST_PINS | VC_ST_EXCL)) {
-			eng_wait_page(c, pno);
+		uint64_t st = st_of(p);
+		if (st & (VC_ST_BUSY | VC_ST_PINS | VC_ST_EXCL)) {
+			eng_wait_page(c, p, st);
 			continue;
 		}
 		if (p->dirty && !discard) {
@@ -23,7 +24,7 @@ static int drop_page(struct vc_cache *c, uint64_t pno, bool discard)
 			continue;
 		}
 		if (!vc_page_claim(p, 0, VC_ST_HOST | VC_ST_GPU)) { /* a lock-free reader pinned it */
-			eng_wait_page(c, pno);
+			eng_wait_page(c, p, st_of(p));
 			continue;
 		}
 		eng_page_drop(c, p);
@@ -52,10 +53,13 @@ int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 		for (uint64_t pno = p0; pno <= p1 && r == 0; pno++)
 			r = drop_page(c, pno, discard);
 	} else {
-		/* A range wider than the cache: visit the cached pages instead. */
+		/* A range wider than the cache: visit the cached pages instead:
+		 * the settled ones (page.h: an entry without HOST or GPU may be
+		 * a lock-free miss's, filled in meanwhile; its load races with
+		 * this drop, and either order is one the caller allowed). */
 		for (uint64_t i = 0; i < c->ix.npool && r == 0; i++) {
 			struct vc_page *p = &c->ix.pool[i];
-			if (p->used && p->pno >= p0 && p->pno <= p1)
+			if ((st_of(p) & (VC_ST_HOST | VC_ST_GPU)) && p->pno >= p0 && p->pno <= p1)
 				r = drop_page(c, p->pno, discard);
 		}
 	}
@@ -98,15 +102,25 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 				break;
 			continue;
 		}
-		struct vc_page *p = vc_index_insert(&c->ix, *pno);
+		/* Published busy: a lock-free miss of it waits for this round. */
+		struct vc_page *p;
+		r = vc_index_insert(&c->ix, *pno, GPU, 0, VC_ST_BUSY, &p);
+		if (r < 0) {
+			vc_tier_free(c->gpu.stage_bulk, s);
+			if (r == -EEXIST) { /* a lock-free miss loaded it meanwhile */
+				r = 0;
+				continue;
+			}
+			break;
+		}
 		uint32_t key = page_id(c, p);
 		if (vc_ls_append(c->gpu.ls, 1, &key, ++c->gpu.clock, &g) < 0) {
 			vc_index_remove(&c->ix, p); /* not reached: room was made under this hold */
+			eng_wake_page(c, *pno);
 			vc_tier_free(c->gpu.stage_bulk, s);
 			break;
 		}
-		p->tier = GPU; /* at slot g: vc_ls_append recorded it */
-		atomic_store_explicit(&p->st, VC_ST_BUSY, memory_order_release);
+		/* At slot g: vc_ls_append recorded it. */
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
 		io->buf = vc_tier_host(c->gpu.stage_bulk, s);

@@ -42,9 +42,9 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 		vc_tier_free(c->gpu.stage_wb, s);
 		c->st.d2h += c->page_size;
 	}
-	st_clear(c, p, VC_ST_BUSY);
-	if (r == 0)
+	if (r == 0) /* before the release: a lock-free writer may own it next */
 		note_written(c, p, page_len(c, pno));
+	st_clear(c, p, VC_ST_BUSY);
 	eng_wake(c);
 	return r;
 }
@@ -177,10 +177,11 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 			i++;
 			continue;
 		}
-		if (st_of(p) & (VC_ST_BUSY | VC_ST_EXCL)) {
+		uint64_t st = st_of(p);
+		if (st & (VC_ST_BUSY | VC_ST_EXCL)) {
 			if (b->n)
 				break; /* write what we hold before sleeping */
-			eng_wait_page(c, p->pno);
+			eng_wait_page(c, p, st);
 			continue; /* look it up again: it may be gone */
 		}
 		struct bulk_job *j = &b->jobs[b->n];
@@ -189,7 +190,7 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 			if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* read in place now */
 				if (b->n)
 					break;
-				eng_wait_page(c, p->pno);
+				eng_wait_page(c, p, st_of(p));
 				continue;
 			}
 			if (vc_tier_alloc(c->gpu.stage_bulk, &j->stage) < 0) {
@@ -200,8 +201,11 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 				continue;
 			}
 			j->staged = true;
-		} else {
-			atomic_fetch_add(&p->st, VC_ST_PIN1); /* readers go on, writers wait */
+		} else if (!eng_grab(p, ACQ_READ, VC_ST_HOST)) { /* a lock-free writer came first */
+			if (b->n)
+				break;
+			eng_wait_page(c, p, st_of(p));
+			continue;
 		}
 		b->bios[b->n] = (struct vc_bio){ .buf = j->staged ? vc_tier_host(c->gpu.stage_bulk, j->stage)
 								  : host_data(c, p),
@@ -221,15 +225,19 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 	eng_lock(c);
 	for (unsigned k = 0; k < b->n; k++) {
 		struct vc_page *p = b->jobs[k].p;
+		/* Clean before the release, under the pin or BUSY: a writer,
+		 * which may own it lock-free once released, must find it clean
+		 * and mark it dirty again, not have its mark cleared. */
+		if (b->bios[k].result == 0)
+			note_written(c, p, b->bios[k].len);
 		if (b->jobs[k].staged) {
 			vc_tier_free(c->gpu.stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;
 			st_clear(c, p, VC_ST_BUSY);
 		} else {
 			atomic_fetch_sub(&p->st, VC_ST_PIN1);
+			eng_wake_page(c, p->pno);
 		}
-		if (b->bios[k].result == 0)
-			note_written(c, p, b->bios[k].len);
 	}
 	eng_wake(c);
 	eng_unlock(c);

@@ -588,7 +588,8 @@ static bool displace(struct vc_cindex *ix, uint64_t h, uint64_t *fpp, unsigned *
 	return true;
 }
 
-int vc_cindex_put(struct vc_cindex *ix, uint64_t key, uint64_t val)
+/* put and add: a present key's value is replaced (put) or left (add). */
+static int insert(struct vc_cindex *ix, uint64_t key, uint64_t val, bool replace)
 {
 	if (key == VC_IKEY_NONE)
 		return vc_err(-EINVAL, "cindex: the reserved key cannot be stored");
@@ -601,6 +602,10 @@ int vc_cindex_put(struct vc_cindex *ix, uint64_t key, uint64_t val)
 		seg_lock(ix, sp.g0);
 		int i = find_family(ix, h, vc_ld_relaxed(mp), sk, &j);
 		if (i >= 0) {
+			if (!replace) {
+				seg_unlock(ix, sp.g0, 0);
+				return -EEXIST;
+			}
 			vc_st_release(val_p(w, wrap(ix, h + j), (unsigned)i), val); /* W4 */
 			seg_unlock(ix, sp.g0, 0);
 			return 1;
@@ -640,6 +645,16 @@ found:
 		span_unlock(ix, &sp, 1);
 		return 0;
 	}
+}
+
+int vc_cindex_put(struct vc_cindex *ix, uint64_t key, uint64_t val)
+{
+	return insert(ix, key, val, true);
+}
+
+int vc_cindex_add(struct vc_cindex *ix, uint64_t key, uint64_t val)
+{
+	return insert(ix, key, val, false);
 }
 
 int vc_cindex_cas(struct vc_cindex *ix, uint64_t key, uint64_t expect, uint64_t val)

@@ -46,6 +46,10 @@ void vc_cindex_destroy(struct vc_cindex *ix);
 bool vc_cindex_lookup(const struct vc_cindex *ix, uint64_t key, uint64_t *val);
 /* Inserts or replaces: 0 new, 1 replaced, -ENOSPC when no room. */
 int vc_cindex_put(struct vc_cindex *ix, uint64_t key, uint64_t val);
+/* Inserts only: 0 new, -EEXIST (nothing changed) when the key is present,
+ * -ENOSPC when no room. Of racing adds of one key exactly one returns 0:
+ * the engine's lock-free misses decide by it who loads a page. */
+int vc_cindex_add(struct vc_cindex *ix, uint64_t key, uint64_t val);
 /* Replaces only if the current value is `expect`: 0, -ENOENT, or -EAGAIN. */
 int vc_cindex_cas(struct vc_cindex *ix, uint64_t key, uint64_t expect, uint64_t val);
 /* 0, or -ENOENT. */

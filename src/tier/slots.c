@@ -1,10 +1,12 @@
 /* Slot storage for both tiers: one allocation of npages * page_size and a
- * LIFO stack of free slot numbers (LIFO reuses the most recently freed, so
- * warm memory first). 4 bytes of metadata per slot. */
+ * lock-free LIFO stack of free slot numbers (base/idstack.h: LIFO reuses
+ * the most recently freed, so warm memory first). 4 bytes of metadata per
+ * slot. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/idstack.h"
 #include "tier/tier.h"
 #include "vramcache.h"
 
@@ -15,8 +17,7 @@ struct vc_tiermem {
 	uint64_t npages;
 	void *host;        /* host tier: host pointer of slot 0 */
 	uint64_t base;     /* device-visible address of slot 0 */
-	uint32_t *free;    /* stack of free slots */
-	uint64_t nfree;
+	struct vc_idstack free; /* free slots */
 };
 
 int vc_tier_open(struct vc_device *dev, int kind, uint64_t npages, uint32_t page_size,
@@ -33,8 +34,7 @@ int vc_tier_open(struct vc_device *dev, int kind, uint64_t npages, uint32_t page
 	t->page_size = page_size;
 	t->npages = npages;
 	if (npages) {
-		t->free = malloc(npages * sizeof *t->free);
-		if (!t->free) {
+		if (vc_idstack_init(&t->free, (uint32_t)npages, true) < 0) {
 			free(t);
 			return vc_err(-ENOMEM, "out of memory for %llu slots", (unsigned long long)npages);
 		}
@@ -42,13 +42,10 @@ int vc_tier_open(struct vc_device *dev, int kind, uint64_t npages, uint32_t page
 		int r = kind == VC_TIER_HOST ? dev->ops->host_alloc(dev, len, &t->host, &t->base)
 					     : dev->ops->mem_alloc(dev, len, &t->base);
 		if (r < 0) {
-			free(t->free);
+			vc_idstack_fini(&t->free);
 			free(t);
 			return r;
 		}
-		for (uint64_t i = 0; i < npages; i++)
-			t->free[i] = (uint32_t)(npages - 1 - i);
-		t->nfree = npages;
 	}
 	*out = t;
 	return 0;
@@ -64,21 +61,18 @@ void vc_tier_close(struct vc_tiermem *t)
 		else
 			t->dev->ops->mem_free(t->dev, t->base);
 	}
-	free(t->free);
+	vc_idstack_fini(&t->free);
 	free(t);
 }
 
 int vc_tier_alloc(struct vc_tiermem *t, uint32_t *slot)
 {
-	if (t->nfree == 0)
-		return -ENOSPC;
-	*slot = t->free[--t->nfree];
-	return 0;
+	return t->npages && vc_idstack_pop(&t->free, slot) ? 0 : -ENOSPC;
 }
 
 void vc_tier_free(struct vc_tiermem *t, uint32_t slot)
 {
-	t->free[t->nfree++] = slot;
+	vc_idstack_push(&t->free, slot);
 }
 
 uint64_t vc_tier_addr(const struct vc_tiermem *t, uint32_t slot)
@@ -98,5 +92,6 @@ uint64_t vc_tier_capacity(const struct vc_tiermem *t)
 
 uint64_t vc_tier_used(const struct vc_tiermem *t)
 {
-	return t->npages - t->nfree;
+	uint64_t f = t->npages ? vc_idstack_count(&t->free) : 0;
+	return f < t->npages ? t->npages - f : 0;
 }

@@ -6,7 +6,8 @@
  * business, not the tier's: so the GPU tier's inside (later a
  * log-structured store with its own cleaner) can change behind these calls.
  *
- * Not thread safe: the engine calls it under its lock. alloc and free are O(1).
+ * alloc and free are thread safe and lock-free, O(1) (base/idstack.h): misses
+ * take host slots without the engine lock. The rest is read-only after open.
  */
 #ifndef VC_TIER_H
 #define VC_TIER_H
