@@ -52,6 +52,12 @@ void eng_wait_cv(struct vc_cache *c)
 	sleep_on(c, &c->cv, &c->nwaiters, NULL, 0);
 }
 
+/* Waits for free host slots (a demotion in flight will free some). */
+void eng_wait_slot(struct vc_cache *c)
+{
+	sleep_on(c, &c->slot_cv, &c->slot_waiters, NULL, 0);
+}
+
 /* Waits for page p, found under c->mu with state `seen`, to change state
  * (engine.h: per-page waits). */
 void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen)
@@ -60,10 +66,13 @@ void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen)
 	sleep_on(c, &c->pw_cv[b], &c->pw_waiters[b], p, seen);
 }
 
+/* Under c->mu: wakes resource and slot waiters. */
 void eng_wake(struct vc_cache *c)
 {
 	if (atomic_load(&c->nwaiters))
 		pthread_cond_broadcast(&c->cv);
+	if (atomic_load(&c->slot_waiters))
+		pthread_cond_broadcast(&c->slot_cv);
 }
 
 /* After a lock-free change of page pno's state (sequentially consistent):

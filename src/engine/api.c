@@ -149,6 +149,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		return vc_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&c->mu, NULL);
 	vc_cond_init_monotonic(&c->cv);
+	vc_cond_init_monotonic(&c->slot_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		vc_cond_init_monotonic(&c->pw_cv[b]);
 	c->page_size = cfg.page_size;
@@ -260,6 +261,7 @@ int vc_close(vc_cache *c)
 		if (c->vols[i])
 			vol_free(c->vols[i]);
 	pthread_cond_destroy(&c->cv);
+	pthread_cond_destroy(&c->slot_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		pthread_cond_destroy(&c->pw_cv[b]);
 	pthread_mutex_destroy(&c->mu);

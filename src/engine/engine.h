@@ -86,6 +86,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -184,8 +185,13 @@ struct vc_gpu {
 
 struct vc_cache {
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* page flags or slots changed */
+	pthread_cond_t cv; /* page flags or resources changed */
 	_Atomic uint32_t nwaiters;
+	/* Waits for free host slots while demotions are in flight: woken
+	 * under c->mu only (eng_wake), not by lock-free unpins, so that a
+	 * queue of missing threads does not pull every unpin into c->mu. */
+	pthread_cond_t slot_cv;
+	_Atomic uint32_t slot_waiters;
 	struct vc_opq *opq;      /* queued policy updates over pol */
 	struct vc_opq_local *lk; /* the lock holders' queue handle */
 	pthread_key_t tls;       /* each thread's own handle */
@@ -451,6 +457,16 @@ static inline void eng_unlock(struct vc_cache *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* Ends a hold and starts another, letting waiting threads in between (a
+ * bare unlock and lock would mostly hand the lock back to its holder).
+ * For long jobs whose state stays valid without the lock: they say why. */
+static inline void eng_lock_pause(struct vc_cache *c)
+{
+	eng_unlock(c);
+	sched_yield();
+	eng_lock(c);
+}
+
 #ifdef VC_DEBUG_LOCKS
 #include <assert.h>
 #define eng_assert_locked(c) assert(pthread_equal((c)->mu_owner, pthread_self()))
@@ -460,6 +476,7 @@ static inline void eng_unlock(struct vc_cache *c)
 
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);
+void eng_wait_slot(struct vc_cache *c);
 void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen);
 void eng_wake(struct vc_cache *c);
 void eng_wake_nolock(struct vc_cache *c, uint64_t pno);

@@ -193,9 +193,11 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 		else if (c->demoters < DEMOTERS)
 			r = demote_batch(c);
 		else
-			r = -EAGAIN; /* batches in flight will free slots */
-		if (r == -EAGAIN)
-			eng_wait_cv(c);
+			r = 1; /* batches in flight will free slots */
+		if (r == 1)
+			eng_wait_slot(c);
+		else if (r == -EAGAIN)
+			eng_wait_cv(c); /* no victim now: pins or moves must end */
 		else if (r < 0)
 			return r;
 	}
