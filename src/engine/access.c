@@ -34,7 +34,7 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
-	eng_lock_note(c);
+	eng_lock_note(c, __func__);
 #ifdef VC_DEBUG_LOCKS
 	c->mu_owner = (pthread_t)0;
 #endif

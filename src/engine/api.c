@@ -1,6 +1,8 @@
 /* The public API's entry points that are not page access: configuration,
  * opening and closing caches and volumes, sizes, statistics.
  */
+#include <stdio.h>
+
 #include "engine/engine.h"
 
 void vc_config_init(struct vc_config *cfg)
@@ -191,6 +193,8 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
 	/* VC_MISS_PATH=locked: misses and writes take the engine lock as
 	 * before the lock-free path (for measuring one against the other). */
+	const char *lp = getenv("VC_LOCK_PROFILE");
+	c->lock_prof_ns = lp ? strtoull(lp, NULL, 10) * 1000 : 0;
 	const char *mp = getenv("VC_MISS_PATH");
 	c->miss_fast = !(mp && strcmp(mp, "locked") == 0);
 	if (r == 0 && c->gpu.serve) {
@@ -232,6 +236,37 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	return 0;
 }
 
+/* Under c->mu (VC_LOCK_PROFILE): one long hold ended by fn. Sites are
+ * string literals (__func__), so compared by address; the table keeps the
+ * first 16. */
+void eng_lock_profile(struct vc_cache *c, const char *fn, uint64_t ns)
+{
+	for (int i = 0; i < 16; i++) {
+		struct lock_site *s = &c->lock_sites[i];
+		if (s->fn && s->fn != fn)
+			continue;
+		s->fn = fn;
+		s->n++;
+		s->total_ns += ns;
+		if (ns > s->max_ns)
+			s->max_ns = ns;
+		return;
+	}
+}
+
+static void lock_profile_print(const struct vc_cache *c)
+{
+	fprintf(stderr, "engine lock: %llu holds; those of %llu us or more, by the function "
+			"that ended them:\n",
+		(unsigned long long)c->lock_holds, (unsigned long long)(c->lock_prof_ns / 1000));
+	for (int i = 0; i < 16 && c->lock_sites[i].fn; i++) {
+		const struct lock_site *s = &c->lock_sites[i];
+		fprintf(stderr, "  %-24s %10llu holds, mean %7.1f us, max %7.1f us\n", s->fn,
+			(unsigned long long)s->n, (double)s->total_ns / 1e3 / (double)s->n,
+			(double)s->max_ns / 1e3);
+	}
+}
+
 int vc_close(vc_cache *c)
 {
 	if (!c)
@@ -239,6 +274,8 @@ int vc_close(vc_cache *c)
 	int r = 0;
 	if (c->lk && c->ndirty)
 		r = vc_flush(c);
+	if (c->lock_prof_ns)
+		lock_profile_print(c);
 	/* After the key's deletion no thread's handle is detached at its
 	 * exit: vc_opq_destroy frees them all. */
 	if (c->tls_ok)

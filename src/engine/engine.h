@@ -224,6 +224,15 @@ struct vc_cache {
 	uint64_t mu_t0;
 	pthread_t mu_owner;
 	uint64_t lock_holds, lock_hist[VC_LOCK_HIST], lock_max_ns;
+	/* VC_LOCK_PROFILE=US (environment, read at open): holds of US
+	 * microseconds or more are counted by the function that ended them,
+	 * and vc_close prints the table to stderr: where the lock's long
+	 * holds come from. */
+	uint64_t lock_prof_ns;
+	struct lock_site {
+		const char *fn;
+		uint64_t n, total_ns, max_ns;
+	} lock_sites[16];
 	struct {
 		uint64_t hits[VC_TIER_COUNT], misses, evictions[VC_TIER_COUNT];
 		uint64_t writebacks, h2d, d2h, rd_bytes, wr_bytes;
@@ -425,9 +434,14 @@ static inline uint32_t bounce_slot(const struct vc_cache *c, const struct tstate
  * VC_DEBUG_LOCKS builds record the owner, so that functions whose rule is
  * "under c->mu" can check it (eng_assert_locked), as LMDB's context
  * asserts do. eng_wait_cv ends a hold while it sleeps. */
-static inline void eng_lock_note(struct vc_cache *c)
+void eng_lock_profile(struct vc_cache *c, const char *fn, uint64_t ns);
+
+/* `fn`: the function that ends the hold (for VC_LOCK_PROFILE). */
+static inline void eng_lock_note(struct vc_cache *c, const char *fn)
 {
 	uint64_t ns = vc_now_ns() - c->mu_t0, us = ns / 1000;
+	if (c->lock_prof_ns && ns >= c->lock_prof_ns)
+		eng_lock_profile(c, fn, ns);
 	int b = 0;
 	while (us && b < VC_LOCK_HIST - 1) {
 		us >>= 1;
@@ -448,9 +462,10 @@ static inline void eng_lock(struct vc_cache *c)
 #endif
 }
 
-static inline void eng_unlock(struct vc_cache *c)
+#define eng_unlock(c) eng_unlock_at((c), __func__)
+static inline void eng_unlock_at(struct vc_cache *c, const char *fn)
 {
-	eng_lock_note(c);
+	eng_lock_note(c, fn);
 #ifdef VC_DEBUG_LOCKS
 	c->mu_owner = (pthread_t)0;
 #endif
