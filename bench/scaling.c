@@ -340,8 +340,13 @@ static void *async_main(void *arg)
 			struct vc_aio_req *r = batch[i];
 			uint64_t stamp;
 			memcpy(&stamp, r->buf, 8);
-			if (r->result != (int64_t)j->io || stamp != r->off / PS)
-				j->bad++;
+			if (r->result != (int64_t)j->io || stamp != r->off / PS) {
+				if (!j->bad++)
+					fprintf(stderr, BENCH_NAME ": read at %llu: result %lld, first word %llu "
+						"(want %llu)\n", (unsigned long long)r->off,
+						(long long)r->result, (unsigned long long)stamp,
+						(unsigned long long)(r->off / PS));
+			}
 			j->ops++;
 			free_[nfree++] = r;
 		}

@@ -968,8 +968,13 @@ static void one_run(int kind, int n, const struct runcfg *rc, int nominal_ops, u
 	CHECK(st.gpu_segments_evicted > 0);
 	if (rc->gc->policy == VC_GC_OFF)
 		CHECK(st.gc_runs == 0);
-	/* Short runs (VC_TEST_QUICK) may not get that far. */
-	if (rc->gc->policy != VC_GC_OFF && rc->gc != &gc_default && nominal_ops >= 1000)
+	/* Short runs (VC_TEST_QUICK) may not get that far. Only GRAM's swap
+	 * frees a GPU slot on every GPU hit; served in place, the log
+	 * fragments only by writes and drops of GPU pages, which a loaded
+	 * machine's timing can leave below the cleaning threshold (0 to 4
+	 * cleaning runs in 1500 operations). */
+	if (rc->gc->policy != VC_GC_OFF && rc->gc != &gc_default && nominal_ops >= 1000 &&
+	    rc->gpu_hits == VC_GPU_HITS_SWAP)
 		CHECK(st.gc_runs > 0 && st.gc_pages_moved > 0);
 	if (r.write_mode == VC_WRITE_BACK)
 		CHECK(st.writebacks > 0);

@@ -606,10 +606,76 @@ static void test_many_threads(unsigned qlen)
 	p->ops->destroy(p);
 }
 
+/* vc_opq_victims: one drain for a batch, victims offered in LRU order,
+ * dead nodes and those skip rejects passed over, take() stopping it. */
+struct takes {
+	struct vc_opq_node *base;
+	bool taken[16];
+	int order[16], n, stop_at;
+};
+
+static bool skip_taken(const struct vc_pnode *n, void *arg)
+{
+	const struct takes *t = arg;
+	int i = (int)(vc_opq_node_of(n) - t->base);
+	return t->taken[i] || i == 5; /* 5: pinned, say */
+}
+
+static bool take_one(struct vc_opq_node *n, void *arg)
+{
+	struct takes *t = arg;
+	if (t->n == t->stop_at)
+		return false;
+	int i = (int)(n - t->base);
+	t->taken[i] = true;
+	t->order[t->n++] = i;
+	return true;
+}
+
+static void test_victims(void)
+{
+	enum { NN = 10 };
+	static struct vc_opq_node a[NN];
+	init_nodes(a, NN);
+	struct vc_policy *p = new_lru();
+	struct vc_opq *q;
+	CHECK_OK(vc_opq_create(&vc_policy_lru, p, 2, 64, &q));
+	struct vc_opq_local *l = vc_opq_attach(q);
+	CHECK(l);
+	uint32_t g[NN];
+	for (int i = 0; i < NN; i++)
+		g[i] = vc_opq_insert(l, &a[i], 0); /* queued, not applied: the call drains */
+	CHECK(vc_opq_remove(l, &a[3], g[3]));     /* dead before the batch */
+	vc_opq_hit(l, &a[0], g[0]);                /* 0 goes to the MRU end */
+	struct takes t = { .base = a, .stop_at = -1 };
+	CHECK(vc_opq_victims(q, 0, skip_taken, &t, take_one, &t, 4) == 4);
+	const int want[] = { 1, 2, 4, 6 };
+	for (int i = 0; i < 4; i++)
+		CHECK(t.order[i] == want[i]);
+	struct vc_opq_stats st;
+	vc_opq_get_stats(q, &st);
+	CHECK(st.drains == 1);
+	/* take() refusing the second offer ends the batch at one. */
+	t.n = 0;
+	t.stop_at = 1;
+	CHECK(vc_opq_victims(q, 0, skip_taken, &t, take_one, &t, 4) == 1);
+	CHECK(t.order[0] == 7);
+	/* Past the last candidate: 8, 9, 0 remain (5 skipped). */
+	t.n = 0;
+	t.stop_at = -1;
+	CHECK(vc_opq_victims(q, 0, skip_taken, &t, take_one, &t, 16) == 3);
+	CHECK(t.order[0] == 8 && t.order[1] == 9 && t.order[2] == 0);
+	vc_opq_detach(l);
+	vc_opq_destroy(q);
+	p->ops->destroy(p);
+	fprintf(stderr, "victims: a batch in LRU order, one drain\n");
+}
+
 int main(void)
 {
 	test_merge_order();
 	test_full_queue();
+	test_victims();
 	test_stale_race();
 	test_race_threads();
 	/* Queues of 2 drain on nearly every op; of 64, often; of 1024, mostly

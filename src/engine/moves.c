@@ -118,10 +118,32 @@ static int drop_host_one(struct vc_cache *c)
 	return 0;
 }
 
+/* Host victims of a demotion, claimed (BUSY) as the policy offers them,
+ * which makes eng_unevictable pass over them for the next choice. A page
+ * that cannot be claimed (a lock-free reader pinned it since) ends the
+ * batch. */
+struct victims {
+	struct vc_cache *c;
+	struct vc_page **v;
+	uint32_t *key, n;
+};
+
+static bool take_victim(struct vc_opq_node *n, void *arg)
+{
+	struct victims *vs = arg;
+	struct vc_page *p = vc_page_of(&n->pn);
+	if (!vc_page_claim(p, VC_ST_BUSY, 0))
+		return false;
+	vs->key[vs->n] = page_id(vs->c, p);
+	vs->v[vs->n++] = p;
+	return true;
+}
+
 /* Frees host slots: up to c->demote_batch host victims move to the head of
  * the GPU tier in one device submission, their slots appended together
- * (contiguous in the log). Drains the policy queues once; the victims are
- * claimed (BUSY) as they are chosen, so each next choice passes over them.
+ * (contiguous in the log). Drains the policy queues once (vc_opq_victims:
+ * not once per victim, 128 handles' scan each); the victims are claimed
+ * (BUSY) as they are chosen, so each next choice passes over them.
  * -EAGAIN when no victim could be claimed (the caller waits). */
 static int demote_batch(struct vc_cache *c)
 {
@@ -129,15 +151,11 @@ static int demote_batch(struct vc_cache *c)
 	if (r < 0)
 		return r;
 	struct vc_page *v[DEMOTE_BATCH_MAX];
-	uint32_t key[DEMOTE_BATCH_MAX], g[DEMOTE_BATCH_MAX], n = 0;
+	uint32_t key[DEMOTE_BATCH_MAX], g[DEMOTE_BATCH_MAX];
 	uint64_t room = vc_ls_room(c->gpu.ls);
-	while (n < c->demote_batch && n < room) {
-		struct vc_page *p = host_victim(c);
-		if (!p || !vc_page_claim(p, VC_ST_BUSY, 0))
-			break; /* none left, or a lock-free reader pinned it since */
-		key[n] = page_id(c, p);
-		v[n++] = p;
-	}
+	struct victims vs = { c, v, key, 0 };
+	uint32_t n = vc_opq_victims(c->opq, HOST, eng_unevictable, NULL, take_victim, &vs,
+				    (unsigned)(room < c->demote_batch ? room : c->demote_batch));
 	if (n == 0)
 		return -EAGAIN;
 	if (vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g) < 0) {

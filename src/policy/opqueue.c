@@ -473,6 +473,23 @@ struct vc_opq_node *vc_opq_victim(struct vc_opq *q, int tier, vc_skip_fn skip, v
 	return p ? vc_opq_node_of(p) : NULL;
 }
 
+unsigned vc_opq_victims(struct vc_opq *q, int tier, vc_skip_fn skip, void *arg, vc_take_fn take,
+			void *targ, unsigned max)
+{
+	struct skip_dead w = { skip, arg };
+	unsigned n = 0;
+	lock_q(q);
+	drain_locked(q);
+	while (n < max) {
+		struct vc_pnode *p = q->ops->victim(q->pol, tier, skip_dead, &w);
+		if (!p || !take(vc_opq_node_of(p), targ))
+			break;
+		n++;
+	}
+	unlock_q(q);
+	return n;
+}
+
 struct vc_opq_node *vc_opq_evict(struct vc_opq *q, int tier, vc_skip_fn skip, void *arg,
 				 uint32_t *gen)
 {

@@ -139,6 +139,15 @@ unsigned vc_opq_drain(struct vc_opq *q);
  * call into this queue). NULL if none. The node is not removed and may be
  * removed by others once this returns: prefer vc_opq_evict. */
 struct vc_opq_node *vc_opq_victim(struct vc_opq *q, int tier, vc_skip_fn skip, void *arg);
+/* A batch of victims with one drain: drains, then offers `tier`'s victims
+ * (as vc_opq_victim picks them) to take() one by one, up to max. take
+ * returns true to take the node, and must then make skip reject it (the
+ * engine claims the page), or false to stop. Returns how many were taken.
+ * All under the lock: take, like skip, must not call into this queue.
+ * O(handles + queued operations) once, plus the policy's victim calls. */
+typedef bool (*vc_take_fn)(struct vc_opq_node *n, void *arg);
+unsigned vc_opq_victims(struct vc_opq *q, int tier, vc_skip_fn skip, void *arg, vc_take_fn take,
+			void *targ, unsigned max);
 /* Drains, picks the victim as vc_opq_victim does and ends its incarnation
  * and removes it from the policy, all under the lock. *gen (if not NULL)
  * gets the incarnation that was ended. The node is free on return. */
