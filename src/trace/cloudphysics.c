@@ -52,8 +52,45 @@ static int cp_parse(struct vc_trace *t, char *line, struct vc_trace_req *r)
 	return 1;
 }
 
+/* The common line, "D,D,HH,D,D\n" with a data opcode, parsed in place;
+ * anything else (the header, other commands, blanks) goes to cp_parse. */
+static size_t cp_fast(const unsigned char *p, size_t n, struct vc_trace_req *r)
+{
+	const unsigned char *q = p, *e = p + n;
+	uint64_t ver, time, size, lbn;
+	if (!vc_tr_fast_u64(&q, e, &ver) || q >= e || *q++ != ',' ||
+	    !vc_tr_fast_u64(&q, e, &time) || q >= e || *q++ != ',' || e - q < 3 || q[2] != ',')
+		return 0;
+	static const char hex[] = "0123456789abcdef";
+	const char *h = memchr(hex, q[0], 16), *l = memchr(hex, q[1], 16);
+	if (!h || !l)
+		return 0;
+	unsigned op = (unsigned)((h - hex) * 16 + (l - hex));
+	q += 3;
+	if (!vc_tr_fast_u64(&q, e, &size) || q >= e || *q++ != ',' || !vc_tr_fast_u64(&q, e, &lbn))
+		return 0;
+	q = vc_tr_fast_eol(q, e);
+	if (!q || lbn > (UINT64_MAX >> 10))
+		return 0;
+	switch (op) {
+	case 0x08: case 0x28: case 0xa8: case 0x88:
+		r->op = VC_TRACE_READ;
+		break;
+	case 0x0a: case 0x2a: case 0xaa: case 0x8a:
+		r->op = VC_TRACE_WRITE;
+		break;
+	default:
+		return 0; /* skipped by cp_parse */
+	}
+	r->time = time;
+	r->offset = lbn * 512;
+	r->size = size;
+	return (size_t)(q - p);
+}
+
 const struct vc_trace_fmt vc_trace_fmt_cloudphysics = {
 	.name = "cloudphysics",
 	.sniff = cp_sniff,
 	.parse = cp_parse,
+	.fast = cp_fast,
 };
