@@ -198,11 +198,7 @@ int cmd_sim(int argc, char **argv)
 	uint64_t t0 = vc_now_ns();
 	if (need_ws) {
 		if (cli_working_set(path, &to, &unique, &acc0) < 0)
-			return 1;
-		if (!unique) {
-			fprintf(stderr, "vramcache sim: %s has no accesses\n", path);
-			return 1;
-		}
+			return 1; /* an empty trace included */
 		for (int i = 0; i < nsz; i++)
 			if (frac[i] > 0)
 				pages[i] = (uint64_t)((double)unique * frac[i]); /* floor, as libCacheSim */
