@@ -24,7 +24,8 @@ static void sim_usage(FILE *f)
 	      "Replays a block trace through the replacement policies the engine runs,\n"
 	      "at many cache sizes in one pass, moving no data.\n"
 	      "\n"
-	      "  --policy P[,P...]   policies, or \"all\" (default lru); see below\n"
+	      "  --policy P[,P...]   policies, or \"all\" (default: the engine's, s3fifo+lru);\n"
+	      "                      see below\n"
 	      "  --sizes S[,S...]    cache sizes: pages (4096), bytes (64M, 1GiB) or a share\n"
 	      "                      of the trace's distinct pages (1%); default\n"
 	      "                      1%,2%,5%,10%,20%,50%,100%\n"
@@ -143,7 +144,7 @@ int cmd_sim(int argc, char **argv)
 	const char *pol[MAX_POLICIES];
 	int npol = 0;
 	char pbuf[512];
-	snprintf(pbuf, sizeof pbuf, "%s", policies ? policies : "lru");
+	snprintf(pbuf, sizeof pbuf, "%s", policies ? policies : VC_POLICY_DEFAULT);
 	if (strcmp(pbuf, "all") == 0) {
 		for (const struct vc_policy_ops *const *o = vc_policies; *o; o++)
 			pol[npol++] = (*o)->name;
