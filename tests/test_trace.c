@@ -362,6 +362,16 @@ static void test_malformed(void)
 	s[big] = '\0';
 	check_bad("arc", s, big, 2);
 	free(s);
+	/* One longer than the stream's whole buffer (1 MiB): the fast path's
+	 * window cannot hold it either, and hands it to the line path. */
+	big = (3u << 20) + 10;
+	s = malloc(big + 1);
+	CHECK(s);
+	memcpy(s, "1 2 0 0\n", 8);
+	memset(s + 8, '7', big - 8);
+	s[big] = '\0';
+	check_bad("arc", s, big, 2);
+	free(s);
 }
 
 /* The page step reports a range that wraps (the check_bad case above needs

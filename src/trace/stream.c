@@ -598,7 +598,7 @@ ssize_t vc_stream_buf(struct vc_stream *s, const unsigned char **p, size_t want)
 	s->started = true;
 	if (s->unget)
 		return 0;
-	if (s->out_len - s->out_pos < want) {
+	if (s->out_len - s->out_pos < want && (s->out_pos || s->out_len < OUT_CAP)) {
 		ssize_t r = fill_out(s);
 		if (r < 0)
 			return r;

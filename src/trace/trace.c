@@ -249,8 +249,8 @@ static int next_fast(struct vc_trace *t, struct vc_trace_req *r)
 				t->flines++;
 				return 1;
 			}
-			if (tries || memchr(t->fp, '\n', left))
-				break; /* it declined a whole line */
+			if (tries || left > VC_STREAM_MAX_LINE || memchr(t->fp, '\n', left))
+				break; /* it declined a whole line, or one too long */
 		} else if (tries) {
 			break;
 		}
