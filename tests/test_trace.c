@@ -353,25 +353,20 @@ static void test_malformed(void)
 	BAD(NULL, "hello world\n", 1);                     /* unknown format */
 	BAD(NULL, "", 0);                                  /* empty: cannot tell */
 	BAD("arc", "1 2 0 0\n3 4\0 0 1\n", 2);              /* NUL byte */
-	/* A line longer than the limit. */
-	size_t big = VC_STREAM_MAX_LINE + 10;
-	char *s = malloc(big + 1);
-	CHECK(s);
-	memcpy(s, "1 2 0 0\n", 8);
-	memset(s + 8, '7', big - 8);
-	s[big] = '\0';
-	check_bad("arc", s, big, 2);
-	free(s);
-	/* One longer than the stream's whole buffer (1 MiB): the fast path's
-	 * window cannot hold it either, and hands it to the line path. */
-	big = (3u << 20) + 10;
-	s = malloc(big + 1);
-	CHECK(s);
-	memcpy(s, "1 2 0 0\n", 8);
-	memset(s + 8, '7', big - 8);
-	s[big] = '\0';
-	check_bad("arc", s, big, 2);
-	free(s);
+	/* A line longer than the limit, and one longer than the stream's
+	 * whole buffer (1 MiB), which the fast path's window cannot hold
+	 * either and hands to the line path. */
+	static const size_t longer[] = { VC_STREAM_MAX_LINE + 10, (3u << 20) + 10 };
+	for (int i = 0; i < 2; i++) {
+		size_t big = longer[i];
+		char *s = malloc(big + 1);
+		CHECK(s);
+		memcpy(s, "1 2 0 0\n", 8);
+		memset(s + 8, '7', big - 8);
+		s[big] = '\0';
+		check_bad("arc", s, big, 2);
+		free(s);
+	}
 }
 
 /* The page step reports a range that wraps (the check_bad case above needs
