@@ -98,8 +98,9 @@ struct vc_config {
 
 	uint32_t batch_pages;      /* a move batch closes at this size; default 256 */
 	uint32_t batch_timeout_us; /* ... or this long after it opened; default 50 */
-	const char *policy;        /* replacement policy: "lru" (NULL), "clock", "sieve",
-				    * "s3fifo", "2q", "arc" or "s3fifo+lru" */
+	const char *policy;        /* replacement policy: "s3fifo+lru" (NULL: S3-FIFO
+				    * in the host tier, LRU in the GPU tier), "lru",
+				    * "clock", "sieve", "s3fifo", "2q" or "arc" */
 
 	/* Test and model knob: extra latency added to every backing read and
 	 * write (nanoseconds), to emulate a slower device. Default 0. */

@@ -267,10 +267,11 @@ int main(void)
 		for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
 			one_run(kind, wm, i == 1 ? 512 : 4096, ops, &forced[i], NULL);
 	}
-	/* Every other policy under the same load: pinned and busy pages are
-	 * skipped by victim(), evictions and moves interleave across threads. */
+	/* Every other policy under the same load (the runs above use the
+	 * default, VC_POLICY_DEFAULT): pinned and busy pages are skipped by
+	 * victim(), evictions and moves interleave across threads. */
 	for (const struct vc_policy_ops *const *o = vc_policies; *o; o++)
-		if (strcmp((*o)->name, "lru") != 0)
+		if (strcmp((*o)->name, VC_POLICY_DEFAULT) != 0)
 			one_run(kind, VC_WRITE_BACK, 4096, ops / 2, &gc_default, (*o)->name);
 	fprintf(stderr, "engine model: all runs match\n");
 	return 0;

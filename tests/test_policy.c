@@ -199,7 +199,7 @@ static void test_skip(void)
 {
 	init_pages();
 	uint64_t cap[1] = { 8 };
-	struct vc_policy *p = vc_policy_find(NULL)->create(cap, 1);
+	struct vc_policy *p = vc_policy_find("lru")->create(cap, 1); /* the order below is LRU's */
 	CHECK(p);
 	const struct vc_policy_ops *o = p->ops;
 	int calls = 0;
@@ -295,8 +295,9 @@ static void test_registry(void)
 		      o->remove && o->victim && o->count);
 		CHECK(vc_policy_find(o->name) == o);
 	}
-	CHECK(vc_policy_find(NULL) == vc_policy_find("lru"));
-	CHECK(strcmp(vc_policy_find(NULL)->name, "lru") == 0);
+	/* The default: S3-FIFO in the host tier, LRU in the GPU tier. */
+	CHECK(vc_policy_find(NULL) == vc_policy_find("s3fifo+lru"));
+	CHECK(strcmp(vc_policy_find(NULL)->name, VC_POLICY_DEFAULT) == 0);
 	CHECK(vc_policy_find("no-such-policy") == NULL);
 	CHECK(vc_policy_find("") == NULL);
 

@@ -353,15 +353,20 @@ static void test_malformed(void)
 	BAD(NULL, "hello world\n", 1);                     /* unknown format */
 	BAD(NULL, "", 0);                                  /* empty: cannot tell */
 	BAD("arc", "1 2 0 0\n3 4\0 0 1\n", 2);              /* NUL byte */
-	/* A line longer than the limit. */
-	size_t big = VC_STREAM_MAX_LINE + 10;
-	char *s = malloc(big + 1);
-	CHECK(s);
-	memcpy(s, "1 2 0 0\n", 8);
-	memset(s + 8, '7', big - 8);
-	s[big] = '\0';
-	check_bad("arc", s, big, 2);
-	free(s);
+	/* A line longer than the limit, and one longer than the stream's
+	 * whole buffer (1 MiB), which the fast path's window cannot hold
+	 * either and hands to the line path. */
+	static const size_t longer[] = { VC_STREAM_MAX_LINE + 10, (3u << 20) + 10 };
+	for (int i = 0; i < 2; i++) {
+		size_t big = longer[i];
+		char *s = malloc(big + 1);
+		CHECK(s);
+		memcpy(s, "1 2 0 0\n", 8);
+		memset(s + 8, '7', big - 8);
+		s[big] = '\0';
+		check_bad("arc", s, big, 2);
+		free(s);
+	}
 }
 
 /* The page step reports a range that wraps (the check_bad case above needs
@@ -438,6 +443,220 @@ static void test_vct(void)
 	vc_trace_close(t);
 	free(b);
 	free(in);
+}
+
+/* --- streams of 32-bit block numbers ------------------------------------- */
+
+static void put32(unsigned char *b, uint32_t v, bool be)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (unsigned char)(v >> (be ? 24 - 8 * i : 8 * i));
+}
+
+/* 300 K records (1.2 MB: more than the stream's buffer, so records are
+ * read across refills), both byte orders, page expansion, a truncated last
+ * record, and no guessing. */
+static void test_lbn32(void)
+{
+	enum { N = 300000 };
+	unsigned char *b = malloc(4 * N + 2);
+	uint32_t *v = malloc(N * sizeof *v);
+	CHECK(b && v);
+	uint64_t seed = 3;
+	for (int i = 0; i < N; i++) {
+		v[i] = i == 0 ? 1 : i == 1 ? 0xffffffffu : i % 3 ? (uint32_t)t_rand(&seed) : v[i / 2];
+		put32(b + 4 * i, v[i], true);
+	}
+	char path[4096];
+	tmp_file(path, sizeof path, "w.be", b, 4 * N);
+	for (int be = 1; be >= 0; be--) {
+		vc_trace *t;
+		CHECK_OK(vc_trace_open(path, be ? "lbn32be" : "lbn32le", &t));
+		struct vc_trace_req q;
+		for (int i = 0; i < N; i++) {
+			CHECK(vc_trace_next(t, &q) == 1);
+			uint32_t want = be ? v[i] : __builtin_bswap32(v[i]);
+			CHECK(q.offset == (uint64_t)want * 4096 && q.size == 4096 && q.time == (uint64_t)i &&
+			      q.op == VC_TRACE_READ && q.volume == 0);
+		}
+		CHECK(vc_trace_next(t, &q) == 0);
+		vc_trace_close(t);
+	}
+	/* 4 KiB pages: one access a record, its key the block number; 512-byte
+	 * pages: eight. */
+	vc_trace *t;
+	uint64_t key;
+	int op;
+	CHECK_OK(vc_trace_open(path, "lbn32be", &t));
+	for (int i = 0; i < 1000; i++)
+		CHECK(vc_trace_next_page(t, 4096, true, &key, &op) == 1 && key == v[i]);
+	vc_trace_close(t);
+	CHECK_OK(vc_trace_open(path, "lbn32be", &t));
+	for (int i = 0; i < 16; i++)
+		CHECK(vc_trace_next_page(t, 512, true, &key, &op) == 1 &&
+		      key == (uint64_t)v[i / 8] * 8 + (uint64_t)(i % 8));
+	vc_trace_close(t);
+	/* Two stray bytes at the end: the records before them, then an error
+	 * naming the record. */
+	b[4 * N] = 7;
+	b[4 * N + 1] = 9;
+	tmp_file(path, sizeof path, "cut.be", b, 4 * N + 2);
+	CHECK_OK(vc_trace_open(path, "lbn32le", &t));
+	struct vc_trace_req q;
+	int r, n = 0;
+	while ((r = vc_trace_next(t, &q)) == 1)
+		n++;
+	CHECK(r == -EBADMSG && n == N && strstr(vc_last_error(), "record 300001: truncated"));
+	vc_trace_close(t);
+	/* Not detected: any 4 bytes are a block number, so the format must be
+	 * named, and the message says which. */
+	CHECK(vc_trace_open(path, NULL, &t) == -EBADMSG);
+	CHECK(strstr(vc_last_error(), "--format lbn32be or lbn32le"));
+	free(b);
+	free(v);
+}
+
+/* --- the fast line parsers ----------------------------------------------- */
+
+/* ARC and CloudPhysics lines that the fast parsers take and that they leave
+ * to the exact parsers (tabs, runs of blanks, CRLF, comments, blank lines,
+ * 17- and 19-digit numbers, upper-case hex, other SCSI commands), 3 MB of them so
+ * that lines straddle the stream's refills: every request must be what the
+ * exact parser alone reads, and a bad line deep in the file is still
+ * reported with its line number. */
+static void test_fast_paths(void)
+{
+	enum { N = 120000 };
+	size_t cap = (size_t)N * 64, len = 0;
+	char *txt = malloc(cap), *cp = malloc(cap);
+	struct want *w = malloc(N * sizeof *w);
+	CHECK(txt && cp && w);
+	size_t cplen = (size_t)snprintf(cp, cap, "version,time,op,size,lbn\n");
+	uint64_t seed = 9;
+	int nw = 0;
+	for (int i = 0; i < N; i++) {
+		uint64_t x = t_rand(&seed), blk = x % 5 == 0 ? 10000000000000000ull + x % 1000 : x % 100000;
+		unsigned nb = 1 + (unsigned)(x >> 20) % 64;
+		static const char *const sep[] = { " ", "\t", "  ", " \t " };
+		const char *s1 = sep[(x >> 8) % 4], *eol = x % 7 == 0 ? " \r\n" : "\n";
+		if (x % 11 == 0)
+			len += (size_t)snprintf(txt + len, cap - len, x % 2 ? "# comment\n" : "\n");
+		len += (size_t)snprintf(txt + len, cap - len, "%llu%s%u %s%s%d%s",
+					(unsigned long long)blk, s1, nb,
+					x % 13 ? "0" : "1000000000000000000", s1, i, eol);
+		w[nw++] = (struct want){ (uint64_t)i, blk * 512, nb * 512ull, 0, 0 };
+		static const char *const ops[] = { "28", "2a", "2A", "35", "08", "8a" };
+		const char *o = ops[(x >> 30) % 6];
+		cplen += (size_t)snprintf(cp + cplen, cap - cplen, "1,%d,%s,%u,%llu%s", i, o, nb * 512,
+					  (unsigned long long)blk, eol);
+	}
+	char path[4096], cpath[4096];
+	tmp_file(path, sizeof path, "fast.lis", txt, len);
+	tmp_file(cpath, sizeof cpath, "fast.csv", cp, cplen);
+	vc_trace *t;
+	struct vc_trace_req q;
+	CHECK_OK(vc_trace_open(path, NULL, &t));
+	CHECK(strcmp(vc_trace_format(t), "arc") == 0);
+	for (int i = 0; i < nw; i++) {
+		CHECK(vc_trace_next(t, &q) == 1);
+		if (q.time != w[i].time || q.offset != w[i].offset || q.size != w[i].size) {
+			fprintf(stderr, "fast.lis request %d: t=%llu off=%llu size=%llu\n", i,
+				(unsigned long long)q.time, (unsigned long long)q.offset,
+				(unsigned long long)q.size);
+			exit(1);
+		}
+	}
+	CHECK(vc_trace_next(t, &q) == 0);
+	vc_trace_close(t);
+	/* CloudPhysics: the same blocks; 0x35 lines are skipped. */
+	CHECK_OK(vc_trace_open(cpath, NULL, &t));
+	CHECK(strcmp(vc_trace_format(t), "cloudphysics") == 0);
+	seed = 9;
+	for (int i = 0; i < N; i++) {
+		uint64_t x = t_rand(&seed);
+		unsigned k = (unsigned)((x >> 30) % 6);
+		if (k == 3)
+			continue;
+		CHECK(vc_trace_next(t, &q) == 1);
+		if (q.time != (uint64_t)i || q.offset != w[i].offset || q.size != w[i].size ||
+		    q.op != (k == 1 || k == 2 || k == 5 ? VC_TRACE_WRITE : VC_TRACE_READ)) {
+			fprintf(stderr, "fast.csv request %d: t=%llu off=%llu size=%llu op %d\n", i,
+				(unsigned long long)q.time, (unsigned long long)q.offset,
+				(unsigned long long)q.size, q.op);
+			exit(1);
+		}
+	}
+	CHECK(vc_trace_next(t, &q) == 0);
+	vc_trace_close(t);
+	/* A bad line after 100 K fast ones: the message names its line. */
+	int bad_at = 0;
+	size_t p = 0;
+	for (int line = 1; p < len; line++) {
+		char *nl = memchr(txt + p, '\n', len - p);
+		if (line >= 100000 && txt[p] != '#' && txt[p] != '\n') {
+			txt[p] = 'x';
+			bad_at = line;
+			break;
+		}
+		p = (size_t)(nl - txt) + 1;
+	}
+	tmp_file(path, sizeof path, "fast-bad.lis", txt, len);
+	CHECK_OK(vc_trace_open(path, "arc", &t));
+	int r;
+	while ((r = vc_trace_next(t, &q)) == 1)
+		;
+	char where[64];
+	snprintf(where, sizeof where, "fast-bad.lis:%d: ", bad_at);
+	CHECK(r == -EBADMSG && strstr(vc_last_error(), where));
+	vc_trace_close(t);
+	free(txt);
+	free(cp);
+	free(w);
+}
+
+/* Batches of pages are the page-by-page accesses, and the range check is
+ * the one every command applies. */
+static void test_batches(void)
+{
+	char path[4096];
+	data_path(path, sizeof path, "gen.lis.zst");
+	vc_trace *a, *b;
+	int r = vc_trace_open(path, NULL, &a);
+	if (r == -VC_ENOTBUILT)
+		return; /* no zstd in this build: test_compressed says so */
+	CHECK_OK(r);
+	CHECK_OK(vc_trace_open(path, NULL, &b));
+	uint64_t keys[37], key, total = 0;
+	uint8_t ops[37];
+	int op;
+	long n;
+	while ((n = vc_trace_next_pages(b, 4096, true, keys, ops, 37)) > 0) {
+		for (long i = 0; i < n; i++) {
+			CHECK(vc_trace_next_page(a, 4096, true, &key, &op) == 1);
+			CHECK(key == keys[i] && op == ops[i]);
+		}
+		total += (uint64_t)n;
+	}
+	CHECK(n == 0 && vc_trace_next_page(a, 4096, true, &key, &op) == 0);
+	CHECK(total > 40000);
+	vc_trace_close(a);
+	vc_trace_close(b);
+
+	struct vc_trace_req q = { .offset = UINT64_MAX - 100, .size = 4096 };
+	uint64_t first, last;
+	data_path(path, sizeof path, "small.lis");
+	CHECK_OK(vc_trace_open(path, NULL, &a));
+	CHECK(vc_trace_req_pages(a, &q, 4096, &first, &last) == -EBADMSG);
+	CHECK(strstr(vc_last_error(), "out of range"));
+	q.size = 50; /* fits in 2^64, but not in a page key */
+	CHECK(vc_trace_req_pages(a, &q, 4096, &first, &last) == -EBADMSG);
+	q = (struct vc_trace_req){ .offset = 4095, .size = 2 };
+	CHECK_OK(vc_trace_req_pages(a, &q, 4096, &first, &last));
+	CHECK(first == 0 && last == 1);
+	q.size = 0;
+	CHECK_OK(vc_trace_req_pages(a, &q, 1000, &first, &last));
+	CHECK(first == 4 && last == 4);
+	vc_trace_close(a);
 }
 
 /* --- mutated input ------------------------------------------------------- */
@@ -583,6 +802,9 @@ int main(void)
 	test_malformed();
 	test_wrap();
 	test_vct();
+	test_lbn32();
+	test_fast_paths();
+	test_batches();
 	test_mutations();
 	int shared = test_shared();
 	char cmd[4200];

@@ -47,10 +47,16 @@ struct cli_trace_opts {
 
 /* Calls fn for every page access of the trace, with a progress bar; stops
  * at fn's first nonzero return. Prints the trace error (file and line) on
- * failure. Returns 0 or the negative code. *count: accesses delivered. */
+ * failure. A trace with no page access at all is an error too (-ENODATA,
+ * "PATH: no page accesses ..."): every trace command refuses it alike.
+ * Returns 0 or the negative code. *count: accesses delivered. */
 typedef int (*cli_page_fn)(void *arg, uint64_t key, int op);
 int cli_for_each_page(const char *path, const struct cli_trace_opts *o, const char *what,
 		      cli_page_fn fn, void *arg, uint64_t *count);
+/* The same, in batches of up to 4096 accesses (keys[i], ops[i]). */
+typedef int (*cli_batch_fn)(void *arg, const uint64_t *keys, const uint8_t *ops, size_t n);
+int cli_for_each_batch(const char *path, const struct cli_trace_opts *o, const char *what,
+		       cli_batch_fn fn, void *arg, uint64_t *count);
 
 /* Writes a JSON string (quotes and escapes). */
 void cli_json_str(FILE *f, const char *s);

@@ -25,7 +25,7 @@ static void replay_usage(FILE *f)
 	      "  --host S                 host tier: pages, bytes (64M) or % of the distinct\n"
 	      "                           pages (default 10%)\n"
 	      "  --gpu S                  GPU tier, likewise (default 40%; 0 for none)\n"
-	      "  --policy P               replacement policy (default lru)\n"
+	      "  --policy P               replacement policy (default s3fifo+lru)\n"
 	      "  --page-size N            engine and trace page size (default 4096)\n"
 	      "  --write-back             write-back instead of write-through\n"
 	      "  --limit N                replay the first N requests only\n"
@@ -161,7 +161,7 @@ int cmd_replay(int argc, char **argv)
 	       (unsigned long long)res.reads, (unsigned long long)res.writes,
 	       (unsigned long long)res.distinct);
 	printf("host tier %llu pages, GPU tier %llu pages, policy %s, %s\n",
-	       (unsigned long long)hp, (unsigned long long)gp, p.cfg.policy ? p.cfg.policy : "lru",
+	       (unsigned long long)hp, (unsigned long long)gp, p.cfg.policy ? p.cfg.policy : VC_POLICY_DEFAULT,
 	       p.cfg.write_mode == VC_WRITE_BACK ? "write-back" : "write-through");
 	printf("%.3f s: %.0f requests/s, %.1f MiB/s\n", res.seconds,
 	       res.seconds > 0 ? (double)res.requests / res.seconds : 0,
@@ -185,7 +185,7 @@ int cmd_replay(int argc, char **argv)
 			   "  \"lat_us_p99\": %.3f,\n  \"lat_us_p999\": %.3f,\n  \"lat_us_max\": %.3f,\n"
 			   "  \"hit_ratio_host\": %.6f,\n  \"hit_ratio_gpu\": %.6f,\n"
 			   "  \"miss_ratio\": %.6f,\n  \"bad_pages\": %llu\n}\n",
-			res.device, p.cfg.policy ? p.cfg.policy : "lru", ps, (unsigned long long)hp,
+			res.device, p.cfg.policy ? p.cfg.policy : VC_POLICY_DEFAULT, ps, (unsigned long long)hp,
 			(unsigned long long)gp, (unsigned long long)res.requests,
 			(unsigned long long)res.pages, res.seconds, res.lat_us[0], res.lat_us[1],
 			res.lat_us[2], res.lat_us[3], res.st.hits[0] / acc, res.st.hits[1] / acc,

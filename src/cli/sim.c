@@ -24,14 +24,16 @@ static void sim_usage(FILE *f)
 	      "Replays a block trace through the replacement policies the engine runs,\n"
 	      "at many cache sizes in one pass, moving no data.\n"
 	      "\n"
-	      "  --policy P[,P...]   policies, or \"all\" (default lru); see below\n"
+	      "  --policy P[,P...]   policies, or \"all\" (default: the engine's, s3fifo+lru);\n"
+	      "                      see below\n"
 	      "  --sizes S[,S...]    cache sizes: pages (4096), bytes (64M, 1GiB) or a share\n"
 	      "                      of the trace's distinct pages (1%); default\n"
 	      "                      1%,2%,5%,10%,20%,50%,100%\n"
 	      "  --host S            two tiers: a host tier of S; --sizes are then GPU tier\n"
 	      "                      sizes (0 allowed: host tier alone)\n"
 	      "  --format F          trace format (default: detect): arc, cloudphysics, msr,\n"
-	      "                      systor, tencent, csv, vct\n"
+	      "                      systor, tencent, csv, vct; lbn32be, lbn32le (32-bit\n"
+	      "                      block numbers, never detected)\n"
 	      "  --page-size N       bytes per page (default 4096); requests expand into\n"
 	      "                      every page they touch\n"
 	      "  --per-request       one access per request, to the page of its first byte\n"
@@ -143,7 +145,7 @@ int cmd_sim(int argc, char **argv)
 	const char *pol[MAX_POLICIES];
 	int npol = 0;
 	char pbuf[512];
-	snprintf(pbuf, sizeof pbuf, "%s", policies ? policies : "lru");
+	snprintf(pbuf, sizeof pbuf, "%s", policies ? policies : VC_POLICY_DEFAULT);
 	if (strcmp(pbuf, "all") == 0) {
 		for (const struct vc_policy_ops *const *o = vc_policies; *o; o++)
 			pol[npol++] = (*o)->name;
@@ -198,11 +200,7 @@ int cmd_sim(int argc, char **argv)
 	uint64_t t0 = vc_now_ns();
 	if (need_ws) {
 		if (cli_working_set(path, &to, &unique, &acc0) < 0)
-			return 1;
-		if (!unique) {
-			fprintf(stderr, "vramcache sim: %s has no accesses\n", path);
-			return 1;
-		}
+			return 1; /* an empty trace included */
 		for (int i = 0; i < nsz; i++)
 			if (frac[i] > 0)
 				pages[i] = (uint64_t)((double)unique * frac[i]); /* floor, as libCacheSim */

@@ -89,10 +89,12 @@ int cmd_trace(int argc, char **argv)
 			}
 			continue;
 		}
-		uint64_t first = q.offset / ps, last = q.size ? (q.offset + q.size - 1) / ps : first;
+		uint64_t first, last; /* the range check sim and mrc apply */
+		if ((r = vc_trace_req_pages(t, &q, (uint32_t)ps, &first, &last)) < 0)
+			break;
 		uint64_t vol = (uint64_t)(q.volume & 0xffff) << VC_TRACE_VOL_SHIFT;
 		for (uint64_t p = first; p <= last; p++, acc++)
-			if (vc_keymap_put(&pages, vol | (p & VC_TRACE_PAGE_MASK), 0) < 0) {
+			if (vc_keymap_put(&pages, vol | p, 0) < 0) {
 				r = -ENOMEM;
 				break;
 			}

@@ -16,7 +16,7 @@ const struct vc_policy_ops *const vc_policies[] = {
 const struct vc_policy_ops *vc_policy_find(const char *name)
 {
 	if (!name)
-		name = "lru";
+		name = VC_POLICY_DEFAULT;
 	for (const struct vc_policy_ops *const *p = vc_policies; *p; p++)
 		if (strcmp((*p)->name, name) == 0)
 			return *p;

@@ -66,7 +66,15 @@ struct vc_policy {
 	const struct vc_policy_ops *ops;
 };
 
-/* Finds a policy by name ("lru"); NULL when unknown. */
+/* The default (vc_config.policy NULL, `vramcache sim` without --policy):
+ * S3-FIFO in the host tier, which sees every access, and LRU in the GPU
+ * tier, a victim cache of the host tier's evictions. Chosen by the lowest
+ * mean miss ratio over the shared and generated traces at every size, one
+ * tier and two (docs/TRACES.md, "The default policy", which
+ * scripts/trace-report regenerates); it was LRU before. */
+#define VC_POLICY_DEFAULT "s3fifo+lru"
+
+/* Finds a policy by name ("lru"); NULL (the default) when name is NULL. */
 const struct vc_policy_ops *vc_policy_find(const char *name);
 /* NULL-terminated list of all policies. */
 extern const struct vc_policy_ops *const vc_policies[];

@@ -214,12 +214,9 @@ static void shrink(struct vc_mrc *m)
 	m->cold *= f;
 }
 
-int vc_mrc_access(struct vc_mrc *m, uint64_t key)
+/* A key that passed the sampling test (hash h); m->n already counts it. */
+static int sampled(struct vc_mrc *m, uint64_t key, uint64_t h)
 {
-	m->n++;
-	uint64_t h = vc_mix64(key) >> 40;
-	if (h >= m->t)
-		return 0;
 	int64_t d = vc_sdist_access(&m->sd, key);
 	if (d < 0)
 		return vc_err(-ENOMEM, "out of memory");
@@ -244,6 +241,29 @@ int vc_mrc_access(struct vc_mrc *m, uint64_t key)
 	double r = (double)m->t / VC_SHARDS_P;
 	uint64_t scaled = (uint64_t)llround((double)d / r);
 	m->bins[bin_of(scaled)] += 1 / m->unit;
+	return 0;
+}
+
+int vc_mrc_access(struct vc_mrc *m, uint64_t key)
+{
+	m->n++;
+	uint64_t h = vc_mix64(key) >> 40;
+	return h < m->t ? sampled(m, key, h) : 0;
+}
+
+int vc_mrc_access_batch(struct vc_mrc *m, const uint64_t *keys, size_t n)
+{
+	uint64_t base = m->n;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = vc_mix64(keys[i]) >> 40;
+		if (h < m->t) {
+			m->n = base + i + 1; /* the count as the one-by-one calls see it */
+			int r = sampled(m, keys[i], h);
+			if (r < 0)
+				return r;
+		}
+	}
+	m->n = base + n;
 	return 0;
 }
 

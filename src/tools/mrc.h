@@ -41,6 +41,10 @@ int vc_mrc_create(const struct vc_mrc_params *p, struct vc_mrc **out);
 void vc_mrc_destroy(struct vc_mrc *m);
 /* One access. 0 or -ENOMEM. */
 int vc_mrc_access(struct vc_mrc *m, uint64_t key);
+/* n accesses, the same as n calls of vc_mrc_access. The sampling test
+ * (one hash and a compare) runs first in a tight loop; only sampled keys
+ * pay for the stack-distance work. 0 or -ENOMEM. */
+int vc_mrc_access_batch(struct vc_mrc *m, const uint64_t *keys, size_t n);
 /* Ends the input: applies the correction and builds cumulative counts.
  * Queries are valid after it. 0 or -ENOMEM. */
 int vc_mrc_finish(struct vc_mrc *m);

@@ -125,7 +125,8 @@ int vc_replay_run(const struct vc_replay_params *p, struct vc_replay_result *out
 	if (r < 0)
 		goto out;
 	if (npages == 0) {
-		r = vc_err(-EINVAL, "%s: no requests", p->trace);
+		r = vc_err(-ENODATA, "%s: no page accesses (an empty trace, or one whose requests "
+			   "all move no data)", p->trace); /* as sim and mrc say it */
 		goto out;
 	}
 	out->distinct = npages;

@@ -40,8 +40,35 @@ static int arc_parse(struct vc_trace *t, char *line, struct vc_trace_req *r)
 	return 1;
 }
 
+/* The common line, "D D D D\n" with single blanks or tabs between, parsed
+ * in place; anything else goes to arc_parse. */
+static size_t arc_fast(const unsigned char *p, size_t n, struct vc_trace_req *r)
+{
+	const unsigned char *q = p, *e = p + n;
+	uint64_t v[4];
+	for (int i = 0; i < 4; i++) {
+		if (i) {
+			if (q >= e || (*q != ' ' && *q != '\t'))
+				return 0;
+			while (q < e && (*q == ' ' || *q == '\t'))
+				q++;
+		}
+		if (!vc_tr_fast_u64(&q, e, &v[i]))
+			return 0;
+	}
+	q = vc_tr_fast_eol(q, e);
+	if (!q || v[1] == 0 || v[0] > (UINT64_MAX >> 10) || v[1] > (UINT64_MAX >> 10))
+		return 0;
+	r->time = v[3];
+	r->offset = v[0] * 512;
+	r->size = v[1] * 512;
+	r->op = VC_TRACE_READ;
+	return (size_t)(q - p);
+}
+
 const struct vc_trace_fmt vc_trace_fmt_arc = {
 	.name = "arc",
 	.sniff = arc_sniff,
 	.parse = arc_parse,
+	.fast = arc_fast,
 };

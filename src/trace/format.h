@@ -21,6 +21,14 @@ struct vc_trace_fmt {
 	 * the next request (1), the end (0) or an error. */
 	bool (*magic)(const unsigned char *b, size_t n);
 	int (*next)(struct vc_trace *t, struct vc_trace_req *r);
+	/* Optional fast path for line formats: parses the line at p (n bytes
+	 * buffered, the line must end in '\n' within them) without copying
+	 * or splitting it. Returns the bytes it took (the newline included)
+	 * with *r, or 0 for anything it does not handle (a comment, a header,
+	 * a bad or unusual line, a line cut by the buffer's end): the line
+	 * then goes through parse, which answers it exactly as without the
+	 * fast path, errors included. */
+	size_t (*fast)(const unsigned char *p, size_t n, struct vc_trace_req *r);
 };
 
 struct vc_trace {
@@ -34,10 +42,45 @@ struct vc_trace {
 	uint32_t prev_vol;
 	uint64_t nrec; /* records read (binary formats' "line" for messages) */
 	bool header_done;
+	/* fast path: the stream's buffer [fp, fend), of which fused bytes in
+	 * flines lines are parsed but not yet consumed from the stream */
+	const unsigned char *fp, *fend;
+	size_t fused;
+	uint64_t flines;
+	unsigned ps_shift; /* log2 of the page size when a power of two, else 0 */
+	uint32_t ps_for_shift;
 };
 
 extern const struct vc_trace_fmt vc_trace_fmt_arc, vc_trace_fmt_cloudphysics, vc_trace_fmt_msr,
-	vc_trace_fmt_systor, vc_trace_fmt_tencent, vc_trace_fmt_csv, vc_trace_fmt_vct;
+	vc_trace_fmt_systor, vc_trace_fmt_tencent, vc_trace_fmt_csv, vc_trace_fmt_vct,
+	vc_trace_fmt_lbn32be, vc_trace_fmt_lbn32le;
+
+/* Fast-path scanning (see vc_trace_fmt.fast): an unsigned decimal of 1 to
+ * 18 digits at *q (< e), so it cannot overflow; longer numbers, and
+ * anything else, return false and leave the line to the exact parser. */
+static inline bool vc_tr_fast_u64(const unsigned char **q, const unsigned char *e, uint64_t *v)
+{
+	const unsigned char *p = *q, *lim = e - p > 18 ? p + 18 : e;
+	uint64_t x = 0;
+	while (p < lim && (unsigned)(*p - '0') <= 9)
+		x = x * 10 + (unsigned)(*p++ - '0');
+	if (p == *q || (p < e && (unsigned)(*p - '0') <= 9))
+		return false;
+	*q = p;
+	*v = x;
+	return true;
+}
+
+/* The end of a line at *q: optional blanks, an optional '\r', then '\n'.
+ * Returns the byte after the newline, or NULL. */
+static inline const unsigned char *vc_tr_fast_eol(const unsigned char *q, const unsigned char *e)
+{
+	while (q < e && (*q == ' ' || *q == '\t'))
+		q++;
+	if (q < e && *q == '\r')
+		q++;
+	return q < e && *q == '\n' ? q + 1 : NULL;
+}
 
 /* Splits line in place at `sep` (0: runs of blanks) into at most max
  * fields; returns the number of fields, or max + 1 when there are more. */

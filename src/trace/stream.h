@@ -49,6 +49,17 @@ int vc_stream_byte(struct vc_stream *s, unsigned char *b);
  * text, a read or decompression error). */
 int vc_stream_line(struct vc_stream *s, char **line, size_t *len);
 
+/* The fast path for parsers that read the buffer in place: *p and the
+ * count of bytes buffered now, after a refill when fewer than `want` were
+ * (so a caller that finds no whole record in them may ask again with more:
+ * up to the buffer's 1 MiB); 0 at the end of the data, or while a line is
+ * put back (the caller then takes the line path), or a negative code. The
+ * bytes stay valid until the next call on the stream. */
+ssize_t vc_stream_buf(struct vc_stream *s, const unsigned char **p, size_t want);
+/* Takes n bytes of what vc_stream_buf showed, which held `lines` lines
+ * (for line numbers in messages). */
+void vc_stream_consume(struct vc_stream *s, size_t n, uint64_t lines);
+
 /* Puts back the line last returned, so the next vc_stream_line returns it
  * again (used to sniff a format from the first line). Once per line. */
 void vc_stream_unget_line(struct vc_stream *s);

@@ -17,11 +17,12 @@
 static const struct vc_trace_fmt *const fmts[] = {
 	&vc_trace_fmt_vct,    &vc_trace_fmt_cloudphysics, &vc_trace_fmt_systor,
 	&vc_trace_fmt_msr,    &vc_trace_fmt_tencent,      &vc_trace_fmt_csv,
-	&vc_trace_fmt_arc,    NULL,
+	&vc_trace_fmt_arc,    &vc_trace_fmt_lbn32be,      &vc_trace_fmt_lbn32le,
+	NULL,
 };
 
-const char *const vc_trace_formats[] = { "vct", "cloudphysics", "systor", "msr",
-					 "tencent", "csv", "arc", NULL };
+const char *const vc_trace_formats[] = { "vct", "cloudphysics", "systor", "msr", "tencent",
+					 "csv", "arc", "lbn32be", "lbn32le", NULL };
 
 int vc_tr_split(char *line, char sep, char **f, int max)
 {
@@ -157,6 +158,12 @@ static int detect(struct vc_trace *t)
 			t->fmt = fmts[i];
 			return 0;
 		}
+	/* A headerless binary stream (lbn32*) has no magic to tell it by:
+	 * any 4 bytes are a block number. Say so rather than guess. */
+	if (memchr(head, '\0', (size_t)n))
+		return vc_err(-EBADMSG, "%s: binary data but not a vct trace; a stream of 32-bit "
+			      "block numbers (CloudPhysics as LIRS2 and caffeine read it) cannot "
+			      "be detected: give --format lbn32be or lbn32le", vc_stream_path(t->s));
 	char *line;
 	size_t len;
 	int r;
@@ -176,9 +183,11 @@ static int detect(struct vc_trace *t)
 			return 0;
 		}
 	return vc_err(-EBADMSG, "%s:%llu: unknown trace format (first line \"%.60s\"); give one of "
-		      "arc, cloudphysics, msr, systor, tencent, csv, vct",
+		      "arc, cloudphysics, msr, systor, tencent, csv, vct, lbn32be, lbn32le",
 		      vc_stream_path(t->s), (unsigned long long)vc_stream_lineno(t->s), copy);
 }
+
+static void fast_sync(struct vc_trace *t);
 
 int vc_trace_open(const char *path, const char *format, vc_trace **out)
 {
@@ -208,8 +217,55 @@ void vc_trace_close(vc_trace *t)
 {
 	if (!t)
 		return;
+	fast_sync(t);
 	vc_stream_close(t->s);
 	free(t);
+}
+
+/* Hands the bytes the fast path parsed back to the stream and drops the
+ * window (before any other call on the stream, which may move its buffer). */
+static void fast_sync(struct vc_trace *t)
+{
+	if (t->fused)
+		vc_stream_consume(t->s, t->fused, t->flines);
+	t->fp = t->fend = NULL;
+	t->fused = 0;
+	t->flines = 0;
+}
+
+/* The fast path: 1 with a request parsed in place, 0 to take the line path
+ * for the next line (the window dropped), or a negative code. A line the
+ * fast parser declines at the window's end gets one refill first (it may
+ * be cut by the buffer's end). */
+static int next_fast(struct vc_trace *t, struct vc_trace_req *r)
+{
+	for (int tries = 0;; tries++) {
+		size_t left = (size_t)(t->fend - t->fp);
+		if (left) {
+			size_t u = t->fmt->fast(t->fp, left, r);
+			if (u) {
+				t->fp += u;
+				t->fused += u;
+				t->flines++;
+				return 1;
+			}
+			if (tries || left > VC_STREAM_MAX_LINE || memchr(t->fp, '\n', left))
+				break; /* it declined a whole line, or one too long */
+		} else if (tries) {
+			break;
+		}
+		fast_sync(t);
+		const unsigned char *p;
+		ssize_t n = vc_stream_buf(t->s, &p, left + 4096);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			break; /* the end, or a line put back: the line path knows */
+		t->fp = p;
+		t->fend = p + n;
+	}
+	fast_sync(t);
+	return 0;
 }
 
 int vc_trace_next(vc_trace *t, struct vc_trace_req *r)
@@ -217,6 +273,11 @@ int vc_trace_next(vc_trace *t, struct vc_trace_req *r)
 	memset(r, 0, sizeof *r);
 	if (t->fmt->next)
 		return t->fmt->next(t, r);
+	if (t->fmt->fast) {
+		int k = next_fast(t, r);
+		if (k != 0)
+			return k;
+	}
 	char *line;
 	size_t len;
 	for (;;) {
@@ -231,26 +292,88 @@ int vc_trace_next(vc_trace *t, struct vc_trace_req *r)
 	}
 }
 
+/* x / page_size, by a shift when the page size is a power of two (the
+ * usual case: a division per request is most of a fast parse's cost). */
+static uint64_t page_of(struct vc_trace *t, uint64_t x, uint32_t page_size)
+{
+	if (t->ps_for_shift != page_size) {
+		t->ps_for_shift = page_size;
+		t->ps_shift = (page_size & (page_size - 1)) ? 0 : (unsigned)__builtin_ctz(page_size);
+	}
+	return t->ps_shift || page_size == 1 ? x >> t->ps_shift : x / page_size;
+}
+
+static int req_pages(struct vc_trace *t, const struct vc_trace_req *r, uint32_t page_size,
+		     uint64_t *first, uint64_t *last)
+{
+	*first = page_of(t, r->offset, page_size);
+	*last = r->size ? page_of(t, r->offset + r->size - 1, page_size) : *first;
+	if (r->offset + r->size < r->offset || *last > VC_TRACE_PAGE_MASK)
+		return vc_tr_bad(t, "offset %llu + size %llu out of range",
+				 (unsigned long long)r->offset, (unsigned long long)r->size);
+	return 0;
+}
+
+int vc_trace_req_pages(const vc_trace *t, const struct vc_trace_req *r, uint32_t page_size,
+		       uint64_t *first, uint64_t *last)
+{
+	return req_pages((struct vc_trace *)t, r, page_size, first, last);
+}
+
+/* The next request's pages into pg_next..pg_end: 1, 0 at the end, or a
+ * negative code. */
+static int next_req_pages(struct vc_trace *t, uint32_t page_size, bool expand)
+{
+	struct vc_trace_req r;
+	int k = vc_trace_next(t, &r);
+	if (k <= 0)
+		return k;
+	uint64_t first, last;
+	if ((k = req_pages(t, &r, page_size, &first, &last)) < 0)
+		return k;
+	t->pg_next = first;
+	t->pg_end = expand ? last + 1 : first + 1;
+	t->pg_vol = (uint64_t)(r.volume & 0xffff) << VC_TRACE_VOL_SHIFT;
+	t->pg_op = r.op;
+	return 1;
+}
+
 int vc_trace_next_page(vc_trace *t, uint32_t page_size, bool expand, uint64_t *key, int *op)
 {
 	if (t->pg_next >= t->pg_end) {
-		struct vc_trace_req r;
-		int k = vc_trace_next(t, &r);
+		int k = next_req_pages(t, page_size, expand);
 		if (k <= 0)
 			return k;
-		uint64_t first = r.offset / page_size;
-		uint64_t last = r.size ? (r.offset + r.size - 1) / page_size : first;
-		if (r.offset + r.size < r.offset || last > VC_TRACE_PAGE_MASK)
-			return vc_tr_bad(t, "offset %llu + size %llu out of range",
-					 (unsigned long long)r.offset, (unsigned long long)r.size);
-		t->pg_next = first;
-		t->pg_end = expand ? last + 1 : first + 1;
-		t->pg_vol = (uint64_t)(r.volume & 0xffff) << VC_TRACE_VOL_SHIFT;
-		t->pg_op = r.op;
 	}
 	*key = t->pg_vol | t->pg_next++;
 	*op = t->pg_op;
 	return 1;
+}
+
+long vc_trace_next_pages(vc_trace *t, uint32_t page_size, bool expand, uint64_t *keys,
+			 uint8_t *ops, size_t max)
+{
+	size_t n = 0;
+	while (n < max) {
+		if (t->pg_next >= t->pg_end) {
+			int k = next_req_pages(t, page_size, expand);
+			if (k < 0)
+				return k;
+			if (k == 0)
+				break;
+		}
+		uint64_t m = t->pg_end - t->pg_next;
+		if (m > max - n)
+			m = max - n;
+		for (uint64_t i = 0; i < m; i++) {
+			keys[n + i] = t->pg_vol | (t->pg_next + i);
+			if (ops)
+				ops[n + i] = (uint8_t)t->pg_op;
+		}
+		t->pg_next += m;
+		n += m;
+	}
+	return (long)n;
 }
 
 const char *vc_trace_format(const vc_trace *t)

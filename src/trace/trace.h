@@ -11,6 +11,10 @@
  *   csv            generic: "time,op,offset,size", op R/W (or read/write,
  *                  0/1), offset and size in bytes; an optional header line
  *   vct            our compact binary format (trace/binary.c)
+ *   lbn32be        a headerless stream of 32-bit block numbers, big-endian,
+ *   lbn32le        or little-endian: the CloudPhysics traces as LIRS2 ships
+ *                  them and caffeine's simulator reads them (trace/lbn32.c);
+ *                  never detected, always named
  *
  * Every reader streams: memory is O(1) in the trace length (the stream's
  * buffers plus one line). Files compressed with zstd, xz, bzip2 or gzip are
@@ -60,12 +64,25 @@ void vc_trace_close(vc_trace *t);
 /* The next request: 1, 0 at the end, or a negative code. */
 int vc_trace_next(vc_trace *t, struct vc_trace_req *r);
 
+/* The pages [*first, *last] that request r touches (r->size 0: one page),
+ * or -EBADMSG with "path:line: offset ... out of range" when the request
+ * wraps past 2^64 or its pages do not fit a page key. Every command that
+ * turns requests into pages goes through this one check. */
+int vc_trace_req_pages(const vc_trace *t, const struct vc_trace_req *r, uint32_t page_size,
+		       uint64_t *first, uint64_t *last);
+
 /* Page iteration over the requests. With expand, a request yields one
  * access per page it overlaps; without, one access to the page of its first
  * byte (a request is one object: libCacheSim's view of a block trace with
  * the block number as object id). Returns 1 with *key and *op, 0 at the
  * end, or a negative code. */
 int vc_trace_next_page(vc_trace *t, uint32_t page_size, bool expand, uint64_t *key, int *op);
+/* The same accesses in batches: up to max keys (and ops, when ops is not
+ * NULL). Returns the count (> 0), 0 at the end, or a negative code. The
+ * fast path of the MRC and simulator commands: one call per batch instead
+ * of one per page. */
+long vc_trace_next_pages(vc_trace *t, uint32_t page_size, bool expand, uint64_t *keys,
+			 uint8_t *ops, size_t max);
 
 /* The format in use; "path:line" of the last line read (for messages). */
 const char *vc_trace_format(const vc_trace *t);
