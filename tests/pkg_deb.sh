@@ -76,7 +76,7 @@ systemd-socket-activate -l "$sock" $cmd 2>"$dir/server.log" &
 pid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 [ -S "$sock" ] || { cat "$dir/server.log" >&2; fail "systemd-socket-activate made no socket"; }
-nbdinfo "nbd+unix:///disk?socket=$sock" | tee "$dir/info" || { cat "$dir/server.log" >&2; fail "nbdinfo"; }
+timeout 120 nbdinfo "nbd+unix:///disk?socket=$sock" | tee "$dir/info" || { cat "$dir/server.log" >&2; fail "nbdinfo"; }
 grep -q "export-size: $((3 << 20))" "$dir/info" || fail "nbdinfo: wrong export size"
 # The statistics socket the unit names, found from the NBD socket.
 "$root/usr/bin/vramcache" stat "$sock" >"$dir/stat.json" || fail "vramcache stat on the unit's socket"
