@@ -5,20 +5,12 @@
 # unit writes it, run from the scratch root under systemd-socket-activate
 # on the socket of vramcache@.socket, then a real client (nbdinfo) and
 # `vramcache stat` talking to it, and a clean stop on SIGTERM.
-# Usage: bash pkg_deb.sh SOURCE_DIR BUILD_DIR
-set -euo pipefail
-src=$1 build=$2
-skip() { echo "SKIP: $*" >&2; exit 77; }
+# Usage: bash pkg_deb.sh VRAMCACHE_BINARY SOURCE_DIR BUILD_DIR
+# (nbd_lib.sh gives skip, need, the scratch $dir and the server's cleanup.)
+source "$(dirname "$0")/nbd_lib.sh"
+src=$2 build=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v dpkg-deb >/dev/null || skip "dpkg-deb not found (Debian package: dpkg)"
-dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-deb-XXXXXX")
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null || true; fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-export MALLOC_PERTURB_=165
+need dpkg-deb dpkg
 
 deb=$("$src/scripts/package" --build-dir "$build" --out "$dir" | tail -1)
 [ -f "$deb" ] || fail "scripts/package made no .deb"
@@ -53,9 +45,9 @@ case $listen in /run/vramcache/%i.sock) ;; *) fail "ListenStream is '$listen'" ;
 grep -q '^Accept=no' "$skt" || fail "the socket unit must hand the listening socket over (Accept=no)"
 grep -q '^EnvironmentFile=/etc/vramcache/%i.env' "$svc" || fail "EnvironmentFile"
 
-command -v systemd-socket-activate >/dev/null ||
-	skip "systemd-socket-activate not found (Debian package: systemd); the package's other checks passed"
-command -v nbdinfo >/dev/null || skip "nbdinfo not found (Debian package: libnbd-bin); the package's other checks passed"
+# (Past here a skip means the package's other checks passed.)
+need systemd-socket-activate systemd
+need nbdinfo libnbd-bin
 # Instance "t", with /run/vramcache in the scratch directory and the
 # settings an /etc/vramcache/t.env would give.
 run=$dir/run
