@@ -45,6 +45,17 @@ case $listen in /run/vramcache/%i.sock) ;; *) fail "ListenStream is '$listen'" ;
 grep -q '^Accept=no' "$skt" || fail "the socket unit must hand the listening socket over (Accept=no)"
 grep -q '^EnvironmentFile=/etc/vramcache/%i.env' "$svc" || fail "EnvironmentFile"
 
+# The units as systemd reads them (instance "t", the program from the
+# scratch root): any complaint, an unknown key say, fails.
+if command -v systemd-analyze >/dev/null; then
+	mkdir -p "$dir/units"
+	sed "s|^ExecStart=/usr/bin/vramcache|ExecStart=$root/usr/bin/vramcache|" "$svc" >"$dir/units/vramcache@t.service"
+	cp "$skt" "$dir/units/vramcache@t.socket"
+	(cd "$dir/units" && systemd-analyze verify --man=no ./vramcache@t.socket ./vramcache@t.service) \
+		>"$dir/verify.log" 2>&1 || true
+	[ ! -s "$dir/verify.log" ] || { cat "$dir/verify.log" >&2; fail "systemd-analyze verify: the units"; }
+fi
+
 # (Past here a skip means the package's other checks passed.)
 need systemd-socket-activate systemd
 need nbdinfo libnbd-bin
