@@ -73,6 +73,15 @@ static void serve_usage(FILE *f)
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
 	      "  --foreground           stay in the foreground (logs to stderr)\n"
 	      "\n"
+	      "TLS (NBD STARTTLS, GnuTLS; the flags are nbdkit's):\n"
+	      "  --tls off|on|require   off (default): refuse STARTTLS; on: offer it;\n"
+	      "                         require: refuse every option until it is done\n"
+	      "  --tls-certificates DIR X.509: DIR/server-cert.pem, DIR/server-key.pem,\n"
+	      "                         DIR/ca-cert.pem (for --tls-verify-peer)\n"
+	      "  --tls-psk FILE         pre-shared keys, psktool's IDENTITY:HEXKEY lines\n"
+	      "  --tls-verify-peer      X.509: clients must show a certificate that\n"
+	      "                         DIR/ca-cert.pem signed\n"
+	      "\n"
 	      "Started with systemd socket activation (LISTEN_PID/LISTEN_FDS), as by\n"
 	      "`nbdinfo [ vramcache serve FILE ]`, it serves the inherited socket (fd 3)\n"
 	      "in the foreground.\n",
@@ -348,9 +357,11 @@ int cmd_serve(int argc, char **argv)
 	vc_config_init(&cfg);
 	const char *sock = NULL, *tcp = NULL, *export = "", *pidfile = NULL, *ctl = NULL;
 	bool foreground = false, readonly = false;
+	int tls_mode = NBD_TLS_OFF;
+	struct nbd_tls_config tls_cfg = { 0 };
 	uint64_t workers = 0;
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
-	       O_CTL, O_LAT };
+	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -365,6 +376,10 @@ int cmd_serve(int argc, char **argv)
 		{ "workers", required_argument, 0, O_WORK },
 		{ "stat-socket", required_argument, 0, O_CTL },
 		{ "backing-latency", required_argument, 0, O_LAT },
+		{ "tls", required_argument, 0, O_TLS },
+		{ "tls-certificates", required_argument, 0, O_TLS_CERTS },
+		{ "tls-psk", required_argument, 0, O_TLS_PSK },
+		{ "tls-verify-peer", no_argument, 0, O_TLS_VERIFY },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -403,6 +418,19 @@ int cmd_serve(int argc, char **argv)
 			if (cli_u64(optarg, &workers) || workers < 1 || workers > 64)
 				goto bad;
 			break;
+		case O_TLS:
+			if (strcmp(optarg, "off") == 0)
+				tls_mode = NBD_TLS_OFF;
+			else if (strcmp(optarg, "on") == 0)
+				tls_mode = NBD_TLS_ON;
+			else if (strcmp(optarg, "require") == 0)
+				tls_mode = NBD_TLS_REQUIRE;
+			else
+				goto bad;
+			break;
+		case O_TLS_CERTS: tls_cfg.cert_dir = optarg; break;
+		case O_TLS_PSK: tls_cfg.psk_file = optarg; break;
+		case O_TLS_VERIFY: tls_cfg.verify_peer = true; break;
 		case 'h': serve_usage(stdout); return 0;
 		default: serve_usage(stderr); return 2;
 		}
@@ -416,6 +444,21 @@ int cmd_serve(int argc, char **argv)
 	if (sock && tcp) {
 		fprintf(stderr, "vramcache serve: --socket and --tcp exclude each other\n");
 		return 2;
+	}
+	/* Credentials load before anything listens: a bad one is a start-up
+	 * error, not every client's failed handshake. */
+	struct nbd_tls *tls = NULL;
+	if (tls_mode == NBD_TLS_OFF && (tls_cfg.cert_dir || tls_cfg.psk_file || tls_cfg.verify_peer)) {
+		fprintf(stderr, "vramcache serve: TLS credentials given but --tls is off "
+				"(add --tls=on or --tls=require)\n");
+		return 2;
+	}
+	if (tls_mode != NBD_TLS_OFF) {
+		char err[512];
+		if (nbd_tls_new(&tls_cfg, &tls, err, sizeof err) < 0) {
+			fprintf(stderr, "vramcache serve: TLS: %s\n", err);
+			return 2;
+		}
 	}
 	static struct nbd_export ex[SERVE_MAX_EXPORTS];
 	static struct nbd_counters counters[SERVE_MAX_EXPORTS];
@@ -507,7 +550,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	static struct server sv; /* static: the signal path never touches it */
 	sv.nbd = (struct nbd_server){ .exports = ex, .n_exports = nex, .workers = (unsigned)workers,
-				      .cache = c };
+				      .cache = c, .tls_mode = tls_mode, .tls = tls };
 	pthread_mutex_init(&sv.lock, NULL);
 	pthread_cond_init(&sv.gone, NULL);
 	for (int i = 0; i < SERVE_MAX_CONNS; i++)
@@ -530,10 +573,14 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 	if (foreground) {
-		fprintf(stderr, "vramcache serve: on %s, device %s, %s%s%s%s\n",
+		fprintf(stderr, "vramcache serve: on %s, device %s, %s%s%s%s%s\n",
 			tcp ? tcp : sock ? sock : "the activated socket", vc_device_name(c),
 			cfg.write_mode == VC_WRITE_BACK ? "write-back" : "write-through",
-			readonly ? ", read-only" : "", ctl ? ", statistics on " : "", ctl ? ctl : "");
+			readonly ? ", read-only" : "",
+			tls_mode == NBD_TLS_REQUIRE ? ", TLS required"
+			: tls_mode == NBD_TLS_ON    ? ", TLS offered"
+						    : "",
+			ctl ? ", statistics on " : "", ctl ? ctl : "");
 		for (unsigned i = 0; i < nex; i++)
 			fprintf(stderr, "  export \"%s\": %s (%llu bytes)\n", names[i], paths[i],
 				(unsigned long long)vc_volume_size(ex[i].vol));
@@ -564,6 +611,7 @@ int cmd_serve(int argc, char **argv)
 	e = vc_close(c);
 	if (e < 0)
 		fprintf(stderr, "vramcache serve: flushing on close: %s\n", vc_strerror(e));
+	nbd_tls_free(tls);
 	if (pidfile)
 		unlink(pidfile);
 	return e < 0 ? 1 : 0;

@@ -8,6 +8,8 @@
  *   extents.c    BLOCK_STATUS for base:allocation
  *   conn.c       a connection: one thread, a vc_aio queue, a lane for the rest
  *   stats.c      counters per export, and their JSON and Prometheus text
+ *   tls.c        STARTTLS (GnuTLS): credentials, the TLS session, and the
+ *                session's I/O, plain or TLS, for the other files
  *
  * Nothing here owns the socket's lifetime or the cache: the caller (the
  * `serve` command, a test, a fuzzer) opens and closes both. */
@@ -51,11 +53,27 @@ struct nbd_export {
 	struct nbd_counters *counters; /* may be NULL */
 };
 
+/* TLS policy (nbdkit's --tls): OFF refuses STARTTLS; ON offers it; REQUIRE
+ * answers every option but STARTTLS and ABORT with NBD_REP_ERR_TLS_REQD
+ * until TLS is up (the spec's FORCEDTLS mode). */
+enum nbd_tls_mode { NBD_TLS_OFF, NBD_TLS_ON, NBD_TLS_REQUIRE };
+
+struct nbd_tls;      /* server credentials (tls.c) */
+struct nbd_tls_conn; /* one connection's TLS session (tls.c) */
+
 struct nbd_server {
 	const struct nbd_export *exports; /* exports[0] also answers to "" */
 	unsigned n_exports;
 	unsigned workers; /* helper threads of a connection's vc_aio queue; 0: NBD_DEFAULT_WORKERS */
 	vc_cache *cache;  /* the cache every export's volume lives in (stats) */
+	int tls_mode;           /* enum nbd_tls_mode; anything but OFF needs tls */
+	struct nbd_tls *tls;    /* credentials, or NULL */
+	/* Called when a client asks to enter transmission (GO, EXPORT_NAME),
+	 * before the server answers: false refuses it (GO gets
+	 * NBD_REP_ERR_POLICY, EXPORT_NAME a hang-up). NULL admits all. The
+	 * `serve` command counts established connections with it. */
+	bool (*admit)(void *ctx, int fd);
+	void *admit_ctx;
 };
 
 /* The one metadata context we serve, and its id. */
@@ -72,6 +90,7 @@ struct nbd_server {
 /* What the handshake settled, for the transmission phase. */
 struct nbd_session {
 	int fd;
+	struct nbd_tls_conn *tls; /* after STARTTLS: every byte goes through it */
 	const struct nbd_server *srv;
 	const struct nbd_export *exp; /* set when transmission starts */
 	uint64_t size;                /* export size */
@@ -137,6 +156,41 @@ uint32_t nbd_block_status(const struct nbd_session *s, struct nbd_request *r);
  * object, or as Prometheus text exposition. 0 or -errno. */
 int nbd_stats_json(const struct nbd_server *srv, FILE *f);
 int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f);
+
+/* --- tls.c --- */
+/* Where the credentials are; NULL fields are absent. X.509: a directory
+ * as nbdkit's --tls-certificates (server-cert.pem, server-key.pem, and
+ * ca-cert.pem, needed with verify_peer; ca-crl.pem if present). PSK: a
+ * psktool file ("identity:hexkey" lines). */
+struct nbd_tls_config {
+	const char *cert_dir;
+	const char *psk_file;
+	bool verify_peer; /* X.509: clients must show a certificate the CA signed */
+};
+/* Loads the credentials now, so a bad path fails at start-up: 0, or -errno
+ * with a message in err (a build without GnuTLS: -ENOTSUP). */
+int nbd_tls_new(const struct nbd_tls_config *cfg, struct nbd_tls **out, char *err,
+		size_t errlen);
+void nbd_tls_free(struct nbd_tls *t);
+/* After STARTTLS's ACK: the server side of the TLS handshake on s->fd
+ * (blocking). 0 with s->tls set, or -errno (the session must end). */
+int nbd_tls_start(struct nbd_session *s);
+/* Ends s's TLS session, if any (close_notify without waiting), and frees it. */
+void nbd_tls_end(struct nbd_session *s);
+/* The session's bytes, through TLS once it is up (blocking; the handshake
+ * phase). Same codes as nbd_read_full, nbd_skip and nbd_write_full. */
+int nbd_sread(struct nbd_session *s, void *buf, size_t n);
+int nbd_sskip(struct nbd_session *s, uint64_t n);
+int nbd_swrite(struct nbd_session *s, const void *buf, size_t n);
+/* Transmission over TLS, never blocking. recv: bytes, 0 when there is
+ * nothing yet, -ECONNRESET at end of stream, -errno. writev_some: as
+ * nbd_writev_some with dontwait; sent bytes may wait in the connection's
+ * record buffer (nbd_tls_out_pending) and leave on a later call. */
+ssize_t nbd_tls_recv(struct nbd_tls_conn *t, void *buf, size_t n);
+int nbd_tls_writev_some(struct nbd_tls_conn *t, struct iovec *iov, int n);
+/* Bytes accepted but not yet on the socket; decrypted bytes not yet read. */
+bool nbd_tls_out_pending(const struct nbd_tls_conn *t);
+bool nbd_tls_in_pending(const struct nbd_tls_conn *t);
 
 /* --- conn.c --- */
 /* Serves one client on fd until it disconnects or breaks the protocol:
