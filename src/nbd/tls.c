@@ -316,22 +316,27 @@ int nbd_swrite(struct nbd_session *s, const void *buf, size_t n)
 	return 0;
 }
 
+/* Reads records until n bytes or the socket has no more: clients send
+ * each request as its own record, and conn.c counts one call as one read
+ * of its budget, so a burst of headers still costs one call here. An end
+ * or error after some bytes is reported by the next call. */
 ssize_t nbd_tls_recv(struct nbd_tls_conn *t, void *buf, size_t n)
 {
 	t->nonblock = true;
-	if (n == 0)
-		return 0;
-	for (;;) {
-		ssize_t r = gnutls_record_recv(t->g, buf, n);
-		if (r > 0)
-			return r;
-		if (r == 0)
-			return -ECONNRESET;
-		if (r == GNUTLS_E_AGAIN)
-			return 0;
-		if (r != GNUTLS_E_INTERRUPTED)
-			return tls_errno(r);
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = gnutls_record_recv(t->g, (char *)buf + got, n - got);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (got > 0 || r == GNUTLS_E_AGAIN)
+			break;
+		return r == 0 ? -ECONNRESET : tls_errno(r);
 	}
+	return (ssize_t)got;
 }
 
 int nbd_tls_writev_some(struct nbd_tls_conn *t, struct iovec *iov, int n)
