@@ -32,19 +32,13 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/serve.h"
 #include "nbd/nbd.h"
 #include "tools/workload.h"
 #include "vramcache.h"
 
-/* Connections at once. Each holds a thread, up to --workers helpers and a
- * lane thread, at most NBD_INFLIGHT_BYTES of buffers and, with a GPU tier,
- * its vc_aio queue's bounce pages (8 MiB pinned, from its first READ);
- * beyond this many, new ones are refused. */
-#define SERVE_MAX_CONNS 128
 /* A statistics client has this long to send its line. */
 #define CTL_TIMEOUT_MS 1000
-/* Exports at most (each is a volume of the cache). */
-#define SERVE_MAX_EXPORTS 64
 
 static void serve_usage(FILE *f)
 {
@@ -72,6 +66,15 @@ static void serve_usage(FILE *f)
 	      "                         read and write: models a slower device\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
 	      "  --foreground           stay in the foreground (logs to stderr)\n"
+	      "  --log FILE             log to FILE (appended); without it a daemon logs\n"
+	      "                         to syslog, and lines one per client (dropped\n"
+	      "                         connections) are rate-limited either way\n"
+	      "  --max-connections N    clients in transmission at once (default 128);\n"
+	      "                         past it a client's GO is refused (NBD_REP_ERR_POLICY)\n"
+	      "  --handshake-timeout S  seconds from connect to transmission, TLS included\n"
+	      "                         (default 10; 0: no limit). Clients still in the\n"
+	      "                         handshake do not count against --max-connections;\n"
+	      "                         at most 64 at once, the oldest dropped for a new one\n"
 	      "\n"
 	      "TLS (NBD STARTTLS, GnuTLS; the flags are nbdkit's):\n"
 	      "  --tls off|on|require   off (default): refuse STARTTLS; on: offer it;\n"
@@ -104,42 +107,8 @@ static void on_signal(int sig)
 
 struct server {
 	struct nbd_server nbd;
-	pthread_mutex_t lock;
-	pthread_cond_t gone; /* a connection ended */
-	int fds[SERVE_MAX_CONNS]; /* -1: free slot */
-	/* A slot's thread, until joined. Joined, not detached: a thread's
-	 * exit runs the engine's thread-state destructor (it hands back the
-	 * thread's policy queue), which must be over before the slot's next
-	 * thread starts or vc_close frees what it touches. */
-	pthread_t tids[SERVE_MAX_CONNS];
-	bool joinable[SERVE_MAX_CONNS];
-	unsigned live;
-	bool quiet;
+	struct serve_conns conns;
 };
-
-struct conn_arg {
-	struct server *sv;
-	int slot;
-};
-
-static void *conn_thread(void *p)
-{
-	struct conn_arg *a = p;
-	struct server *sv = a->sv;
-	int fd = sv->fds[a->slot];
-	int e = nbd_conn_run(fd, &sv->nbd);
-	if (e < 0 && !sv->quiet)
-		fprintf(stderr, "vramcache serve: connection ended: %s\n",
-			e == -EPROTO ? "protocol violation" : strerror(-e));
-	pthread_mutex_lock(&sv->lock);
-	close(fd);
-	sv->fds[a->slot] = -1;
-	sv->live--;
-	pthread_cond_broadcast(&sv->gone);
-	pthread_mutex_unlock(&sv->lock);
-	free(a);
-	return NULL;
-}
 
 static int listen_unix(const char *path)
 {
@@ -257,7 +226,9 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 			       { .fd = stop_pipe[0], .events = POLLIN },
 			       { .fd = cfd, .events = POLLIN } };
 	while (!stop_flag) {
-		if (poll(p, cfd >= 0 ? 3 : 2, -1) < 0) {
+		/* Wakes for the next handshake due to time out, if any. */
+		int timeout = conns_expire(&sv->conns);
+		if (poll(p, cfd >= 0 ? 3 : 2, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -272,37 +243,9 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 		if (stop_flag || !(p[0].revents & POLLIN))
 			continue;
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue; /* ECONNABORTED and friends: the next one may work */
-		pthread_mutex_lock(&sv->lock);
-		int slot = -1;
-		for (int i = 0; i < SERVE_MAX_CONNS && slot < 0; i++)
-			if (sv->fds[i] < 0)
-				slot = i;
-		struct conn_arg *a = slot >= 0 ? malloc(sizeof(*a)) : NULL;
-		if (a) {
-			/* The slot's last thread has unlocked for the last time:
-			 * only its exit is left, so this join is short. */
-			if (sv->joinable[slot])
-				pthread_join(sv->tids[slot], NULL);
-			sv->joinable[slot] = false;
-			*a = (struct conn_arg){ sv, slot };
-			sv->fds[slot] = fd;
-			if (pthread_create(&sv->tids[slot], NULL, conn_thread, a) == 0) {
-				sv->live++;
-				sv->joinable[slot] = true;
-			} else {
-				sv->fds[slot] = -1;
-				free(a);
-				a = NULL;
-			}
-		}
-		pthread_mutex_unlock(&sv->lock);
-		if (!a) {
-			fprintf(stderr, "vramcache serve: refusing a connection (limit %d)\n",
-				SERVE_MAX_CONNS);
-			close(fd);
-		}
+		if (fd >= 0)
+			conns_accept(&sv->conns, fd);
+		/* else ECONNABORTED and friends: the next one may work */
 	}
 	return 0;
 }
@@ -358,10 +301,13 @@ int cmd_serve(int argc, char **argv)
 	const char *sock = NULL, *tcp = NULL, *export = "", *pidfile = NULL, *ctl = NULL;
 	bool foreground = false, readonly = false;
 	int tls_mode = NBD_TLS_OFF;
+	uint64_t max_conns = SERVE_MAX_CONNS;
+	double hs_timeout_s = SERVE_HANDSHAKE_TIMEOUT_MS / 1000.0;
+	const char *logpath = NULL;
 	struct nbd_tls_config tls_cfg = { 0 };
 	uint64_t workers = 0;
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
-	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY };
+	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -380,6 +326,9 @@ int cmd_serve(int argc, char **argv)
 		{ "tls-certificates", required_argument, 0, O_TLS_CERTS },
 		{ "tls-psk", required_argument, 0, O_TLS_PSK },
 		{ "tls-verify-peer", no_argument, 0, O_TLS_VERIFY },
+		{ "max-connections", required_argument, 0, O_MAXC },
+		{ "handshake-timeout", required_argument, 0, O_HST },
+		{ "log", required_argument, 0, O_LOG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -431,6 +380,18 @@ int cmd_serve(int argc, char **argv)
 		case O_TLS_CERTS: tls_cfg.cert_dir = optarg; break;
 		case O_TLS_PSK: tls_cfg.psk_file = optarg; break;
 		case O_TLS_VERIFY: tls_cfg.verify_peer = true; break;
+		case O_MAXC:
+			if (cli_u64(optarg, &max_conns) || max_conns < 1 || max_conns > 65536)
+				goto bad;
+			break;
+		case O_HST: {
+			char *end;
+			hs_timeout_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(hs_timeout_s >= 0 && hs_timeout_s <= 86400))
+				goto bad;
+			break;
+		}
+		case O_LOG: logpath = optarg; break;
 		case 'h': serve_usage(stdout); return 0;
 		default: serve_usage(stderr); return 2;
 		}
@@ -451,6 +412,11 @@ int cmd_serve(int argc, char **argv)
 	if (tls_mode == NBD_TLS_OFF && (tls_cfg.cert_dir || tls_cfg.psk_file || tls_cfg.verify_peer)) {
 		fprintf(stderr, "vramcache serve: TLS credentials given but --tls is off "
 				"(add --tls=on or --tls=require)\n");
+		return 2;
+	}
+	int le = logpath ? serve_log_open(logpath) : 0;
+	if (le < 0) {
+		fprintf(stderr, "vramcache serve: --log %s: %s\n", logpath, strerror(-le));
 		return 2;
 	}
 	if (tls_mode != NBD_TLS_OFF) {
@@ -551,10 +517,11 @@ int cmd_serve(int argc, char **argv)
 	static struct server sv; /* static: the signal path never touches it */
 	sv.nbd = (struct nbd_server){ .exports = ex, .n_exports = nex, .workers = (unsigned)workers,
 				      .cache = c, .tls_mode = tls_mode, .tls = tls };
-	pthread_mutex_init(&sv.lock, NULL);
-	pthread_cond_init(&sv.gone, NULL);
-	for (int i = 0; i < SERVE_MAX_CONNS; i++)
-		sv.fds[i] = -1;
+	if (conns_init(&sv.conns, &sv.nbd, (unsigned)max_conns, SERVE_MAX_HANDSHAKES,
+		       (unsigned)(hs_timeout_s * 1000)) < 0) {
+		vc_close(c);
+		return 1;
+	}
 
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
@@ -590,6 +557,7 @@ int cmd_serve(int argc, char **argv)
 			/* the parent died: carry on serving */
 		}
 		close(ready[1]);
+		serve_log_daemon(); /* from here on, nothing reaches the terminal */
 	}
 
 	accept_loop(&sv, lfd, cfd);
@@ -598,19 +566,11 @@ int cmd_serve(int argc, char **argv)
 	if (cfd >= 0)
 		close(cfd);
 	unlink_sockets(sock, ctl);
-	pthread_mutex_lock(&sv.lock);
-	for (int i = 0; i < SERVE_MAX_CONNS; i++)
-		if (sv.fds[i] >= 0)
-			shutdown(sv.fds[i], SHUT_RD); /* readers see EOF; replies still go out */
-	while (sv.live > 0)
-		pthread_cond_wait(&sv.gone, &sv.lock);
-	pthread_mutex_unlock(&sv.lock);
-	for (int i = 0; i < SERVE_MAX_CONNS; i++)
-		if (sv.joinable[i])
-			pthread_join(sv.tids[i], NULL);
+	conns_close(&sv.conns);
+	serve_log_flush();
 	e = vc_close(c);
 	if (e < 0)
-		fprintf(stderr, "vramcache serve: flushing on close: %s\n", vc_strerror(e));
+		serve_log(LOG_ERR, "flushing on close: %s", vc_strerror(e));
 	nbd_tls_free(tls);
 	if (pidfile)
 		unlink(pidfile);
