@@ -58,6 +58,10 @@ static void serve_usage(FILE *f)
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
 	      "  --export NAME          the export's name when there is one BACKING\n"
+	      "  --description TEXT     what clients see as each export's description\n"
+	      "                         (NBD_INFO_DESCRIPTION, LIST); default none\n"
+	      "  --show-paths           describe each export by its backing path instead\n"
+	      "                         (any client can then read the server's paths)\n"
 	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
 	      "                         socket; read it with `vramcache stat`)\n"
 	      "  --workers N            threads per connection for requests that wait on\n"
@@ -294,6 +298,20 @@ static int parse_exports(char **args, unsigned n, const char *single,
 	return 0;
 }
 
+/* Why a backing file did not open. A file we may not write names the
+ * option that serves it anyway, not the library's flag. */
+static void open_error(const char *path, int e, bool readonly)
+{
+	if (!readonly && (e == -EACCES || e == -EROFS || e == -EPERM))
+		fprintf(stderr,
+			"vramcache serve: %s: cannot open it for writing (%s); to serve it "
+			"read-only, add --readonly\n",
+			path, strerror(-e));
+	else
+		fprintf(stderr, "vramcache serve: %s: %s\n", path,
+			*vc_last_error() ? vc_last_error() : vc_strerror(e));
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct vc_config cfg;
@@ -303,11 +321,13 @@ int cmd_serve(int argc, char **argv)
 	int tls_mode = NBD_TLS_OFF;
 	uint64_t max_conns = SERVE_MAX_CONNS;
 	double hs_timeout_s = SERVE_HANDSHAKE_TIMEOUT_MS / 1000.0;
-	const char *logpath = NULL;
+	const char *logpath = NULL, *description = NULL;
+	bool show_paths = false;
 	struct nbd_tls_config tls_cfg = { 0 };
 	uint64_t workers = 0;
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
-	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG };
+	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
+	       O_DESC, O_SHOWP };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -329,6 +349,8 @@ int cmd_serve(int argc, char **argv)
 		{ "max-connections", required_argument, 0, O_MAXC },
 		{ "handshake-timeout", required_argument, 0, O_HST },
 		{ "log", required_argument, 0, O_LOG },
+		{ "description", required_argument, 0, O_DESC },
+		{ "show-paths", no_argument, 0, O_SHOWP },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -392,6 +414,12 @@ int cmd_serve(int argc, char **argv)
 			break;
 		}
 		case O_LOG: logpath = optarg; break;
+		case O_DESC:
+			if (strlen(optarg) > NBD_MAX_STRING)
+				goto bad;
+			description = optarg;
+			break;
+		case O_SHOWP: show_paths = true; break;
 		case 'h': serve_usage(stdout); return 0;
 		default: serve_usage(stderr); return 2;
 		}
@@ -489,8 +517,7 @@ int cmd_serve(int argc, char **argv)
 	vc_cache *c;
 	int e = vc_open(&cfg, &c);
 	if (e < 0) {
-		fprintf(stderr, "vramcache serve: %s: %s\n", cfg.backing_path,
-			*vc_last_error() ? vc_last_error() : vc_strerror(e));
+		open_error(cfg.backing_path, e, readonly);
 		unlink_sockets(sock, ctl);
 		return 1;
 	}
@@ -499,15 +526,14 @@ int cmd_serve(int argc, char **argv)
 	for (unsigned i = 0; i < nex; i++) {
 		vc_volume *v = vc_volume_default(c);
 		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, cfg.flags, &v)) < 0) {
-			fprintf(stderr, "vramcache serve: %s: %s\n", paths[i],
-				*vc_last_error() ? vc_last_error() : vc_strerror(e));
+			open_error(paths[i], e, readonly);
 			vc_close(c);
 			unlink_sockets(sock, ctl);
 			return 1;
 		}
 		ex[i] = (struct nbd_export){
 			.name = names[i],
-			.description = paths[i],
+			.description = show_paths ? paths[i] : description,
 			.vol = v,
 			.readonly = readonly,
 			.prefetch_tier = st.pages_capacity[VC_TIER_GPU] ? VC_TIER_GPU : VC_TIER_HOST,
