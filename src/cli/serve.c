@@ -43,6 +43,7 @@
 static void serve_usage(FILE *f)
 {
 	fputs("Usage: vramcache serve [OPTIONS] [NAME=]BACKING...\n"
+	      "       vramcache serve --config FILE [OPTIONS] [[NAME=]BACKING...]\n"
 	      "\n"
 	      "Serves each BACKING (a file or block device) over NBD as an export,\n"
 	      "all through one cache. An export is named NAME, or with one BACKING\n"
@@ -70,6 +71,11 @@ static void serve_usage(FILE *f)
 	      "                         read and write: models a slower device\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
 	      "  --foreground           stay in the foreground (logs to stderr)\n"
+	      "  --config FILE          options and exports from FILE: a [server] section\n"
+	      "                         of these options without the dashes (KEY = VALUE,\n"
+	      "                         flags true or false; the command line wins), and\n"
+	      "                         [export NAME] sections with path, and optionally\n"
+	      "                         readonly, write-back, description (see README)\n"
 	      "  --log FILE             log to FILE (appended); without it a daemon logs\n"
 	      "                         to syslog, and lines one per client (dropped\n"
 	      "                         connections) are rate-limited either way\n"
@@ -312,6 +318,24 @@ static void open_error(const char *path, int e, bool readonly)
 			*vc_last_error() ? vc_last_error() : vc_strerror(e));
 }
 
+/* --config's exports, after the command line's: names and paths, every
+ * name unique. 0 or -1. */
+static int config_exports(const struct serve_config *cf, unsigned npos,
+			  char names[][NBD_MAX_STRING + 1], const char **paths)
+{
+	for (unsigned i = 0; i < cf->nexports; i++) {
+		const struct serve_export *x = &cf->exports[i];
+		for (unsigned j = 0; j < npos + i; j++)
+			if (strcmp(names[j], x->name) == 0) {
+				fprintf(stderr, "vramcache serve: two exports named \"%s\"\n", x->name);
+				return -1;
+			}
+		strcpy(names[npos + i], x->name); /* at most NBD_MAX_STRING bytes */
+		paths[npos + i] = x->path;
+	}
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct vc_config cfg;
@@ -327,7 +351,7 @@ int cmd_serve(int argc, char **argv)
 	uint64_t workers = 0;
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
-	       O_DESC, O_SHOWP };
+	       O_DESC, O_SHOWP, O_CONF };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -351,9 +375,16 @@ int cmd_serve(int argc, char **argv)
 		{ "log", required_argument, 0, O_LOG },
 		{ "description", required_argument, 0, O_DESC },
 		{ "show-paths", no_argument, 0, O_SHOWP },
+		{ "config", required_argument, 0, O_CONF },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
+	static struct serve_config conf; /* static: optarg may point into it */
+	char cerr[512];
+	if (serve_config_apply(&argc, &argv, lo, &conf, cerr, sizeof cerr) < 0) {
+		fprintf(stderr, "vramcache serve: --config: %s\n", cerr);
+		return 2;
+	}
 	int ch;
 	while ((ch = getopt_long(argc, argv, "hf", lo, NULL)) != -1) {
 		switch (ch) {
@@ -420,11 +451,12 @@ int cmd_serve(int argc, char **argv)
 			description = optarg;
 			break;
 		case O_SHOWP: show_paths = true; break;
+		case O_CONF: break; /* read by serve_config_apply */
 		case 'h': serve_usage(stdout); return 0;
 		default: serve_usage(stderr); return 2;
 		}
 	}
-	unsigned nex = (unsigned)(argc - optind);
+	unsigned npos = (unsigned)(argc - optind), nex = npos + conf.nexports;
 	if (nex < 1 || nex > SERVE_MAX_EXPORTS) {
 		fprintf(stderr, "vramcache serve: want 1 to %d BACKING files (try --help)\n",
 			SERVE_MAX_EXPORTS);
@@ -457,11 +489,24 @@ int cmd_serve(int argc, char **argv)
 	static struct nbd_export ex[SERVE_MAX_EXPORTS];
 	static struct nbd_counters counters[SERVE_MAX_EXPORTS];
 	static char names[SERVE_MAX_EXPORTS][NBD_MAX_STRING + 1];
-	const char *paths[SERVE_MAX_EXPORTS];
-	if (parse_exports(argv + optind, nex, export, names, paths) < 0)
+	const char *paths[SERVE_MAX_EXPORTS], *descs[SERVE_MAX_EXPORTS];
+	bool ro[SERVE_MAX_EXPORTS], wb[SERVE_MAX_EXPORTS], any_wb = false;
+	if (parse_exports(argv + optind, npos, export, names, paths) < 0 ||
+	    config_exports(&conf, npos, names, paths) < 0)
 		return 2;
+	/* Per export: --config's setting, else the server's. The write mode
+	 * is the cache's: write-back if any export wants it, and the others
+	 * are write-through in it (every write with FUA). */
+	for (unsigned i = 0; i < nex; i++) {
+		const struct serve_export *x = i < npos ? NULL : &conf.exports[i - npos];
+		ro[i] = x && x->readonly >= 0 ? x->readonly : readonly;
+		wb[i] = x && x->write_back >= 0 ? x->write_back : cfg.write_mode == VC_WRITE_BACK;
+		descs[i] = x && x->description ? x->description : show_paths ? paths[i] : description;
+		any_wb |= wb[i];
+	}
+	cfg.write_mode = any_wb ? VC_WRITE_BACK : VC_WRITE_THROUGH;
 	cfg.backing_path = paths[0];
-	if (readonly)
+	if (ro[0])
 		cfg.flags |= VC_OPEN_READONLY;
 
 	char defsock[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -517,7 +562,7 @@ int cmd_serve(int argc, char **argv)
 	vc_cache *c;
 	int e = vc_open(&cfg, &c);
 	if (e < 0) {
-		open_error(cfg.backing_path, e, readonly);
+		open_error(cfg.backing_path, e, ro[0]);
 		unlink_sockets(sock, ctl);
 		return 1;
 	}
@@ -525,17 +570,18 @@ int cmd_serve(int argc, char **argv)
 	vc_get_stats(c, &st);
 	for (unsigned i = 0; i < nex; i++) {
 		vc_volume *v = vc_volume_default(c);
-		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, cfg.flags, &v)) < 0) {
-			open_error(paths[i], e, readonly);
+		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, ro[i] ? VC_OPEN_READONLY : 0, &v)) < 0) {
+			open_error(paths[i], e, ro[i]);
 			vc_close(c);
 			unlink_sockets(sock, ctl);
 			return 1;
 		}
 		ex[i] = (struct nbd_export){
 			.name = names[i],
-			.description = show_paths ? paths[i] : description,
+			.description = descs[i],
 			.vol = v,
-			.readonly = readonly,
+			.readonly = ro[i],
+			.write_through = any_wb && !wb[i],
 			.prefetch_tier = st.pages_capacity[VC_TIER_GPU] ? VC_TIER_GPU : VC_TIER_HOST,
 			.counters = &counters[i],
 		};
@@ -575,8 +621,9 @@ int cmd_serve(int argc, char **argv)
 						    : "",
 			ctl ? ", statistics on " : "", ctl ? ctl : "");
 		for (unsigned i = 0; i < nex; i++)
-			fprintf(stderr, "  export \"%s\": %s (%llu bytes)\n", names[i], paths[i],
-				(unsigned long long)vc_volume_size(ex[i].vol));
+			fprintf(stderr, "  export \"%s\": %s (%llu bytes%s%s)\n", names[i], paths[i],
+				(unsigned long long)vc_volume_size(ex[i].vol), ro[i] ? ", read-only" : "",
+				ex[i].write_through ? ", write-through" : "");
 	}
 	if (ready[1] >= 0) {
 		if (write(ready[1], "y", 1) != 1) {

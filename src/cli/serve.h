@@ -3,7 +3,8 @@
  *   serve_log.c    where messages go (stderr, --log FILE, syslog once a
  *                  daemon) and the rate limit on per-connection lines
  *   serve_conns.c  the connection table: a thread per client, the limit on
- *                  established connections, handshake time limits */
+ *                  established connections, handshake time limits
+ *   serve_config.c --config FILE: [server] options and [export NAME]s */
 #ifndef VC_CLI_SERVE_H
 #define VC_CLI_SERVE_H
 
@@ -84,7 +85,45 @@ int conns_expire(struct serve_conns *t);
  * for every connection to end. */
 void conns_close(struct serve_conns *t);
 
+/* --- serve_config.c --- */
 /* Exports at most (each is a volume of the cache). */
 #define SERVE_MAX_EXPORTS 64
+
+/* A [server] setting: a long option's name and its value. */
+struct serve_setting {
+	char *key, *value;
+	int line;
+};
+
+/* An [export NAME] section. */
+struct serve_export {
+	char *name, *path;
+	char *description; /* NULL: the server's */
+	int readonly;      /* 1, 0, or -1: the server's --readonly */
+	int write_back;    /* 1, 0, or -1: the server's write mode */
+	int line;
+};
+
+struct serve_config {
+	struct serve_setting *settings;
+	unsigned nsettings;
+	struct serve_export exports[SERVE_MAX_EXPORTS];
+	unsigned nexports;
+};
+
+/* Parses FILE: 0, or -errno with "FILE:LINE: what" in err. */
+int serve_config_load(const char *path, struct serve_config *cf, char *err, size_t errlen);
+void serve_config_free(struct serve_config *cf);
+/* --config FILE (or --config=FILE) on the command line: loads FILE into
+ * cf and rewrites *argc, *argv: argv[0], FILE's [server] settings as
+ * --KEY=VALUE options (checked against lo; flags by true or false), then
+ * the command line without --config, which so wins where both set an
+ * option. Without --config, cf is empty and argv unchanged. 0, or -errno
+ * with the message in err. */
+struct option;
+int serve_config_apply(int *argc, char ***argv, const struct option *lo, struct serve_config *cf,
+		       char *err, size_t errlen);
+/* true/yes/on/1: 1; false/no/off/0: 0; else -1. */
+int serve_config_bool(const char *v);
 
 #endif

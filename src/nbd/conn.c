@@ -540,7 +540,10 @@ static void dispatch(struct conn *c, struct creq *q)
 		.len = r->type == NBD_CMD_FLUSH ? 0 : r->length,
 		.op = r->type == NBD_CMD_READ ? VC_AIO_READ
 		      : r->type == NBD_CMD_WRITE ? VC_AIO_WRITE : VC_AIO_FLUSH,
-		.flags = r->type == NBD_CMD_WRITE && (r->flags & NBD_CMD_FLAG_FUA) ? VC_AIO_FUA : 0,
+		.flags = r->type == NBD_CMD_WRITE &&
+				 ((r->flags & NBD_CMD_FLAG_FUA) || c->s.exp->write_through)
+			 ? VC_AIO_FUA
+			 : 0,
 		.user = q,
 	};
 	c->batch[c->nbatch++] = &q->a;

@@ -53,6 +53,10 @@ struct nbd_export {
 	const char *description; /* may be NULL */
 	vc_volume *vol;          /* the export's store, in the shared cache */
 	bool readonly;
+	/* Every WRITE, WRITE_ZEROES and TRIM runs as if it had FUA: the
+	 * export is write-through in a write-back cache (other exports of
+	 * the same cache are write-back; the write mode is the cache's). */
+	bool write_through;
 	int prefetch_tier; /* where NBD_CMD_CACHE loads pages: enum vc_tier */
 	struct nbd_counters *counters; /* may be NULL */
 };

@@ -121,7 +121,7 @@ static const unsigned char zeroes[1u << 16];
  * A zero-length request changed nothing. */
 static uint32_t fua(const struct nbd_session *s, const struct nbd_request *r)
 {
-	if (!(r->flags & NBD_CMD_FLAG_FUA) || r->length == 0)
+	if (!((r->flags & NBD_CMD_FLAG_FUA) || s->exp->write_through) || r->length == 0)
 		return 0;
 	int e = vc_volume_flush_range(s->exp->vol, r->offset, r->length);
 	return e < 0 ? nbd_errno(e) : 0;
