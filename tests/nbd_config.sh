@@ -34,7 +34,7 @@ description = "disk a, read-only"
 
 [export wt]
 path = $dir/b.img
-write-back = false
+write-back = false   # write-through, in a write-back cache
 
 [export wb]
 ; write-back, as the server

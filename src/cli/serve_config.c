@@ -12,7 +12,8 @@
  *   description = "root disk" description (the server's by default)
  *
  * Settings before any section belong to [server]. Values may be quoted
- * ("..."); a line is at most 4 KiB. This file only parses: serve.c turns
+ * ("..."); an unquoted one ends at a " #" or " ;" comment. A line is at
+ * most 4 KiB. This file only parses: serve.c turns
  * [server] settings into options ahead of the command line's (so the
  * command line wins) and checks their names against its option table. */
 #include <errno.h>
@@ -103,6 +104,13 @@ int serve_config_load(const char *path, struct serve_config *cf, char *err, size
 			FAIL("%s:%d: want KEY = VALUE", path, lineno);
 		*eq = 0;
 		char *key = trim(s), *val = trim(eq + 1);
+		if (*val != '"') /* an unquoted value ends at " #" or " ;" */
+			for (char *p = val; *p; p++)
+				if ((*p == '#' || *p == ';') && p > val && (p[-1] == ' ' || p[-1] == '\t')) {
+					*p = 0;
+					val = trim(val);
+					break;
+				}
 		size_t vl = strlen(val);
 		if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
 			val[vl - 1] = 0;
