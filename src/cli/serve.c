@@ -468,7 +468,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	/* Credentials load before anything listens: a bad one is a start-up
 	 * error, not every client's failed handshake. */
-	struct nbd_tls *tls = NULL;
+	static struct nbd_tls *tls; /* static: reachable on every early return */
 	if (tls_mode == NBD_TLS_OFF && (tls_cfg.cert_dir || tls_cfg.psk_file || tls_cfg.verify_peer)) {
 		fprintf(stderr, "vramcache serve: TLS credentials given but --tls is off "
 				"(add --tls=on or --tls=require)\n");
