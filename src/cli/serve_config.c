@@ -175,7 +175,9 @@ void serve_config_free(struct serve_config *cf)
 	memset(cf, 0, sizeof *cf);
 }
 
-static char **config_argv; /* what serve_config_apply made, for good */
+/* What serve_config_apply made, for good (volatile: a store never read
+ * back would otherwise be dropped, and LeakSanitizer would call it lost). */
+static char **volatile config_argv;
 
 int serve_config_apply(int *argc, char ***argv, const struct option *lo, struct serve_config *cf,
 		       char *err, size_t errlen)
@@ -203,6 +205,7 @@ int serve_config_apply(int *argc, char ***argv, const struct option *lo, struct 
 	char **nv = calloc((size_t)ac + cf->nsettings + 1, sizeof *nv);
 	if (!nv)
 		return -ENOMEM;
+	config_argv = nv; /* for good, even on an error below */
 	int n = 0;
 	nv[n++] = av[0];
 	for (unsigned i = 0; i < cf->nsettings; i++) {
@@ -232,8 +235,7 @@ int serve_config_apply(int *argc, char ***argv, const struct option *lo, struct 
 		if (i != at && !(i == at + 1 && strcmp(av[at], "--config") == 0))
 			nv[n++] = av[i];
 	/* nv and its strings live as long as the process: getopt's optarg
-	 * points into them (kept reachable from here). */
-	config_argv = nv;
+	 * points into them. */
 	*argc = n;
 	*argv = nv;
 	return 0;
