@@ -63,35 +63,14 @@ for who in server:$pki:s client:$cli:c; do
 done
 cp "$pki/ca-cert.pem" "$cli/"
 
-fio_run() { # NAME URI FIO-ARGS... -> prints "iops bw_bytes"
-	local name=$1 uri=$2; shift 2
-	HOME=$dir/home fio --name="$name" --ioengine=nbd --uri="$uri" --size=$size --time_based \
-		--runtime="$rt" --group_reporting --output-format=json "$@" >"$dir/$name.json" \
-		2>"$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
-	python3 - "$dir/$name.json" <<'PY'
-import json, sys
-t = open(sys.argv[1]).read()
-j = json.loads(t[t.index("{"):])["jobs"][0]  # the nbd engine prints a line first
-r, w = j["read"], j["write"]
-print("%.0f %.0f" % (r["iops"] + w["iops"], r["bw_bytes"] + w["bw_bytes"]))
-PY
-}
+. "$(dirname "$0")/nbd_lib.sh"
+export HOME=$dir/home # fio (libnbd) finds its certificates there
 tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-j2:--rw=randread --bs=4k --iodepth=32 --numjobs=2"
 	"randwrite-4k-j1:--rw=randwrite --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-qd128-j4:--rw=randread --bs=4k --iodepth=128 --numjobs=4"
 	"seqread-128k-j1:--rw=read --bs=128k --iodepth=32 --numjobs=1")
-wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
 declare -A res
-run_tests() { # KEY URI WARM-RW: warm up, run all, stop the server
-	fio_run "$1-warm" "$2" --rw="$3" --bs=1m --iodepth=4 --time_based=0 >/dev/null
-	for t in "${tests[@]}"; do
-		res[$1:${t%%:*}]=$(fio_run "$1-${t%%:*}" "$2" ${t#*:})
-	done
-	kill "${pids[-1]}"; unset 'pids[-1]'
-	sleep 0.3
-}
-
 head -c "$(numfmt --from=iec $size)" /dev/urandom >"$dir/disk.img"
 host=$(python3 -c "print(int($(numfmt --from=iec $size) * 1.2) >> 20)")M
 for mode in tls plain; do
@@ -102,6 +81,7 @@ for mode in tls plain; do
 	pids+=("$(cat "$dir/v.pid")")
 	scheme=$([ $mode = tls ] && echo nbds+unix || echo nbd+unix)
 	run_tests "vc-$mode" "$scheme:///?socket=$dir/v.sock" read
+	sleep 0.3
 done
 nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" --tls=require \
 	--tls-certificates="$pki" "${NBDKIT_MEMORY:-memory}" $size &

@@ -186,7 +186,8 @@ int nbd_tls_start(struct nbd_session *s);
 /* Ends s's TLS session, if any (close_notify without waiting), and frees it. */
 void nbd_tls_end(struct nbd_session *s);
 /* The session's bytes, through TLS once it is up (blocking; the handshake
- * phase). Same codes as nbd_read_full, nbd_skip and nbd_write_full. */
+ * phase). Same codes as nbd_read_full and nbd_write_full; nbd_sskip reads
+ * and throws away n bytes through a bounded stack buffer. */
 int nbd_sread(struct nbd_session *s, void *buf, size_t n);
 int nbd_sskip(struct nbd_session *s, uint64_t n);
 int nbd_swrite(struct nbd_session *s, const void *buf, size_t n);

@@ -32,8 +32,6 @@
 
 int nbd_sskip(struct nbd_session *s, uint64_t n)
 {
-	if (!s->tls)
-		return nbd_skip(s->fd, n);
 	unsigned char scratch[16384];
 	while (n > 0) {
 		size_t k = n < sizeof(scratch) ? (size_t)n : sizeof(scratch);
