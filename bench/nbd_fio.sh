@@ -23,29 +23,11 @@
 # NBDKIT_MEMORY names the memory plugin's .so where nbdkit is not installed
 # with its plugin directory (binaries carried to the GPU machine).
 set -euo pipefail
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-case "${1:-}" in -h | --help) usage; exit 0 ;; esac
-quick=0
-if [ "${1:-}" = --quick ]; then quick=1; shift; fi
-[ $# = 2 ] || { usage >&2; exit 2; }
-vc=$(realpath "$1")
-out=$2
-mkdir -p "$out"
-for c in fio nbdkit python3; do
-	command -v $c >/dev/null || { echo "nbd_fio: $c not found" >&2; exit 1; }
-done
-rt=$([ $quick = 1 ] && echo 3 || echo 15)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-nbdbench-XXXXXX")
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/nbd_lib.sh"
+bench_start nbd_fio "fio nbdkit python3" "$@"
 size=1G
 sock=$dir/s.sock
 
-. "$(dirname "$0")/nbd_lib.sh"
 tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-j2:--rw=randread --bs=4k --iodepth=32 --numjobs=2"
 	"randwrite-4k-j1:--rw=randwrite --bs=4k --iodepth=32 --numjobs=1"
@@ -106,14 +88,10 @@ done
 kill "${pids[-1]}"; unset 'pids[-1]'
 sleep 0.3
 
-nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" "${NBDKIT_MEMORY:-memory}" $size &
-wait_sock "$dir/k.sock"
-pids+=("$(cat "$dir/k.pid")")
-run_tests nk "nbd+unix:///?socket=$dir/k.sock" write
+run_nbdkit nbd+unix
 
 {
-	echo "{\"machine\": \"$(nproc) cores, $(uname -r)\", \"fio\": \"$(fio --version)\","
-	echo " \"nbdkit\": \"$(nbdkit --version | head -1)\", \"runtime_s\": $rt, \"tests\": {"
+	bench_json_head ""
 	first=1
 	for t in "${tests[@]}"; do
 		n=${t%%:*}

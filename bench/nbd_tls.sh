@@ -23,26 +23,9 @@
 # NBDKIT_MEMORY names the memory plugin's .so where nbdkit is not installed
 # with its plugin directory (binaries carried to the GPU machine).
 set -euo pipefail
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-case "${1:-}" in -h | --help) usage; exit 0 ;; esac
-quick=0
-if [ "${1:-}" = --quick ]; then quick=1; shift; fi
-[ $# = 2 ] || { usage >&2; exit 2; }
-vc=$(realpath "$1")
-out=$2
-mkdir -p "$out"
-for c in fio nbdkit python3 certtool; do
-	command -v $c >/dev/null || { echo "nbd_tls: $c not found" >&2; exit 1; }
-done
-rt=$([ $quick = 1 ] && echo 3 || echo 15)
+. "$(dirname "$0")/nbd_lib.sh"
+bench_start nbd_tls "fio nbdkit python3 certtool" "$@"
 size=$([ $quick = 1 ] && echo 256M || echo 1G)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-nbdtls-XXXXXX")
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
 
 # --- credentials: a CA, the server's and fio's (libnbd's default place) ---
 pki=$dir/pki cli=$dir/home/.pki/libnbd
@@ -63,7 +46,6 @@ for who in server:$pki:s client:$cli:c; do
 done
 cp "$pki/ca-cert.pem" "$cli/"
 
-. "$(dirname "$0")/nbd_lib.sh"
 export HOME=$dir/home # fio (libnbd) finds its certificates there
 tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-j2:--rw=randread --bs=4k --iodepth=32 --numjobs=2"
@@ -83,16 +65,10 @@ for mode in tls plain; do
 	run_tests "vc-$mode" "$scheme:///?socket=$dir/v.sock" read
 	sleep 0.3
 done
-nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" --tls=require \
-	--tls-certificates="$pki" "${NBDKIT_MEMORY:-memory}" $size &
-wait_sock "$dir/k.sock"
-pids+=("$(cat "$dir/k.pid")")
-run_tests nk "nbds+unix:///?socket=$dir/k.sock" write
+run_nbdkit nbds+unix --tls=require --tls-certificates="$pki"
 
 {
-	echo "{\"machine\": \"$(nproc) cores, $(uname -r)\", \"fio\": \"$(fio --version)\","
-	echo " \"nbdkit\": \"$(nbdkit --version | head -1)\", \"tls\": \"X.509, --tls=require\","
-	echo " \"runtime_s\": $rt, \"size\": \"$size\", \"tests\": {"
+	bench_json_head "\"tls\": \"X.509, --tls=require\", \"size\": \"$size\", "
 	first=1
 	for t in "${tests[@]}"; do
 		n=${t%%:*}
