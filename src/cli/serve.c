@@ -4,8 +4,10 @@
  * Each BACKING is an export and a volume of one shared vc_cache, so the
  * exports compete for the same tiers. One thread per connection
  * (src/nbd/conn.c adds its vc_aio queue's helpers and one thread for the
- * rarer commands, each on first need). The main thread only accepts, answers
- * the statistics socket, and waits for a signal.
+ * rarer commands, each on first need), in serve_conns.c's table with its
+ * limits. The main thread only accepts, answers the statistics socket,
+ * hangs up on handshakes past their time, and waits for a signal. Options
+ * may come from a file (serve_config.c); messages go through serve_log.c.
  *
  * Statistics: a second Unix socket beside the NBD one (SOCKET.ctl, 0600).
  * A client sends one line, "json" or "prometheus", gets the document and
