@@ -8,6 +8,7 @@
 #   - under --tls=require a plaintext client is refused; under --tls=on it
 #     is served; a wrong PSK is refused and the server goes on serving;
 #   - --tls-verify-peer refuses a client without a certificate;
+#   - --handshake-timeout also ends a TLS handshake that stalls;
 #   - start-up errors: a missing certificate directory, a file that is not
 #     psktool's format, credentials without --tls, a bad --tls value.
 # Skips (77) with the reason when a tool is missing.
@@ -91,6 +92,27 @@ refused "nbd+unix:///?socket=$sock" "a plaintext client under --tls=require"
 refused "nbds+unix://alice@/?socket=$sock&tls-psk-file=$dir/wrong.psk" "a wrong PSK"
 refused "nbds+unix://bob@/?socket=$sock&tls-psk-file=$dir/keys.psk" "an unknown PSK identity"
 nbdinfo "$psk_unix" | grep -q 'export-size: 8388608' || fail "not served after refusals"
+stop_server
+# The handshake time limit covers the TLS handshake: a client that sends
+# STARTTLS, gets its ACK and goes quiet is hung up on.
+start_server --tls=require --tls-psk "$dir/keys.psk" --handshake-timeout 1 "$disk"
+python3 - "$sock" <<'PY' || fail "a stalled TLS handshake was not hung up on"
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(60)
+def rd(k):
+    b = b""
+    while len(b) < k:
+        d = s.recv(k - len(b)); assert d, "EOF before the ACK"; b += d
+    return b
+assert rd(18)[:16] == b"NBDMAGICIHAVEOPT"
+s.sendall(struct.pack(">I", 1) + struct.pack(">QII", 0x49484156454F5054, 5, 0))  # STARTTLS
+magic, opt, typ, ln = struct.unpack(">QIII", rd(20))
+assert opt == 5 and typ == 1, (opt, typ)  # ACK: the server now waits for a ClientHello
+try:
+    assert s.recv(1) == b""
+except socket.timeout:
+    sys.exit("no hang-up in 60 s")
+PY
 stop_server
 "$vc" serve --device emu --tcp "127.0.0.1:$port" --pidfile "$dir/pid" --tls=require \
 	--tls-psk "$dir/keys.psk" "$disk"
