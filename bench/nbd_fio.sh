@@ -23,41 +23,11 @@
 # NBDKIT_MEMORY names the memory plugin's .so where nbdkit is not installed
 # with its plugin directory (binaries carried to the GPU machine).
 set -euo pipefail
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-case "${1:-}" in -h | --help) usage; exit 0 ;; esac
-quick=0
-if [ "${1:-}" = --quick ]; then quick=1; shift; fi
-[ $# = 2 ] || { usage >&2; exit 2; }
-vc=$(realpath "$1")
-out=$2
-mkdir -p "$out"
-for c in fio nbdkit python3; do
-	command -v $c >/dev/null || { echo "nbd_fio: $c not found" >&2; exit 1; }
-done
-rt=$([ $quick = 1 ] && echo 3 || echo 15)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-nbdbench-XXXXXX")
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/nbd_lib.sh"
+bench_start nbd_fio "fio nbdkit python3" "$@"
 size=1G
 sock=$dir/s.sock
 
-fio_run() { # NAME URI FIO-ARGS... -> prints "iops bw_bytes"
-	local name=$1 uri=$2; shift 2
-	fio --name="$name" --ioengine=nbd --uri="$uri" --size=$size --time_based --runtime="$rt" \
-		--group_reporting --output-format=json "$@" >"$dir/$name.json" 2>"$dir/$name.err" ||
-		{ cat "$dir/$name.err" >&2; exit 1; }
-	python3 - "$dir/$name.json" <<'PY'
-import json, sys
-t = open(sys.argv[1]).read()
-j = json.loads(t[t.index("{"):])["jobs"][0]  # the nbd engine prints a line first
-r, w = j["read"], j["write"]
-print("%.0f %.0f" % (r["iops"] + w["iops"], r["bw_bytes"] + w["bw_bytes"]))
-PY
-}
 tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-j2:--rw=randread --bs=4k --iodepth=32 --numjobs=2"
 	"randwrite-4k-j1:--rw=randwrite --bs=4k --iodepth=32 --numjobs=1"
@@ -68,8 +38,6 @@ tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 # Also run with the working set in the GPU tier.
 gtests=(randread-4k-qd128-j1 randread-4k-qd128-j4)
 
-wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
-
 # --- 1. vramcache vs nbdkit memory ---------------------------------------
 declare -A res
 truncate -s $size "$dir/disk.img"
@@ -78,13 +46,6 @@ head -c $((1 << 30)) /dev/urandom >"$dir/disk.img"
 	--gpu-bytes 0 "$dir/disk.img"
 pids+=("$(cat "$dir/vc.pid")")
 uri="nbd+unix:///?socket=$sock"
-run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run all, stop
-	fio_run "$1-warm" "$2" --rw="$3" --bs=1m --iodepth=4 --time_based=0 >/dev/null
-	for t in "${tests[@]}"; do
-		res[$1:${t%%:*}]=$(fio_run "$1-${t%%:*}" "$2" ${t#*:})
-	done
-	kill "${pids[-1]}"; unset 'pids[-1]'
-}
 run_tests vc "$uri" read
 
 # The GPU tier: 64 MiB of host tier, the whole file prefetched into the GPU
@@ -127,14 +88,10 @@ done
 kill "${pids[-1]}"; unset 'pids[-1]'
 sleep 0.3
 
-nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" "${NBDKIT_MEMORY:-memory}" $size &
-wait_sock "$dir/k.sock"
-pids+=("$(cat "$dir/k.pid")")
-run_tests nk "nbd+unix:///?socket=$dir/k.sock" write
+run_nbdkit nbd+unix
 
 {
-	echo "{\"machine\": \"$(nproc) cores, $(uname -r)\", \"fio\": \"$(fio --version)\","
-	echo " \"nbdkit\": \"$(nbdkit --version | head -1)\", \"runtime_s\": $rt, \"tests\": {"
+	bench_json_head ""
 	first=1
 	for t in "${tests[@]}"; do
 		n=${t%%:*}

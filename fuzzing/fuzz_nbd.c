@@ -11,8 +11,9 @@
  *
  * One cache and its exports live for the whole process: a rw export, a
  * read-only one and a sparse one (for BLOCK_STATUS), 1 MiB each, write-back,
- * so inputs cost no disk I/O until eviction. The server must never crash,
- * hang or leak; whatever it answers is the protocol tests' business. */
+ * so inputs cost no disk I/O until eviction. Each input is served twice:
+ * as is, and with TLS required. The server must never crash, hang or
+ * leak; whatever it answers is the protocol tests' business. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,6 +30,10 @@
 
 static struct nbd_export exports[3];
 static struct nbd_server srv = { .exports = exports, .n_exports = 3, .workers = 2 };
+/* The same exports with --tls=require and no credentials: every input
+ * also runs against the FORCEDTLS refusals (STARTTLS itself is refused
+ * here: a TLS handshake is GnuTLS's to fuzz, not ours). */
+static struct nbd_server forced;
 
 static int backing(const char *tag, int sparse)
 {
@@ -67,27 +72,33 @@ static void setup(void)
 	exports[1] = (struct nbd_export){ .name = "ro", .vol = vc_volume_default(c),
 					  .readonly = true };
 	exports[2] = (struct nbd_export){ .name = "sparse", .vol = sp };
+	forced = srv;
+	forced.tls_mode = NBD_TLS_REQUIRE;
 }
+
+struct serve_arg {
+	int fd;
+	const struct nbd_server *srv;
+};
 
 static void *serve(void *p)
 {
-	int fd = *(int *)p;
-	nbd_conn_run(fd, &srv);
-	shutdown(fd, SHUT_RDWR); /* as serve's close would: the client sees EOF */
+	struct serve_arg *a = p;
+	nbd_conn_run(a->fd, a->srv);
+	shutdown(a->fd, SHUT_RDWR); /* as serve's close would: the client sees EOF */
 	return NULL;
 }
 
-/* Sends the input and drains the answers at once (poll), so neither side
- * blocks on a full socket buffer; ends when the server hangs up. */
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Sends the input to a server and drains the answers at once (poll), so
+ * neither side blocks on a full socket buffer; ends when it hangs up. */
+static void run_one(const uint8_t *data, size_t size, const struct nbd_server *server)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, setup);
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		abort();
 	pthread_t t;
-	if (pthread_create(&t, NULL, serve, &sv[1]) != 0)
+	struct serve_arg a = { sv[1], server };
+	if (pthread_create(&t, NULL, serve, &a) != 0)
 		abort();
 	int cfd = sv[0];
 	fcntl(cfd, F_SETFL, O_NONBLOCK);
@@ -118,6 +129,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pthread_join(t, NULL);
 	close(cfd);
 	close(sv[1]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, setup);
+	run_one(data, size, &srv);
+	run_one(data, size, &forced);
 	return 0;
 }
 

@@ -216,8 +216,9 @@ static void test_unknown_option_then_go(void)
 	uint32_t len;
 	send_opt(&s, NBD_OPTS_MAGIC, 0x4242, junk, sizeof(junk));
 	CHECK(read_rep(&s, 0x4242, b, sizeof(b), &len) == NBD_REP_ERR_UNSUP);
+	/* TLS off: STARTTLS is refused (spec, NOTLS mode) and haggling goes on. */
 	send_opt(&s, NBD_OPTS_MAGIC, NBD_OPT_STARTTLS, NULL, 0);
-	CHECK(read_rep(&s, NBD_OPT_STARTTLS, b, sizeof(b), &len) == NBD_REP_ERR_UNSUP);
+	CHECK(read_rep(&s, NBD_OPT_STARTTLS, b, sizeof(b), &len) == NBD_REP_ERR_POLICY);
 	/* Data longer than we keep is skipped, and the stream stays framed. */
 	static unsigned char big[20000];
 	send_opt(&s, NBD_OPTS_MAGIC, NBD_OPT_GO, big, sizeof(big));
@@ -248,6 +249,42 @@ static void test_unknown_option_then_go(void)
 	rd(&s, page, sizeof(page));
 	request(&s, 0, NBD_CMD_DISC, 8, 0, 0, NULL);
 	CHECK(finish(&s) == 0);
+}
+
+/* FORCEDTLS (--tls=require) before STARTTLS: every option but STARTTLS
+ * and ABORT, known or not, INFO and GO included, gets ERR_TLS_REQD and
+ * the stream stays framed; EXPORT_NAME, which cannot be refused, ends the
+ * session; ABORT is acknowledged. (The TLS handshake itself is
+ * nbd_tls.sh's, with real clients.) */
+static void test_tls_required(void)
+{
+	struct nbd_server forced = srv;
+	forced.tls_mode = NBD_TLS_REQUIRE;
+	cur = &forced;
+	struct session s;
+	start(&s);
+	greet(&s, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	unsigned char b[256], junk[40] = { 0 };
+	uint32_t len;
+	static const uint32_t opts[] = { NBD_OPT_LIST, NBD_OPT_STRUCTURED_REPLY, 0x4242,
+					 NBD_OPT_LIST_META_CONTEXT };
+	for (unsigned i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		send_opt(&s, NBD_OPTS_MAGIC, opts[i], junk, i == 2 ? sizeof junk : 0);
+		CHECK(read_rep(&s, opts[i], b, sizeof(b), &len) == NBD_REP_ERR_TLS_REQD);
+	}
+	uint16_t fl;
+	CHECK(info_go(&s, NBD_OPT_INFO, "", &fl) == NBD_REP_ERR_TLS_REQD);
+	CHECK(info_go(&s, NBD_OPT_GO, "rw", &fl) == NBD_REP_ERR_TLS_REQD);
+	send_opt(&s, NBD_OPTS_MAGIC, NBD_OPT_ABORT, NULL, 0);
+	CHECK(read_rep(&s, NBD_OPT_ABORT, b, sizeof(b), &len) == NBD_REP_ACK);
+	CHECK(finish(&s) == 0);
+
+	start(&s);
+	greet(&s, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	send_opt(&s, NBD_OPTS_MAGIC, NBD_OPT_EXPORT_NAME, "rw", 2);
+	CHECK(read(s.cfd, b, 1) == 0); /* hung up, no export data sent */
+	CHECK(finish(&s) == -EACCES);
+	cur = &srv;
 }
 
 static void test_export_name(void)
@@ -347,14 +384,22 @@ static void test_structured(void)
 	unsigned char r[5000];
 	rd(&s, r, sizeof(r));
 	CHECK(memcmp(w, r, sizeof(w)) == 0);
-	request(&s, 0, NBD_CMD_READ, 3, 0, NBD_MAX_PAYLOAD + 1, NULL);
-	rd(&s, h, 26);
-	CHECK(nbd_get32(h) == NBD_STRUCTURED_REPLY_MAGIC && nbd_get16(h + 6) == NBD_REPLY_TYPE_ERROR);
-	CHECK(nbd_get64(h + 8) == 3 && nbd_get32(h + 20) == NBD_EOVERFLOW);
-	uint32_t ml = nbd_get16(h + 24);
-	CHECK(nbd_get32(h + 16) == 6 + ml && ml < sizeof(r));
-	rd(&s, r, ml);
-	request(&s, 0, NBD_CMD_DISC, 4, 0, 0, NULL);
+	/* Too large a READ: EOVERFLOW only with DF (spec: "SHOULD NOT return
+	 * NBD_EOVERFLOW except ... when NBD_CMD_FLAG_DF is supported"), else
+	 * EINVAL, the usual answer. */
+	for (uint64_t df = 0; df < 2; df++) {
+		request(&s, df ? NBD_CMD_FLAG_DF : 0, NBD_CMD_READ, 3 + df, 0, NBD_MAX_PAYLOAD + 1,
+			NULL);
+		rd(&s, h, 26);
+		CHECK(nbd_get32(h) == NBD_STRUCTURED_REPLY_MAGIC &&
+		      nbd_get16(h + 6) == NBD_REPLY_TYPE_ERROR);
+		CHECK(nbd_get64(h + 8) == 3 + df &&
+		      nbd_get32(h + 20) == (df ? NBD_EOVERFLOW : NBD_EINVAL));
+		uint32_t ml = nbd_get16(h + 24);
+		CHECK(nbd_get32(h + 16) == 6 + ml && ml < sizeof(r));
+		rd(&s, r, ml);
+	}
+	request(&s, 0, NBD_CMD_DISC, 5, 0, 0, NULL);
 	CHECK(finish(&s) == 0);
 }
 
@@ -670,6 +715,7 @@ int main(void)
 	test_bad_option_magic();
 	test_bad_client_flags();
 	test_unknown_option_then_go();
+	test_tls_required();
 	test_export_name();
 	test_bad_requests();
 	test_structured();

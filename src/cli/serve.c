@@ -4,8 +4,10 @@
  * Each BACKING is an export and a volume of one shared vc_cache, so the
  * exports compete for the same tiers. One thread per connection
  * (src/nbd/conn.c adds its vc_aio queue's helpers and one thread for the
- * rarer commands, each on first need). The main thread only accepts, answers
- * the statistics socket, and waits for a signal.
+ * rarer commands, each on first need), in serve_conns.c's table with its
+ * limits. The main thread only accepts, answers the statistics socket,
+ * hangs up on handshakes past their time, and waits for a signal. Options
+ * may come from a file (serve_config.c); messages go through serve_log.c.
  *
  * Statistics: a second Unix socket beside the NBD one (SOCKET.ctl, 0600).
  * A client sends one line, "json" or "prometheus", gets the document and
@@ -32,23 +34,18 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/serve.h"
 #include "nbd/nbd.h"
 #include "tools/workload.h"
 #include "vramcache.h"
 
-/* Connections at once. Each holds a thread, up to --workers helpers and a
- * lane thread, at most NBD_INFLIGHT_BYTES of buffers and, with a GPU tier,
- * its vc_aio queue's bounce pages (8 MiB pinned, from its first READ);
- * beyond this many, new ones are refused. */
-#define SERVE_MAX_CONNS 128
 /* A statistics client has this long to send its line. */
 #define CTL_TIMEOUT_MS 1000
-/* Exports at most (each is a volume of the cache). */
-#define SERVE_MAX_EXPORTS 64
 
 static void serve_usage(FILE *f)
 {
 	fputs("Usage: vramcache serve [OPTIONS] [NAME=]BACKING...\n"
+	      "       vramcache serve --config FILE [OPTIONS] [[NAME=]BACKING...]\n"
 	      "\n"
 	      "Serves each BACKING (a file or block device) over NBD as an export,\n"
 	      "all through one cache. An export is named NAME, or with one BACKING\n"
@@ -64,6 +61,10 @@ static void serve_usage(FILE *f)
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
 	      "  --export NAME          the export's name when there is one BACKING\n"
+	      "  --description TEXT     what clients see as each export's description\n"
+	      "                         (NBD_INFO_DESCRIPTION, LIST); default none\n"
+	      "  --show-paths           describe each export by its backing path instead\n"
+	      "                         (any client can then read the server's paths)\n"
 	      "  --stat-socket PATH     statistics socket (default SOCKET.ctl with a Unix\n"
 	      "                         socket; read it with `vramcache stat`)\n"
 	      "  --workers N            threads per connection for requests that wait on\n"
@@ -72,6 +73,29 @@ static void serve_usage(FILE *f)
 	      "                         read and write: models a slower device\n"
 	      "  --pidfile PATH         write the server's pid here once it is ready\n"
 	      "  --foreground           stay in the foreground (logs to stderr)\n"
+	      "  --config FILE          options and exports from FILE: a [server] section\n"
+	      "                         of these options without the dashes (KEY = VALUE,\n"
+	      "                         flags true or false; the command line wins), and\n"
+	      "                         [export NAME] sections with path, and optionally\n"
+	      "                         readonly, write-back, description (see README)\n"
+	      "  --log FILE             log to FILE (appended); without it a daemon logs\n"
+	      "                         to syslog, and lines one per client (dropped\n"
+	      "                         connections) are rate-limited either way\n"
+	      "  --max-connections N    clients in transmission at once (default 128);\n"
+	      "                         past it a client's GO is refused (NBD_REP_ERR_POLICY)\n"
+	      "  --handshake-timeout S  seconds from connect to transmission, TLS included\n"
+	      "                         (default 10; 0: no limit). Clients still in the\n"
+	      "                         handshake do not count against --max-connections;\n"
+	      "                         at most 64 at once, the oldest dropped for a new one\n"
+	      "\n"
+	      "TLS (NBD STARTTLS, GnuTLS; the flags are nbdkit's):\n"
+	      "  --tls off|on|require   off (default): refuse STARTTLS; on: offer it;\n"
+	      "                         require: refuse every option until it is done\n"
+	      "  --tls-certificates DIR X.509: DIR/server-cert.pem, DIR/server-key.pem,\n"
+	      "                         DIR/ca-cert.pem (for --tls-verify-peer)\n"
+	      "  --tls-psk FILE         pre-shared keys, psktool's IDENTITY:HEXKEY lines\n"
+	      "  --tls-verify-peer      X.509: clients must show a certificate that\n"
+	      "                         DIR/ca-cert.pem signed\n"
 	      "\n"
 	      "Started with systemd socket activation (LISTEN_PID/LISTEN_FDS), as by\n"
 	      "`nbdinfo [ vramcache serve FILE ]`, it serves the inherited socket (fd 3)\n"
@@ -95,42 +119,8 @@ static void on_signal(int sig)
 
 struct server {
 	struct nbd_server nbd;
-	pthread_mutex_t lock;
-	pthread_cond_t gone; /* a connection ended */
-	int fds[SERVE_MAX_CONNS]; /* -1: free slot */
-	/* A slot's thread, until joined. Joined, not detached: a thread's
-	 * exit runs the engine's thread-state destructor (it hands back the
-	 * thread's policy queue), which must be over before the slot's next
-	 * thread starts or vc_close frees what it touches. */
-	pthread_t tids[SERVE_MAX_CONNS];
-	bool joinable[SERVE_MAX_CONNS];
-	unsigned live;
-	bool quiet;
+	struct serve_conns conns;
 };
-
-struct conn_arg {
-	struct server *sv;
-	int slot;
-};
-
-static void *conn_thread(void *p)
-{
-	struct conn_arg *a = p;
-	struct server *sv = a->sv;
-	int fd = sv->fds[a->slot];
-	int e = nbd_conn_run(fd, &sv->nbd);
-	if (e < 0 && !sv->quiet)
-		fprintf(stderr, "vramcache serve: connection ended: %s\n",
-			e == -EPROTO ? "protocol violation" : strerror(-e));
-	pthread_mutex_lock(&sv->lock);
-	close(fd);
-	sv->fds[a->slot] = -1;
-	sv->live--;
-	pthread_cond_broadcast(&sv->gone);
-	pthread_mutex_unlock(&sv->lock);
-	free(a);
-	return NULL;
-}
 
 static int listen_unix(const char *path)
 {
@@ -248,7 +238,9 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 			       { .fd = stop_pipe[0], .events = POLLIN },
 			       { .fd = cfd, .events = POLLIN } };
 	while (!stop_flag) {
-		if (poll(p, cfd >= 0 ? 3 : 2, -1) < 0) {
+		/* Wakes for the next handshake due to time out, if any. */
+		int timeout = conns_expire(&sv->conns);
+		if (poll(p, cfd >= 0 ? 3 : 2, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -263,37 +255,9 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 		if (stop_flag || !(p[0].revents & POLLIN))
 			continue;
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue; /* ECONNABORTED and friends: the next one may work */
-		pthread_mutex_lock(&sv->lock);
-		int slot = -1;
-		for (int i = 0; i < SERVE_MAX_CONNS && slot < 0; i++)
-			if (sv->fds[i] < 0)
-				slot = i;
-		struct conn_arg *a = slot >= 0 ? malloc(sizeof(*a)) : NULL;
-		if (a) {
-			/* The slot's last thread has unlocked for the last time:
-			 * only its exit is left, so this join is short. */
-			if (sv->joinable[slot])
-				pthread_join(sv->tids[slot], NULL);
-			sv->joinable[slot] = false;
-			*a = (struct conn_arg){ sv, slot };
-			sv->fds[slot] = fd;
-			if (pthread_create(&sv->tids[slot], NULL, conn_thread, a) == 0) {
-				sv->live++;
-				sv->joinable[slot] = true;
-			} else {
-				sv->fds[slot] = -1;
-				free(a);
-				a = NULL;
-			}
-		}
-		pthread_mutex_unlock(&sv->lock);
-		if (!a) {
-			fprintf(stderr, "vramcache serve: refusing a connection (limit %d)\n",
-				SERVE_MAX_CONNS);
-			close(fd);
-		}
+		if (fd >= 0)
+			conns_accept(&sv->conns, fd);
+		/* else ECONNABORTED and friends: the next one may work */
 	}
 	return 0;
 }
@@ -342,15 +306,54 @@ static int parse_exports(char **args, unsigned n, const char *single,
 	return 0;
 }
 
+/* Why a backing file did not open. A file we may not write names the
+ * option that serves it anyway, not the library's flag. */
+static void open_error(const char *path, int e, bool readonly)
+{
+	if (!readonly && (e == -EACCES || e == -EROFS || e == -EPERM))
+		fprintf(stderr,
+			"vramcache serve: %s: cannot open it for writing (%s); to serve it "
+			"read-only, add --readonly\n",
+			path, strerror(-e));
+	else
+		fprintf(stderr, "vramcache serve: %s: %s\n", path,
+			*vc_last_error() ? vc_last_error() : vc_strerror(e));
+}
+
+/* --config's exports, after the command line's: names and paths, every
+ * name unique. 0 or -1. */
+static int config_exports(const struct serve_config *cf, unsigned npos,
+			  char names[][NBD_MAX_STRING + 1], const char **paths)
+{
+	for (unsigned i = 0; i < cf->nexports; i++) {
+		const struct serve_export *x = &cf->exports[i];
+		for (unsigned j = 0; j < npos + i; j++)
+			if (strcmp(names[j], x->name) == 0) {
+				fprintf(stderr, "vramcache serve: two exports named \"%s\"\n", x->name);
+				return -1;
+			}
+		strcpy(names[npos + i], x->name); /* at most NBD_MAX_STRING bytes */
+		paths[npos + i] = x->path;
+	}
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct vc_config cfg;
 	vc_config_init(&cfg);
 	const char *sock = NULL, *tcp = NULL, *export = "", *pidfile = NULL, *ctl = NULL;
 	bool foreground = false, readonly = false;
+	int tls_mode = NBD_TLS_OFF;
+	uint64_t max_conns = SERVE_MAX_CONNS;
+	double hs_timeout_s = SERVE_HANDSHAKE_TIMEOUT_MS / 1000.0;
+	const char *logpath = NULL, *description = NULL;
+	bool show_paths = false;
+	struct nbd_tls_config tls_cfg = { 0 };
 	uint64_t workers = 0;
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
-	       O_CTL, O_LAT };
+	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
+	       O_DESC, O_SHOWP, O_CONF };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -365,9 +368,25 @@ int cmd_serve(int argc, char **argv)
 		{ "workers", required_argument, 0, O_WORK },
 		{ "stat-socket", required_argument, 0, O_CTL },
 		{ "backing-latency", required_argument, 0, O_LAT },
+		{ "tls", required_argument, 0, O_TLS },
+		{ "tls-certificates", required_argument, 0, O_TLS_CERTS },
+		{ "tls-psk", required_argument, 0, O_TLS_PSK },
+		{ "tls-verify-peer", no_argument, 0, O_TLS_VERIFY },
+		{ "max-connections", required_argument, 0, O_MAXC },
+		{ "handshake-timeout", required_argument, 0, O_HST },
+		{ "log", required_argument, 0, O_LOG },
+		{ "description", required_argument, 0, O_DESC },
+		{ "show-paths", no_argument, 0, O_SHOWP },
+		{ "config", required_argument, 0, O_CONF },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
+	static struct serve_config conf; /* static: optarg may point into it */
+	char cerr[512];
+	if (serve_config_apply(&argc, &argv, lo, &conf, cerr, sizeof cerr) < 0) {
+		fprintf(stderr, "vramcache serve: --config: %s\n", cerr);
+		return 2;
+	}
 	int ch;
 	while ((ch = getopt_long(argc, argv, "hf", lo, NULL)) != -1) {
 		switch (ch) {
@@ -403,11 +422,43 @@ int cmd_serve(int argc, char **argv)
 			if (cli_u64(optarg, &workers) || workers < 1 || workers > 64)
 				goto bad;
 			break;
+		case O_TLS:
+			if (strcmp(optarg, "off") == 0)
+				tls_mode = NBD_TLS_OFF;
+			else if (strcmp(optarg, "on") == 0)
+				tls_mode = NBD_TLS_ON;
+			else if (strcmp(optarg, "require") == 0)
+				tls_mode = NBD_TLS_REQUIRE;
+			else
+				goto bad;
+			break;
+		case O_TLS_CERTS: tls_cfg.cert_dir = optarg; break;
+		case O_TLS_PSK: tls_cfg.psk_file = optarg; break;
+		case O_TLS_VERIFY: tls_cfg.verify_peer = true; break;
+		case O_MAXC:
+			if (cli_u64(optarg, &max_conns) || max_conns < 1 || max_conns > 65536)
+				goto bad;
+			break;
+		case O_HST: {
+			char *end;
+			hs_timeout_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(hs_timeout_s >= 0 && hs_timeout_s <= 86400))
+				goto bad;
+			break;
+		}
+		case O_LOG: logpath = optarg; break;
+		case O_DESC:
+			if (strlen(optarg) > NBD_MAX_STRING)
+				goto bad;
+			description = optarg;
+			break;
+		case O_SHOWP: show_paths = true; break;
+		case O_CONF: break; /* read by serve_config_apply */
 		case 'h': serve_usage(stdout); return 0;
 		default: serve_usage(stderr); return 2;
 		}
 	}
-	unsigned nex = (unsigned)(argc - optind);
+	unsigned npos = (unsigned)(argc - optind), nex = npos + conf.nexports;
 	if (nex < 1 || nex > SERVE_MAX_EXPORTS) {
 		fprintf(stderr, "vramcache serve: want 1 to %d BACKING files (try --help)\n",
 			SERVE_MAX_EXPORTS);
@@ -417,14 +468,47 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "vramcache serve: --socket and --tcp exclude each other\n");
 		return 2;
 	}
+	/* Credentials load before anything listens: a bad one is a start-up
+	 * error, not every client's failed handshake. */
+	static struct nbd_tls *tls; /* static: reachable on every early return */
+	if (tls_mode == NBD_TLS_OFF && (tls_cfg.cert_dir || tls_cfg.psk_file || tls_cfg.verify_peer)) {
+		fprintf(stderr, "vramcache serve: TLS credentials given but --tls is off "
+				"(add --tls=on or --tls=require)\n");
+		return 2;
+	}
+	int le = logpath ? serve_log_open(logpath) : 0;
+	if (le < 0) {
+		fprintf(stderr, "vramcache serve: --log %s: %s\n", logpath, strerror(-le));
+		return 2;
+	}
+	if (tls_mode != NBD_TLS_OFF) {
+		char err[512];
+		if (nbd_tls_new(&tls_cfg, &tls, err, sizeof err) < 0) {
+			fprintf(stderr, "vramcache serve: TLS: %s\n", err);
+			return 2;
+		}
+	}
 	static struct nbd_export ex[SERVE_MAX_EXPORTS];
 	static struct nbd_counters counters[SERVE_MAX_EXPORTS];
 	static char names[SERVE_MAX_EXPORTS][NBD_MAX_STRING + 1];
-	const char *paths[SERVE_MAX_EXPORTS];
-	if (parse_exports(argv + optind, nex, export, names, paths) < 0)
+	const char *paths[SERVE_MAX_EXPORTS], *descs[SERVE_MAX_EXPORTS];
+	bool ro[SERVE_MAX_EXPORTS], wb[SERVE_MAX_EXPORTS], any_wb = false;
+	if (parse_exports(argv + optind, npos, export, names, paths) < 0 ||
+	    config_exports(&conf, npos, names, paths) < 0)
 		return 2;
+	/* Per export: --config's setting, else the server's. The write mode
+	 * is the cache's: write-back if any export wants it, and the others
+	 * are write-through in it (every write with FUA). */
+	for (unsigned i = 0; i < nex; i++) {
+		const struct serve_export *x = i < npos ? NULL : &conf.exports[i - npos];
+		ro[i] = x && x->readonly >= 0 ? x->readonly : readonly;
+		wb[i] = x && x->write_back >= 0 ? x->write_back : cfg.write_mode == VC_WRITE_BACK;
+		descs[i] = x && x->description ? x->description : show_paths ? paths[i] : description;
+		any_wb |= wb[i];
+	}
+	cfg.write_mode = any_wb ? VC_WRITE_BACK : VC_WRITE_THROUGH;
 	cfg.backing_path = paths[0];
-	if (readonly)
+	if (ro[0])
 		cfg.flags |= VC_OPEN_READONLY;
 
 	char defsock[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -480,8 +564,7 @@ int cmd_serve(int argc, char **argv)
 	vc_cache *c;
 	int e = vc_open(&cfg, &c);
 	if (e < 0) {
-		fprintf(stderr, "vramcache serve: %s: %s\n", cfg.backing_path,
-			*vc_last_error() ? vc_last_error() : vc_strerror(e));
+		open_error(cfg.backing_path, e, ro[0]);
 		unlink_sockets(sock, ctl);
 		return 1;
 	}
@@ -489,29 +572,30 @@ int cmd_serve(int argc, char **argv)
 	vc_get_stats(c, &st);
 	for (unsigned i = 0; i < nex; i++) {
 		vc_volume *v = vc_volume_default(c);
-		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, cfg.flags, &v)) < 0) {
-			fprintf(stderr, "vramcache serve: %s: %s\n", paths[i],
-				*vc_last_error() ? vc_last_error() : vc_strerror(e));
+		if (i > 0 && (e = vc_volume_open(c, paths[i], -1, ro[i] ? VC_OPEN_READONLY : 0, &v)) < 0) {
+			open_error(paths[i], e, ro[i]);
 			vc_close(c);
 			unlink_sockets(sock, ctl);
 			return 1;
 		}
 		ex[i] = (struct nbd_export){
 			.name = names[i],
-			.description = paths[i],
+			.description = descs[i],
 			.vol = v,
-			.readonly = readonly,
+			.readonly = ro[i],
+			.write_through = any_wb && !wb[i],
 			.prefetch_tier = st.pages_capacity[VC_TIER_GPU] ? VC_TIER_GPU : VC_TIER_HOST,
 			.counters = &counters[i],
 		};
 	}
 	static struct server sv; /* static: the signal path never touches it */
 	sv.nbd = (struct nbd_server){ .exports = ex, .n_exports = nex, .workers = (unsigned)workers,
-				      .cache = c };
-	pthread_mutex_init(&sv.lock, NULL);
-	pthread_cond_init(&sv.gone, NULL);
-	for (int i = 0; i < SERVE_MAX_CONNS; i++)
-		sv.fds[i] = -1;
+				      .cache = c, .tls_mode = tls_mode, .tls = tls };
+	if (conns_init(&sv.conns, &sv.nbd, (unsigned)max_conns, SERVE_MAX_HANDSHAKES,
+		       (unsigned)(hs_timeout_s * 1000)) < 0) {
+		vc_close(c);
+		return 1;
+	}
 
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
@@ -530,19 +614,25 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 	if (foreground) {
-		fprintf(stderr, "vramcache serve: on %s, device %s, %s%s%s%s\n",
+		fprintf(stderr, "vramcache serve: on %s, device %s, %s%s%s%s%s\n",
 			tcp ? tcp : sock ? sock : "the activated socket", vc_device_name(c),
 			cfg.write_mode == VC_WRITE_BACK ? "write-back" : "write-through",
-			readonly ? ", read-only" : "", ctl ? ", statistics on " : "", ctl ? ctl : "");
+			readonly ? ", read-only" : "",
+			tls_mode == NBD_TLS_REQUIRE ? ", TLS required"
+			: tls_mode == NBD_TLS_ON    ? ", TLS offered"
+						    : "",
+			ctl ? ", statistics on " : "", ctl ? ctl : "");
 		for (unsigned i = 0; i < nex; i++)
-			fprintf(stderr, "  export \"%s\": %s (%llu bytes)\n", names[i], paths[i],
-				(unsigned long long)vc_volume_size(ex[i].vol));
+			fprintf(stderr, "  export \"%s\": %s (%llu bytes%s%s)\n", names[i], paths[i],
+				(unsigned long long)vc_volume_size(ex[i].vol), ro[i] ? ", read-only" : "",
+				ex[i].write_through ? ", write-through" : "");
 	}
 	if (ready[1] >= 0) {
 		if (write(ready[1], "y", 1) != 1) {
 			/* the parent died: carry on serving */
 		}
 		close(ready[1]);
+		serve_log_daemon(); /* from here on, nothing reaches the terminal */
 	}
 
 	accept_loop(&sv, lfd, cfd);
@@ -551,19 +641,12 @@ int cmd_serve(int argc, char **argv)
 	if (cfd >= 0)
 		close(cfd);
 	unlink_sockets(sock, ctl);
-	pthread_mutex_lock(&sv.lock);
-	for (int i = 0; i < SERVE_MAX_CONNS; i++)
-		if (sv.fds[i] >= 0)
-			shutdown(sv.fds[i], SHUT_RD); /* readers see EOF; replies still go out */
-	while (sv.live > 0)
-		pthread_cond_wait(&sv.gone, &sv.lock);
-	pthread_mutex_unlock(&sv.lock);
-	for (int i = 0; i < SERVE_MAX_CONNS; i++)
-		if (sv.joinable[i])
-			pthread_join(sv.tids[i], NULL);
+	conns_close(&sv.conns);
+	serve_log_flush();
 	e = vc_close(c);
 	if (e < 0)
-		fprintf(stderr, "vramcache serve: flushing on close: %s\n", vc_strerror(e));
+		serve_log(LOG_ERR, "flushing on close: %s", vc_strerror(e));
+	nbd_tls_free(tls);
 	if (pidfile)
 		unlink(pidfile);
 	return e < 0 ? 1 : 0;

@@ -48,7 +48,13 @@
  *
  * Disconnect: at DISC, EOF, a bad magic or a read error we read no more;
  * every request admitted before it runs and is answered (spec: DISC), then
- * the queue is closed. */
+ * the queue is closed.
+ *
+ * TLS (after STARTTLS): the socket calls become tls.c's non-blocking
+ * record reads and writes, with two differences the loop minds: replies
+ * taken by nbd_tls_writev_some may still sit in its record buffer (we wait
+ * for POLLOUT and do not end until it is empty), and GnuTLS may hold
+ * decrypted bytes the socket no longer signals (we do not poll then). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -250,6 +256,13 @@ static void out_fail(struct conn *c, int e)
 static bool out_flush(struct conn *c)
 {
 	bool any = false;
+	if (!c->out.head && c->s.tls && nbd_tls_out_pending(c->s.tls) && !c->out_dead) {
+		/* The last replies wait in the TLS record buffer. */
+		int e = nbd_tls_writev_some(c->s.tls, NULL, 0);
+		if (e < 0 && e != -EAGAIN)
+			out_fail(c, e);
+		return e != -EAGAIN;
+	}
 	while (c->out.head) {
 		struct iovec v[OUT_IOV];
 		int n = 0;
@@ -260,7 +273,8 @@ static bool out_flush(struct conn *c)
 					v[n++] = q->iov[i];
 					total += q->iov[i].iov_len;
 				}
-		int e = nbd_writev_some(c->s.fd, v, n, true);
+		int e = c->s.tls ? nbd_tls_writev_some(c->s.tls, v, n)
+				 : nbd_writev_some(c->s.fd, v, n, true);
 		size_t sent = total - nbd_iov_left(v, n);
 		any |= sent > 0;
 		/* Advance the replies past what went; free the whole ones. */
@@ -426,6 +440,8 @@ static bool reap(struct conn *c)
  * when there is nothing yet, -ECONNRESET at end of stream, or -errno. */
 static ssize_t recv_some(struct conn *c, void *p, size_t n)
 {
+	if (c->s.tls)
+		return nbd_tls_recv(c->s.tls, p, n);
 	for (;;) {
 		ssize_t r;
 		if (!c->notsock) {
@@ -524,7 +540,10 @@ static void dispatch(struct conn *c, struct creq *q)
 		.len = r->type == NBD_CMD_FLUSH ? 0 : r->length,
 		.op = r->type == NBD_CMD_READ ? VC_AIO_READ
 		      : r->type == NBD_CMD_WRITE ? VC_AIO_WRITE : VC_AIO_FLUSH,
-		.flags = r->type == NBD_CMD_WRITE && (r->flags & NBD_CMD_FLAG_FUA) ? VC_AIO_FUA : 0,
+		.flags = r->type == NBD_CMD_WRITE &&
+				 ((r->flags & NBD_CMD_FLAG_FUA) || c->s.exp->write_through)
+			 ? VC_AIO_FUA
+			 : 0,
 		.user = q,
 	};
 	c->batch[c->nbatch++] = &q->a;
@@ -657,7 +676,10 @@ static void wait_event(struct conn *c, int64_t *slice)
 		}
 		return;
 	}
-	short ev = (short)((want_input(c) ? POLLIN : 0) | (c->out.head ? POLLOUT : 0));
+	bool out = c->out.head || (c->s.tls && !c->out_dead && nbd_tls_out_pending(c->s.tls));
+	if (c->s.tls && want_input(c) && nbd_tls_in_pending(c->s.tls))
+		return; /* decrypted bytes wait in GnuTLS: the socket will not say so */
+	short ev = (short)((want_input(c) ? POLLIN : 0) | (out ? POLLOUT : 0));
 	struct pollfd p[2] = {
 		{ .fd = ev ? c->s.fd : -1, .events = ev }, /* -1: no POLLHUP spin */
 		{ .fd = c->lane.efd, .events = POLLIN },
@@ -679,7 +701,8 @@ static int transmission(struct conn *c)
 		moved |= out_flush(c);
 		moved |= read_input(c);
 		submit(c);
-		if (c->ended && c->nreqs == 0)
+		if (c->ended && c->nreqs == 0 &&
+		    !(c->s.tls && !c->out_dead && nbd_tls_out_pending(c->s.tls)))
 			break;
 		if (moved)
 			slice = WAIT_MIN_NS;
@@ -698,11 +721,13 @@ int nbd_conn_run(int fd, const struct nbd_server *srv)
 	c->lane.efd = -1;
 	int e = nbd_handshake(&c->s);
 	if (e <= 0) {
+		nbd_tls_end(&c->s);
 		free(c);
 		return e;
 	}
 	c->helpers = srv->workers ? srv->workers : NBD_DEFAULT_WORKERS;
 	if (!(c->rbuf = malloc(RBUF_BYTES))) {
+		nbd_tls_end(&c->s);
 		free(c);
 		return -ENOMEM;
 	}
@@ -722,6 +747,7 @@ int nbd_conn_run(int fd, const struct nbd_server *srv)
 	pthread_mutex_destroy(&c->lane.mu);
 	if (cnt)
 		atomic_fetch_sub(&cnt->conns, 1);
+	nbd_tls_end(&c->s);
 	for (struct creq *q = c->free, *next; q; q = next) {
 		next = q->next;
 		free(q);

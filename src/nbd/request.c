@@ -67,7 +67,7 @@ uint32_t nbd_request_check(const struct nbd_session *s, const struct nbd_request
 	/* A READ's reply and a WRITE's payload are buffered whole; the
 	 * payload-free commands run in bounded steps at any length. */
 	if ((r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) && r->length > NBD_MAX_PAYLOAD)
-		return r->type == NBD_CMD_READ && s->structured ? NBD_EOVERFLOW : NBD_EINVAL;
+		return r->flags & NBD_CMD_FLAG_DF ? NBD_EOVERFLOW : NBD_EINVAL; /* spec: "Error values" */
 	if (!in_bounds(s, r))
 		return r->type == NBD_CMD_WRITE || r->type == NBD_CMD_WRITE_ZEROES ? NBD_ENOSPC
 										 : NBD_EINVAL;
@@ -121,7 +121,7 @@ static const unsigned char zeroes[1u << 16];
  * A zero-length request changed nothing. */
 static uint32_t fua(const struct nbd_session *s, const struct nbd_request *r)
 {
-	if (!(r->flags & NBD_CMD_FLAG_FUA) || r->length == 0)
+	if (!((r->flags & NBD_CMD_FLAG_FUA) || s->exp->write_through) || r->length == 0)
 		return 0;
 	int e = vc_volume_flush_range(s->exp->vol, r->offset, r->length);
 	return e < 0 ? nbd_errno(e) : 0;

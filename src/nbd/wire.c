@@ -23,20 +23,6 @@ int nbd_read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
-int nbd_skip(int fd, uint64_t n)
-{
-	unsigned char scratch[16384];
-	while (n > 0) {
-		size_t k = n < sizeof(scratch) ? (size_t)n : sizeof(scratch);
-		int r = nbd_read_full(fd, scratch, k);
-		if (r < 0)
-			return r;
-		n -= k;
-	}
-	return 0;
-}
-
-
 size_t nbd_iov_left(const struct iovec *iov, int n)
 {
 	size_t t = 0;

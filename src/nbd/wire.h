@@ -39,8 +39,6 @@ static inline void nbd_put64(unsigned char *p, uint64_t v)
 /* Reads exactly n bytes. 0, -ECONNRESET at end of stream (even after part
  * of the buffer), or -errno. EINTR is retried. */
 int nbd_read_full(int fd, void *buf, size_t n);
-/* Reads and throws away n bytes through a bounded stack buffer. Same codes. */
-int nbd_skip(int fd, uint64_t n);
 /* Writes exactly n bytes; no SIGPIPE on a socket. 0 or -errno. */
 int nbd_write_full(int fd, const void *buf, size_t n);
 /* Sends iov[0..n) whole, in as few calls as the socket takes (sendmsg;

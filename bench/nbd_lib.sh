@@ -1,0 +1,68 @@
+# Sourced by the NBD benchmarks (bench/nbd_fio.sh, bench/nbd_tls.sh). The
+# functions below use their $dir (scratch), $size, $rt (seconds per test),
+# the tests array ("NAME:FIO-ARGS"), the res associative array and the pids
+# array (servers to kill on exit).
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+# bench_start NAME "TOOL..." ARGS...: parses [--quick] VRAMCACHE_BINARY
+# OUTDIR (sets quick, vc, out, rt), checks the tools are there, and makes
+# $dir, removed on exit with the servers in pids killed.
+bench_start() {
+	local name=$1 tools=$2; shift 2
+	case "${1:-}" in -h | --help) usage; exit 0 ;; esac
+	quick=0
+	if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+	[ $# = 2 ] || { usage >&2; exit 2; }
+	vc=$(realpath "$1")
+	out=$2
+	mkdir -p "$out"
+	for c in $tools; do
+		command -v $c >/dev/null || { echo "$name: $c not found" >&2; exit 1; }
+	done
+	rt=$([ $quick = 1 ] && echo 3 || echo 15)
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-$name-XXXXXX")
+	pids=()
+	trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
+}
+
+fio_run() { # NAME URI FIO-ARGS... -> prints "iops bw_bytes"
+	local name=$1 uri=$2; shift 2
+	fio --name="$name" --ioengine=nbd --uri="$uri" --size=$size --time_based --runtime="$rt" \
+		--group_reporting --output-format=json "$@" >"$dir/$name.json" 2>"$dir/$name.err" ||
+		{ cat "$dir/$name.err" >&2; exit 1; }
+	python3 - "$dir/$name.json" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("{"):])["jobs"][0]  # the nbd engine prints a line first
+r, w = j["read"], j["write"]
+print("%.0f %.0f" % (r["iops"] + w["iops"], r["bw_bytes"] + w["bw_bytes"]))
+PY
+}
+
+wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run all, stop
+	fio_run "$1-warm" "$2" --rw="$3" --bs=1m --iodepth=4 --time_based=0 >/dev/null
+	for t in "${tests[@]}"; do
+		res[$1:${t%%:*}]=$(fio_run "$1-${t%%:*}" "$2" ${t#*:})
+	done
+	kill "${pids[-1]}"; unset 'pids[-1]'
+}
+
+bench_json_head() { # FIELDS: the result file's first lines, FIELDS ("k": v, ...) included
+	echo "{\"machine\": \"$(nproc) cores, $(uname -r)\", \"fio\": \"$(fio --version)\","
+	echo " \"nbdkit\": \"$(nbdkit --version | head -1)\", $1\"runtime_s\": $rt, \"tests\": {"
+}
+
+# run_nbdkit URI-SCHEME NBDKIT-ARGS...: `nbdkit memory $size` on $dir/k.sock
+# (NBDKIT_MEMORY: the plugin's .so where nbdkit has no plugin directory),
+# then run_tests nk over it.
+run_nbdkit() {
+	local scheme=$1; shift
+	nbdkit --exit-with-parent -U "$dir/k.sock" -P "$dir/k.pid" "$@" "${NBDKIT_MEMORY:-memory}" \
+		$size &
+	wait_sock "$dir/k.sock"
+	pids+=("$(cat "$dir/k.pid")")
+	run_tests nk "$scheme:///?socket=$dir/k.sock" write
+}
