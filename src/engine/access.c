@@ -456,6 +456,13 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	return r < 0 ? r : (ssize_t)done;
 }
 
+/* Errors of a store that refused a write-back (eviction of a dirty page):
+ * they keep a miss from its slot, not the store from being read. */
+static bool store_refused(int r)
+{
+	return r == -ENOSPC || r == -EDQUOT || r == -EFBIG || r == -EIO;
+}
+
 ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 {
 	if (!v || (!buf && len))
@@ -482,6 +489,18 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		size_t k = eng_piece(v, off + done, len - done, &pno, &in);
 		struct vc_page *p;
 		int r = eng_acquire(c, pno, ACQ_READ, true, serve, &p);
+		if (r < 0 && store_refused(r)) {
+			/* No room: the victims are dirty and the store refuses
+			 * their write-backs (a full file system). The page was
+			 * not cached when looked up, so the store holds it: read
+			 * it from there, uncached, rather than fail a read of
+			 * data the store has. */
+			int e = vc_backing_read(v->bk, (char *)buf + done, k, off + done);
+			if (e < 0)
+				return r;
+			done += k;
+			continue;
+		}
 		if (r < 0)
 			return r;
 		const unsigned char *src = NULL;
