@@ -226,6 +226,12 @@ uint64_t vc_volume_size(const vc_volume *v);
  * Cost: two lseeks and one O(log) look in the volume's set of dirty pages
  * (empty in write-through), whatever the size of the range or the cache. */
 int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len);
+/* The first run of pages at or after byte off that the cache may hold
+ * newer than the store (write-back: acknowledged, not yet written back):
+ * 1 and the run's bytes [*start, *start + *len), clipped to the volume's
+ * end; 0 when there is none. For saying what a failed flush left behind
+ * (a full store at shutdown). Cost: O(log) per page of the run. */
+int vc_volume_dirty_next(vc_volume *v, uint64_t off, uint64_t *start, uint64_t *len);
 
 /* ---- Asynchronous I/O ----------------------------------------------------
  * A vc_aio is a submission and completion queue, used by one thread at a

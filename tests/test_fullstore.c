@@ -12,13 +12,15 @@
  * must read as the store has it, though no slot can be freed for it. With
  * and without a GPU tier (the eviction paths differ: a GPU segment's, or a
  * host page's alone). Before the fix, the reads failed with the
- * write-backs' error.
+ * write-backs' error. vc_volume_dirty_next must then report runs that
+ * hold every acknowledged write, none below the limit.
  *
  * Exit 0 pass, 1 fail, 77 skip (no CUDA where asked).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -94,12 +96,15 @@ static void run(int kind, uint64_t gpu_pages)
 	 * of pages it cannot write back. */
 	unsigned char page[PS];
 	uint32_t acked = 0, refused = 0;
+	bool *is_acked = calloc(PAGES, 1);
+	CHECK(is_acked);
 	for (uint32_t pg = LIMIT; pg < PAGES && refused < 8; pg++) {
 		for (uint32_t k = 0; k < PS; k++)
 			page[k] = (unsigned char)(pg * 31 + k * 7 + 1);
 		ssize_t w = vc_write(c, page, PS, (uint64_t)pg * PS);
 		if (w == PS) {
 			memcpy(want + (size_t)pg * PS, page, PS);
+			is_acked[pg] = true;
 			acked++;
 		} else {
 			CHECK(w == -EFBIG || w == -ENOSPC);
@@ -109,6 +114,27 @@ static void run(int kind, uint64_t gpu_pages)
 	CHECK(acked > 0 && refused > 0); /* the cache did fill */
 	/* A flush cannot complete, and says so. */
 	CHECK(vc_flush(c) < 0);
+	/* What it left: runs of dirty pages that hold every acknowledged
+	 * write, all past the limit (nothing below it was written). */
+	bool *in_run = calloc(PAGES, 1);
+	CHECK(in_run);
+	uint64_t at = 0, start, len;
+	vc_volume *v = vc_volume_default(c);
+	int runs = 0;
+	while (vc_volume_dirty_next(v, at, &start, &len) == 1) {
+		CHECK(len > 0 && start % PS == 0 && start >= at && start >= (uint64_t)LIMIT * PS);
+		CHECK(start + len <= size);
+		for (uint64_t o = start; o < start + len; o += PS)
+			in_run[o / PS] = true;
+		at = start + len;
+		runs++;
+	}
+	for (uint32_t pg = 0; pg < PAGES; pg++)
+		if (is_acked[pg])
+			CHECK(in_run[pg]);
+	free(in_run);
+	CHECK(runs > 0);
+	CHECK(vc_volume_dirty_next(v, size, &start, &len) == 0);
 
 	struct reader rd[READERS];
 	pthread_t th[READERS];
@@ -133,6 +159,7 @@ static void run(int kind, uint64_t gpu_pages)
 	CHECK(memcmp(got, want, size) == 0);
 	free(got);
 	free(want);
+	free(is_acked);
 	unlink(path);
 }
 

@@ -262,6 +262,30 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 	return 0;
 }
 
+/* The flush at shutdown failed (a full store): says, per export, which
+ * byte ranges the cache held newer than the store, and so are lost now.
+ * At most 64 ranges an export, then a count. */
+static void report_unwritten(const struct nbd_export *ex, unsigned n, int err)
+{
+	serve_log(LOG_ERR, "flushing at shutdown: %s; writes acknowledged but not written back:",
+		  vc_strerror(err));
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = 0, start, len, bytes = 0;
+		unsigned runs = 0;
+		while (vc_volume_dirty_next(ex[i].vol, off, &start, &len) == 1) {
+			if (runs++ < 64)
+				serve_log(LOG_ERR, "  export \"%s\": bytes %llu-%llu (%llu bytes)", ex[i].name,
+					  (unsigned long long)start, (unsigned long long)(start + len - 1),
+					  (unsigned long long)len);
+			bytes += len;
+			off = start + len;
+		}
+		if (runs > 64)
+			serve_log(LOG_ERR, "  export \"%s\": %u ranges in all, %llu bytes", ex[i].name,
+				  runs, (unsigned long long)bytes);
+	}
+}
+
 static void unlink_sockets(const char *sock, const char *ctl)
 {
 	if (sock)
@@ -604,6 +628,10 @@ int cmd_serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A store past the process's file-size limit refuses writes with
+	 * EFBIG, as a full one does with ENOSPC: an error to report, not a
+	 * reason to die with the cache's dirty pages. */
+	signal(SIGXFSZ, SIG_IGN);
 
 	if (pidfile) {
 		FILE *pf = fopen(pidfile, "w");
@@ -643,9 +671,14 @@ int cmd_serve(int argc, char **argv)
 	unlink_sockets(sock, ctl);
 	conns_close(&sv.conns);
 	serve_log_flush();
-	e = vc_close(c);
+	e = vc_flush(c);
 	if (e < 0)
-		serve_log(LOG_ERR, "flushing on close: %s", vc_strerror(e));
+		report_unwritten(ex, nex, e);
+	int ce = vc_close(c);
+	if (e == 0 && ce < 0) {
+		e = ce;
+		serve_log(LOG_ERR, "flushing on close: %s", vc_strerror(ce));
+	}
 	nbd_tls_free(tls);
 	if (pidfile)
 		unlink(pidfile);

@@ -226,3 +226,23 @@ int vc_volume_extent(vc_volume *v, uint64_t off, uint64_t len, uint64_t *ext_len
 	*ext_len = end - off;
 	return hole ? VC_EXTENT_HOLE : VC_EXTENT_DATA;
 }
+
+int vc_volume_dirty_next(vc_volume *v, uint64_t off, uint64_t *start, uint64_t *len)
+{
+	if (!v || !start || !len)
+		return vc_err(-EINVAL, "vc_volume_dirty_next: NULL argument");
+	if (off >= v->size)
+		return 0;
+	const unsigned sh = v->c->pshift;
+	const uint64_t last = (v->size - 1) >> sh;
+	uint64_t first, next;
+	if (!vc_dset_next(v->dirty, off >> sh, last, &first))
+		return 0;
+	uint64_t end = first + 1; /* members are page indexes (pno - base) */
+	while (end <= last && vc_dset_next(v->dirty, end, end, &next))
+		end++;
+	*start = first << sh;
+	uint64_t stop = end << sh;
+	*len = (stop < v->size ? stop : v->size) - *start;
+	return 1;
+}
