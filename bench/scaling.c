@@ -43,7 +43,8 @@
  * Usage: scaling [--device auto|emu|cuda] [--cases gpu,host,miss]
  *                [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]
  *                [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]
- *                [--latencies 0,20,100] [--gpu-hits serve|swap] [--quick] [--json FILE]
+ *                [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]
+ *                [--quick] [--json FILE]
  * Sizes take K, M, G suffixes (binary). --quick: host 16 MiB, GPU 64 MiB,
  * working set 48 MiB, miss file 512 MiB, 0.3 s a point (the 2-core
  * machine); options given explicitly win over it.
@@ -88,6 +89,7 @@ struct opts {
 	double seconds;
 	uint64_t host_bytes, gpu_bytes, ws_bytes, miss_bytes; /* 0: default */
 	int gpu_hits; /* enum vc_gpu_hits */
+	const char *policy; /* vc_config.policy; NULL: the default */
 	bool quick;
 	const char *json;
 };
@@ -537,6 +539,8 @@ static vc_cache *open_cache(struct run *R, double lat_us)
 	cfg.gpu_bytes = R->o->gpu_bytes;
 	cfg.device = R->o->device;
 	cfg.gpu_hits = R->o->gpu_hits;
+	if (R->o->policy)
+		cfg.policy = R->o->policy;
 	cfg.backing_latency_ns = (uint64_t)(lat_us * 1e3);
 	vc_cache *c;
 	BENCH_OK(vc_open(&cfg, &c));
@@ -786,7 +790,8 @@ static void usage(void)
 		"usage: scaling [--device auto|emu|cuda] [--cases gpu,host,miss]\n"
 		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
 		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
-		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--quick] [--json FILE]\n"
+		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]\n"
+		"               [--quick] [--json FILE]\n"
 		"sizes take K, M, G suffixes; --latencies in microseconds\n");
 	exit(2);
 }
@@ -877,6 +882,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		if (strcmp(a, "--device") == 0) {
 			if ((o->device = vc_device_parse(v)) < 0)
 				bad(a, v, "auto, emu or cuda");
+		} else if (strcmp(a, "--policy") == 0) {
+			o->policy = v;
 		} else if (strcmp(a, "--gpu-hits") == 0) {
 			if (strcmp(v, "serve") && strcmp(v, "swap"))
 				bad(a, v, "serve or swap");
