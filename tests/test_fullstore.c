@@ -152,12 +152,7 @@ static void run(int kind, uint64_t gpu_pages)
 	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
 	CHECK_OK(vc_flush(c));
 	vc_close(c);
-	unsigned char *got = malloc(size);
-	f = fopen(path, "rb");
-	CHECK(got && f && fread(got, 1, size, f) == size);
-	fclose(f);
-	CHECK(memcmp(got, want, size) == 0);
-	free(got);
+	t_check_file(path, want, size);
 	free(want);
 	free(is_acked);
 	unlink(path);

@@ -101,6 +101,32 @@ void eng_unpin(struct vc_cache *c, struct vc_page *p)
 	eng_wake_nolock(c, pno);
 }
 
+/* Drops an ownership (EXCL) taken without the lock; lock-free. */
+static void disown(struct vc_cache *c, struct vc_page *p)
+{
+	uint64_t pno = p->pno; /* as in eng_unpin */
+	atomic_fetch_and(&p->st, ~VC_ST_EXCL);
+	eng_wake_nolock(c, pno);
+}
+
+/* Pins (READ) or owns (WRITE*) p, which an index lookup of pno returned,
+ * if it is settled in a tier of `settled` and free to take (eng_grab), and
+ * still page pno: the entry may have been reused between the lookup and
+ * the hold. Without the lock; false (nothing held) otherwise. */
+static bool hold_fast(struct vc_cache *c, struct vc_page *p, uint64_t pno, int mode,
+		      uint64_t settled)
+{
+	if (!eng_grab(p, mode, settled))
+		return false;
+	if (p->pno == pno)
+		return true;
+	if (mode == ACQ_READ)
+		eng_unpin(c, p);
+	else
+		disown(c, p);
+	return false;
+}
+
 /* The calling thread's state for c (tstate: its policy-update queue,
  * bounce pages and hit counters), taken on its first call; NULL when every
  * slot is taken (then hits take the lock). */
@@ -141,14 +167,8 @@ void eng_tstate_release(void *arg)
 struct vc_page *eng_pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *tier)
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
-	if (!p || !eng_grab(p, ACQ_READ, VC_ST_HOST | (gpu ? VC_ST_GPU : 0)))
+	if (!p || !hold_fast(c, p, pno, ACQ_READ, VC_ST_HOST | (gpu ? VC_ST_GPU : 0)))
 		return NULL;
-	/* Pinned: the entry cannot be freed or reused now, but it may have
-	 * been reused for another page between the lookup and the pin. */
-	if (p->pno != pno) {
-		eng_unpin(c, p);
-		return NULL;
-	}
 	*tier = st_of(p) & VC_ST_GPU ? GPU : HOST;
 	return p;
 }
@@ -181,17 +201,8 @@ static int acquire_fast(struct vc_cache *c, struct tstate *t, uint64_t pno, int 
 {
 	struct vc_page *p = vc_index_peek(&c->ix, pno);
 	if (p) {
-		if (!eng_grab(p, mode, VC_ST_HOST))
+		if (!hold_fast(c, p, pno, mode, VC_ST_HOST))
 			return -EAGAIN;
-		if (p->pno != pno) { /* reused since the lookup */
-			if (mode == ACQ_READ) {
-				eng_unpin(c, p);
-			} else {
-				atomic_fetch_and(&p->st, ~VC_ST_EXCL);
-				eng_wake_nolock(c, p->pno);
-			}
-			return -EAGAIN;
-		}
 		vc_opq_hit(t->l, &p->qn, vc_opq_gen(&p->qn)); /* stable while held */
 		if (count)
 			atomic_fetch_add_explicit(&t->hits[HOST], 1, memory_order_relaxed);
@@ -346,9 +357,7 @@ static void release_write(struct vc_cache *c, struct tstate *t, struct vc_page *
 	p->version++;
 	if (c->miss_fast && t && (!dirtied || p->dirty)) {
 		atomic_fetch_add_explicit(&t->wr_bytes, written, memory_order_relaxed);
-		uint64_t pno = p->pno;
-		atomic_fetch_and(&p->st, ~VC_ST_EXCL);
-		eng_wake_nolock(c, pno);
+		disown(c, p);
 		return;
 	}
 	eng_lock(c);
