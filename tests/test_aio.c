@@ -962,8 +962,14 @@ static void one_run(int kind, int n, const struct runcfg *rc, int nominal_ops, u
 		(unsigned long long)st.evictions[0], (unsigned long long)st.evictions[1],
 		(unsigned long long)st.writebacks, (unsigned long long)st.gc_runs,
 		(unsigned long long)st.gpu_segments_evicted);
-	/* The run must really have exercised both tiers and the log. */
-	CHECK(st.hits[VC_TIER_HOST] > 0 && st.hits[VC_TIER_GPU] > 0 && st.misses > 0);
+	/* The run must really have exercised both tiers and the log. A short
+	 * run (VC_TEST_OPS=150 under compute-sanitizer) of random reads over
+	 * the file may see no read come back to a page still in the host tier
+	 * (seen on the H100 at ps=512, swap): host hits only count when the
+	 * run is long enough to be sure of them. */
+	CHECK(st.hits[VC_TIER_GPU] > 0 && st.misses > 0);
+	if (nominal_ops >= 1000)
+		CHECK(st.hits[VC_TIER_HOST] > 0);
 	CHECK(st.evictions[VC_TIER_HOST] > 0 && st.evictions[VC_TIER_GPU] > 0);
 	CHECK(st.gpu_segments_evicted > 0);
 	if (rc->gc->policy == VC_GC_OFF)
