@@ -77,7 +77,7 @@ enum vc_gpu_hits {
 
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 3
+#define VC_CONFIG_VERSION 4
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -130,6 +130,15 @@ struct vc_config {
 	 * sim` models it). */
 	int gpu_hits; /* enum vc_gpu_hits; default VC_GPU_HITS_SERVE */
 	uint32_t demote_batch;
+
+	/* Version 4: the GPU tier's memory comes in chunks of this many bytes,
+	 * each given back to the device and taken again whole (vc_gpu_shrink,
+	 * vc_gpu_grow). A multiple of the segment size and of the device's
+	 * mapping granularity (2 MiB on CUDA); 0 (default): 256 MiB, or less
+	 * so that the tier has at least 4 chunks. Where the device cannot map
+	 * by chunks (no CUDA virtual memory management) the tier is one
+	 * allocation of fixed size. */
+	uint64_t gpu_chunk_bytes;
 };
 
 void vc_config_init(struct vc_config *cfg);
@@ -297,7 +306,7 @@ unsigned vc_aio_inflight(const vc_aio *q);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_LOCK_HIST 16 /* lock-hold buckets: [0, 1 us), [1, 2), [2, 4) ... [16 ms, inf) */
-#define VC_STATS_VERSION 3
+#define VC_STATS_VERSION 4
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -330,10 +339,50 @@ struct vc_stats {
 	uint64_t lock_holds;
 	uint64_t lock_hold_hist[VC_LOCK_HIST];
 	uint64_t lock_hold_max_ns;
+
+	/* Version 4: the GPU tier's size at run time (vc_gpu_shrink/grow). */
+	uint64_t gpu_bytes, gpu_bytes_max; /* device memory held now; configured */
+	uint64_t gpu_chunks_released, gpu_chunks_regained;
+	uint64_t gpu_bytes_released;           /* by every shrink */
+	uint64_t gpu_bytes_released_requested; /* by shrinks other programs asked for */
+	uint64_t gpu_shrink_pages_moved;       /* pages kept by moving them on the device */
+	uint64_t gpu_shrinks;                  /* calls */
+	uint64_t gpu_shrink_ns_total, gpu_shrink_ns_max, gpu_shrink_ns_last;
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */
 int vc_get_stats(vc_cache *c, struct vc_stats *st);
+
+/* The GPU tier's size at run time, for a cache that shares its GPU with
+ * other programs (BAG's memory evacuation).
+ *
+ * vc_gpu_shrink gives at least `bytes` of device memory back, in whole
+ * chunks (vc_config.gpu_chunk_bytes), choosing the chunks that cache the
+ * least: their hottest pages move into the rest of the tier where it has
+ * room, dirty pages are written back, the rest are dropped, and each
+ * chunk is overwritten with zeros before it goes back to the device.
+ * Reads and writes continue meanwhile; nothing acknowledged is lost.
+ * *released (may be NULL) says how much went back: more than asked by up
+ * to a chunk, less when the tier holds less (it may shrink to nothing:
+ * the cache then works as if it had no GPU tier). A chunk whose
+ * write-back fails stays, with the error returned. Flags:
+ * VC_SHRINK_REQUESTED counts the bytes as released on another program's
+ * request (vc_stats). One shrink or grow runs at a time.
+ *
+ * vc_gpu_grow takes back up to `bytes` (whole chunks, never past the
+ * configured size) while the device has room; *grown (may be NULL) says
+ * how much. -ENOMEM when not even one chunk fits.
+ *
+ * Both: -EINVAL without a GPU tier, -EOPNOTSUPP where the device cannot
+ * map memory by chunks. */
+#define VC_SHRINK_REQUESTED 1u
+int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *released);
+int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown);
+/* The cache's GPU: its free and total memory now, every program's use
+ * counted (cudaMemGetInfo), and its UUID (cuDeviceGetUuid), which is what
+ * a program asking for memory back names. */
+int vc_gpu_mem_info(vc_cache *c, uint64_t *free_bytes, uint64_t *total_bytes);
+int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16]);
 
 #ifdef __cplusplus
 }

@@ -144,11 +144,36 @@ struct vc_device_ops {
 	/* Device queues (device/queue.h): sets q->ops, q->lanes, q->spin_ns,
 	 * q->nrings where it is 0, and q->priv. NULL: the backend has none. */
 	int (*dq_init)(struct vc_device *d, struct vc_dq *q);
+
+	/* Device memory that shrinks and grows (the GPU tier's chunks, BAG
+	 * section 3.3.5): an address range reserved once, whose parts are
+	 * backed and given back at run time while the rest keeps working.
+	 * Addresses and lengths are multiples of d->map_granularity.
+	 *   mem_reserve    the range, unbacked (touching it is a fault)
+	 *   mem_map        backs [addr, addr + len): -ENOMEM, nothing mapped,
+	 *                  when the device has no room
+	 *   mem_unmap      overwrites the part with zeros (no cached byte
+	 *                  reaches the memory's next owner), then gives it
+	 *                  back to the device; nothing may be in flight on it
+	 *   mem_unreserve  the whole range, every part unmapped first
+	 * Costs: a map or unmap is a few driver calls (tens of us) plus, for
+	 * unmap, a device memset of len; both pause the device queues. */
+	int (*mem_reserve)(struct vc_device *d, size_t len, uint64_t *dev_addr);
+	void (*mem_unreserve)(struct vc_device *d, uint64_t dev_addr, size_t len);
+	int (*mem_map)(struct vc_device *d, uint64_t dev_addr, size_t len);
+	int (*mem_unmap)(struct vc_device *d, uint64_t dev_addr, size_t len);
+	/* The device's free and total memory now, every program's use
+	 * counted (cudaMemGetInfo). */
+	int (*mem_info)(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
+	/* The device's UUID (CUDA's cuDeviceGetUuid; the emulated device's
+	 * is fixed): what a program asking for memory back names. */
+	int (*uuid)(struct vc_device *d, unsigned char out[16]);
 };
 
 struct vc_device {
 	const struct vc_device_ops *ops;
 	char desc[128]; /* "NVIDIA H200 (sm_90, 132 SMs)" or "emulated" */
+	uint64_t map_granularity; /* of mem_reserve/map/unmap: a power of two */
 };
 
 /* Opens a backend: kind is enum vc_device_kind. AUTO tries CUDA, then emu. */

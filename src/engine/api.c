@@ -38,6 +38,23 @@ static uint32_t seg_bytes(const struct vc_config *cfg)
 	return sb < cfg->page_size ? cfg->page_size : sb;
 }
 
+/* The GPU tier's chunk: the configured size, or 256 MiB halved until the
+ * tier has 4 chunks, not below a segment or the device's mapping
+ * granularity (whichever is larger; 0 where the device cannot map: one
+ * allocation). */
+static uint64_t chunk_bytes(const struct vc_config *cfg, const struct vc_device *dev)
+{
+	uint64_t g = dev->map_granularity;
+	if (!g || !dev->ops->mem_reserve)
+		return 0;
+	if (cfg->gpu_chunk_bytes)
+		return cfg->gpu_chunk_bytes;
+	uint64_t unit = g > seg_bytes(cfg) ? g : seg_bytes(cfg), cb = 256ull << 20;
+	while (cb > unit && cfg->gpu_bytes / cb < 4)
+		cb >>= 1;
+	return cb < unit ? unit : cb;
+}
+
 /* Reads the caller's config, which may be older (smaller) than ours: the
  * fields it lacks keep their defaults. A newer caller's extra fields must
  * be zero, so nothing it asked for is silently ignored. */
@@ -150,6 +167,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	if (!c)
 		return vc_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->gpu.resize_mu, NULL);
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
@@ -177,7 +195,8 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 					   .free_watermark = cfg.gc_watermark,
 					   .early_release = cfg.early_release,
 					   /* page ids: the pool, sized below */
-					   .owners = (uint32_t)(host_pages + gpu_pages) };
+					   .owners = (uint32_t)(host_pages + gpu_pages),
+					   .chunk_bytes = chunk_bytes(&cfg, c->gpu.dev) };
 		r = vc_ls_open(c->gpu.dev, &lc, &c->gpu.ls);
 		if (r == 0)
 			gpu_pages = vc_ls_capacity(c->gpu.ls);
@@ -302,6 +321,7 @@ int vc_close(vc_cache *c)
 	for (int b = 0; b < PW_BUCKETS; b++)
 		pthread_cond_destroy(&c->pw_cv[b]);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->gpu.resize_mu);
 	free(c);
 	return r;
 }
@@ -389,6 +409,8 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 		st.gc_ns = c->gpu.gc_ns;
 		st.gpu_segments_evicted = ls.segs_evicted;
 		st.early_releases = ls.early_releases;
+		st.gpu_bytes = vc_ls_bytes(c->gpu.ls);
+		st.gpu_bytes_max = vc_ls_capacity_max(c->gpu.ls) * c->page_size;
 	}
 	st.misses = c->st.misses;
 	st.writebacks = c->st.writebacks;
@@ -415,6 +437,15 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.batch_pages = bs.pages;
 	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
 	st.batch_wait_ns = bs.wait_ns;
+	st.gpu_chunks_released = atomic_load(&c->gpu.rs.chunks_released);
+	st.gpu_chunks_regained = atomic_load(&c->gpu.rs.chunks_regained);
+	st.gpu_bytes_released = atomic_load(&c->gpu.rs.bytes_released);
+	st.gpu_bytes_released_requested = atomic_load(&c->gpu.rs.bytes_released_req);
+	st.gpu_shrink_pages_moved = atomic_load(&c->gpu.rs.pages_moved);
+	st.gpu_shrinks = atomic_load(&c->gpu.rs.shrinks);
+	st.gpu_shrink_ns_total = atomic_load(&c->gpu.rs.shrink_ns_total);
+	st.gpu_shrink_ns_max = atomic_load(&c->gpu.rs.shrink_ns_max);
+	st.gpu_shrink_ns_last = atomic_load(&c->gpu.rs.shrink_ns_last);
 	memcpy(out, &st, st.size);
 	return 0;
 }

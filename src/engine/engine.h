@@ -10,6 +10,7 @@
  *                place, acquire() for everything else, reads and writes
  *   moves.c      tier moves: misses, demotions, GRAM swaps, dropping pages
  *   gpuspace.c   GPU space: tail-segment eviction, cleaning, early release
+ *   gpusize.c    the GPU tier's size at run time: chunks given back, taken again
  *   writeback.c  dirty pages to the store: single pages, GPU batches, and
  *                flushes of ranges walking the volume's dirty set
  *   range.c      drop, prefetch and extent over byte ranges
@@ -181,6 +182,14 @@ struct vc_gpu {
 	bool serve;                /* GPU-tier reads served in place (VC_GPU_HITS_SERVE); set at open */
 	struct vc_tiermem *bounce; /* bounce_threads x bounce_per pinned pages; set at open */
 	uint32_t bounce_per, bounce_threads;
+	/* Shrinking and growing (gpusize.c): one at a time, under resize_mu
+	 * (taken before c->mu); the counters are atomics. */
+	pthread_mutex_t resize_mu;
+	struct {
+		_Atomic uint64_t chunks_released, chunks_regained, bytes_released;
+		_Atomic uint64_t bytes_released_req, pages_moved, shrinks;
+		_Atomic uint64_t shrink_ns_total, shrink_ns_max, shrink_ns_last;
+	} rs;
 };
 
 struct vc_cache {
@@ -517,6 +526,16 @@ int eng_promote(struct vc_cache *c, struct vc_page *p);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);
+int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
+bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page **held,
+		    uint32_t *nheld);
+
+/* The GPU tier takes demotions: it exists, the device works, and some of
+ * it is mapped (a shrink may have given every chunk back). Under c->mu. */
+static inline bool eng_gpu_usable(const struct vc_cache *c)
+{
+	return c->gpu.ls && !c->gpu.off && vc_ls_capacity(c->gpu.ls) > 0;
+}
 
 /* --- writeback.c: write-back --- */
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p);

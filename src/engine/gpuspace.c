@@ -13,17 +13,6 @@
  */
 #include "engine/engine.h"
 
-/* Evicts a whole segment of the GPU log: the one that holds the policy's
- * GPU victim. Pages reach the GPU tier only as demotions and leave it on
- * a hit, so under LRU the victim is the oldest demotion and its segment
- * the log's tail; other policies choose by their own order, and with
- * one-page segments the tier is exactly the policy's victim cache (what
- * `vramcache sim` models). Clean pages are dropped at once, dirty ones
- * written back in batches first. -EAGAIN when there is no victim, its
- * segment is taken, or one of its pages is in flight (the caller waits,
- * or, holding busy pages of its own, gives up); *evicted counts pages. */
-static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
-
 /* Pages a segment's eviction claims, or drops, per hold of c->mu: a 4 MiB
  * segment of 4 KiB pages held it for 100-300 us in one piece (each page
  * is a few cache misses: entry, policy links, index bucket), 128 at a time
@@ -33,6 +22,15 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
  * the policy meanwhile (nobody can pin them). */
 #define DROP_CHUNK 32
 
+/* Evicts a whole segment of the GPU log: the one that holds the policy's
+ * GPU victim. Pages reach the GPU tier only as demotions and leave it on
+ * a hit, so under LRU the victim is the oldest demotion and its segment
+ * the log's tail; other policies choose by their own order, and with
+ * one-page segments the tier is exactly the policy's victim cache (what
+ * `vramcache sim` models). Clean pages are dropped at once, dirty ones
+ * written back in batches first. -EAGAIN when there is no victim, its
+ * segment is taken, or one of its pages is in flight (the caller waits,
+ * or, holding busy pages of its own, gives up); *evicted counts pages. */
 static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 {
 	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
@@ -41,13 +39,13 @@ static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 	uint32_t seg = gpu_slot(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->gpu.ls);
 	if (vc_ls_take(c->gpu.ls, seg) < 0)
 		return -EAGAIN;
-	return evict_seg(c, seg, evicted);
+	return eng_evict_seg(c, seg, evicted);
 }
 
-/* Evicts taken segment seg (see evict_tail). Every live page is claimed
- * (BUSY) first, so no reader is copying one out in place; a page that
- * cannot be claimed makes it -EAGAIN with nothing changed. */
-static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
+/* Evicts taken segment seg (see evict_tail; a shrink's too). Every live
+ * page is claimed (BUSY) first, so no reader is copying one out in place;
+ * a page that cannot be claimed makes it -EAGAIN with nothing changed. */
+int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 {
 	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
 	uint32_t *g = malloc(per * sizeof *g);
@@ -128,8 +126,8 @@ static int evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
  * flight or being read in place while the device moves it; on the first
  * that cannot be claimed, gives back those claimed and returns false.
  * held[] gets the claimed pages (room: n x slots per segment). O(live). */
-static bool segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs,
-		       struct vc_page **held, uint32_t *nheld)
+bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page **held,
+		    uint32_t *nheld)
 {
 	const uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
 	uint32_t nh = 0;
@@ -168,7 +166,7 @@ static int gc_step_locked(struct vc_cache *c)
 	if (n == 0)
 		return -EAGAIN;
 	uint32_t nheld = 0;
-	if (!segs_claim(c, n, segs, c->gpu.gc_held, &nheld)) {
+	if (!eng_segs_claim(c, n, segs, c->gpu.gc_held, &nheld)) {
 		vc_ls_unpick(c->gpu.ls, n, segs);
 		return -EAGAIN;
 	}
@@ -242,6 +240,8 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 			return r;
 	}
 	while (vc_ls_room(c->gpu.ls) < need) {
+		if (vc_ls_capacity(c->gpu.ls) < need)
+			return -ENOSPC; /* shrunk below it: nothing to wait for */
 		uint64_t ev = 0;
 		int r = reclaim(c, &ev);
 		if (r == -EAGAIN) {

@@ -206,12 +206,14 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 		if (vc_tier_alloc(c->host, s) == 0)
 			return 0;
 		int r;
-		if (!c->gpu.ls || c->gpu.off)
+		if (!eng_gpu_usable(c))
 			r = drop_host_one(c);
 		else if (c->demoters < DEMOTERS)
 			r = demote_batch(c);
 		else
 			r = 1; /* batches in flight will free slots */
+		if (r == -ENOSPC)
+			continue; /* the GPU tier shrank to nothing meanwhile */
 		if (r == 1)
 			eng_wait_slot(c);
 		else if (r == -EAGAIN)

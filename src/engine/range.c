@@ -96,9 +96,11 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 		r = eng_gpu_room(c, 1, b.n > 0);
 		if (r < 0 || vc_index_find(&c->ix, *pno)) { /* or raced while reclaiming */
 			vc_tier_free(c->gpu.stage_bulk, s);
-			if (r == -EAGAIN)
+			if (r == -ENOSPC && b.n == 0)
+				*pno = p1 + 1; /* the tier shrank to nothing: a hint goes unheeded */
+			if (r == -EAGAIN || r == -ENOSPC)
 				r = 0;
-			if (r < 0 || b.n)
+			if (r < 0 || b.n || *pno > p1)
 				break;
 			continue;
 		}

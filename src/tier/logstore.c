@@ -7,7 +7,12 @@
 
 #include "base/error.h"
 
-enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN };
+enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN, SEG_OFF };
+/* A chunk: seg_per_chunk consecutive segments, mapped and given back
+ * whole. ON: its free segments are on the free stack; DRAIN: none is,
+ * and each of its segments turns SEG_OFF as it empties (release); OFF:
+ * every segment SEG_OFF and the memory given back (or never mapped). */
+enum { CH_ON, CH_DRAIN, CH_OFF };
 
 struct seg {
 	uint64_t lsn;        /* log order: larger is younger */
@@ -28,11 +33,20 @@ struct seg {
  * them killed), so the cleaner, which reads whole sealed segments, sees
  * only current keys; the head, if any, is the only SEG_OPEN segment;
  * every live slot's stamp lies in its segment's [smin, smax]; where[k] = g
- * for every live slot g with key k < nowners. */
+ * for every live slot g with key k < nowners. Chunks: the free stack holds
+ * exactly the SEG_FREE segments, all in ON chunks; a DRAIN chunk's
+ * segments are SEALED, TAKEN or OFF (never the head); an OFF chunk's are
+ * all OFF; nseg_on counts the segments of ON chunks. */
 struct vc_ls {
 	struct vc_device *dev;
 	uint64_t base; /* device address of segment 0 */
 	uint32_t nseg, per_seg, page_size, seg_bytes;
+	uint32_t nseg_on;       /* segments in ON chunks: the capacity now */
+	uint32_t seg_per_chunk, nchunk;
+	uint8_t *chunk;         /* CH_* per chunk */
+	bool chunked;           /* reserved and mapped by chunk (mem_map) */
+	uint64_t reserved;      /* bytes of the reservation (chunked) */
+	double watermark;
 	unsigned seg_shift; /* log2(per_seg) */
 	uint32_t min_free;  /* watermark, in segments */
 	double early_release;
@@ -51,6 +65,65 @@ struct vc_ls {
 	uint64_t live_total, used_total;
 	struct vc_ls_stats st;
 };
+
+/* Bytes of chunk ch's memory: whole segments, rounded up to the device's
+ * mapping granularity (only the last chunk can be short of segments). */
+static uint64_t chunk_len(const struct vc_ls *ls, uint32_t ch)
+{
+	uint32_t first = ch * ls->seg_per_chunk;
+	uint32_t n = ls->nseg - first < ls->seg_per_chunk ? ls->nseg - first : ls->seg_per_chunk;
+	uint64_t len = (uint64_t)n * ls->seg_bytes, g = ls->dev->map_granularity;
+	return ls->chunked ? (len + g - 1) & ~(g - 1) : len;
+}
+
+static uint64_t chunk_addr(const struct vc_ls *ls, uint32_t ch)
+{
+	return ls->base + (uint64_t)ch * ls->seg_per_chunk * ls->seg_bytes;
+}
+
+/* The device memory: by chunks of chunk_bytes when the device can map
+ * (and chunk_bytes is not 0), else one allocation (one chunk, never
+ * given back). */
+static int chunks_open(struct vc_ls *ls, uint64_t chunk_bytes)
+{
+	struct vc_device *dev = ls->dev;
+	const uint64_t g = dev->map_granularity;
+	ls->chunked = chunk_bytes && g && dev->ops->mem_reserve;
+	if (ls->chunked) {
+		uint64_t unit = g > ls->seg_bytes ? g : ls->seg_bytes;
+		if (chunk_bytes % unit)
+			return vc_err(-EINVAL, "log store: chunk size %llu must be a multiple of %llu "
+					       "(the segment size and the device's mapping granularity)",
+				      (unsigned long long)chunk_bytes, (unsigned long long)unit);
+		ls->seg_per_chunk = (uint32_t)(chunk_bytes / ls->seg_bytes);
+	} else {
+		ls->seg_per_chunk = ls->nseg;
+	}
+	if (ls->seg_per_chunk > ls->nseg)
+		ls->seg_per_chunk = ls->nseg;
+	ls->nchunk = (ls->nseg + ls->seg_per_chunk - 1) / ls->seg_per_chunk;
+	ls->chunk = calloc(ls->nchunk, 1);
+	if (!ls->chunk)
+		return vc_err(-ENOMEM, "out of memory");
+	ls->nseg_on = ls->nseg;
+	if (!ls->chunked)
+		return dev->ops->mem_alloc(dev, (size_t)ls->nseg * ls->seg_bytes, &ls->base);
+	ls->reserved = chunk_addr(ls, ls->nchunk - 1) + chunk_len(ls, ls->nchunk - 1);
+	int r = dev->ops->mem_reserve(dev, ls->reserved, &ls->base);
+	if (r < 0) {
+		ls->base = 0;
+		return r;
+	}
+	for (uint32_t ch = 0; ch < ls->nchunk && r == 0; ch++) {
+		r = dev->ops->mem_map(dev, chunk_addr(ls, ch), chunk_len(ls, ch));
+		if (r < 0)
+			ls->chunk[ch] = CH_OFF;
+	}
+	for (uint32_t ch = 0; ch < ls->nchunk; ch++)
+		if (r < 0 && ls->chunk[ch] == CH_ON)
+			(void)dev->ops->mem_unmap(dev, chunk_addr(ls, ch), chunk_len(ls, ch));
+	return r;
+}
 
 int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_ls **out)
 {
@@ -73,6 +146,7 @@ int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_
 	ls->page_size = ps;
 	ls->seg_bytes = sb;
 	double wm = cfg->free_watermark > 0 ? cfg->free_watermark : 0;
+	ls->watermark = wm;
 	ls->min_free = (uint32_t)(wm * (double)nseg + 0.999);
 	ls->early_release = cfg->early_release;
 	ls->head = -1;
@@ -94,7 +168,7 @@ int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_
 					 (void **)&ls->where, &ls->where_dev);
 	}
 	if (r == 0)
-		r = dev->ops->mem_alloc(dev, nseg * (size_t)sb, &ls->base);
+		r = chunks_open(ls, cfg->chunk_bytes);
 	if (r < 0) {
 		vc_ls_close(ls);
 		return r;
@@ -113,8 +187,15 @@ void vc_ls_close(struct vc_ls *ls)
 {
 	if (!ls)
 		return;
-	if (ls->base)
+	if (ls->base && ls->chunked) {
+		for (uint32_t ch = 0; ch < ls->nchunk; ch++)
+			if (ls->chunk[ch] != CH_OFF)
+				(void)ls->dev->ops->mem_unmap(ls->dev, chunk_addr(ls, ch), chunk_len(ls, ch));
+		ls->dev->ops->mem_unreserve(ls->dev, ls->base, ls->reserved);
+	} else if (ls->base) {
 		ls->dev->ops->mem_free(ls->dev, ls->base);
+	}
+	free(ls->chunk);
 	if (ls->key)
 		ls->dev->ops->host_free(ls->dev, ls->key);
 	if (ls->stamp)
@@ -132,6 +213,11 @@ uint32_t vc_ls_slots_per_seg(const struct vc_ls *ls)
 }
 
 uint64_t vc_ls_capacity(const struct vc_ls *ls)
+{
+	return (uint64_t)ls->nseg_on * ls->per_seg;
+}
+
+uint64_t vc_ls_capacity_max(const struct vc_ls *ls)
 {
 	return (uint64_t)ls->nseg * ls->per_seg;
 }
@@ -297,8 +383,12 @@ void vc_ls_release(struct vc_ls *ls, uint32_t seg, bool evicted)
 	ls->used_total -= sg->used;
 	if (ls->head == (int64_t)seg)
 		ls->head = -1;
-	*sg = (struct seg){ .state = SEG_FREE };
-	ls->free[ls->nfree++] = seg;
+	if (ls->chunk[seg / ls->seg_per_chunk] != CH_ON) {
+		*sg = (struct seg){ .state = SEG_OFF };
+	} else {
+		*sg = (struct seg){ .state = SEG_FREE };
+		ls->free[ls->nfree++] = seg;
+	}
 	if (evicted)
 		ls->st.segs_evicted++;
 }
@@ -477,7 +567,7 @@ void vc_ls_note_early_release(struct vc_ls *ls, uint64_t pages)
 void vc_ls_get_stats(const struct vc_ls *ls, struct vc_ls_stats *st)
 {
 	*st = ls->st;
-	st->segs_total = ls->nseg;
+	st->segs_total = ls->nseg_on;
 	st->segs_free = ls->nfree;
 	st->segs_live = st->segs_cleaning = 0;
 	for (uint32_t i = 0; i < ls->nseg; i++) {
@@ -490,4 +580,144 @@ void vc_ls_get_stats(const struct vc_ls *ls, struct vc_ls_stats *st)
 	st->slots_live = ls->live_total;
 	st->slots_dead = ls->used_total - ls->live_total;
 	st->fragmentation = vc_ls_fragmentation(ls);
+}
+
+/* --- chunks: the store shrinks and grows ------------------------------- */
+
+static void watermark_update(struct vc_ls *ls)
+{
+	ls->min_free = (uint32_t)(ls->watermark * (double)ls->nseg_on + 0.999);
+}
+
+static uint32_t chunk_segs(const struct vc_ls *ls, uint32_t ch)
+{
+	uint32_t first = ch * ls->seg_per_chunk;
+	return ls->nseg - first < ls->seg_per_chunk ? ls->nseg - first : ls->seg_per_chunk;
+}
+
+bool vc_ls_resizable(const struct vc_ls *ls)
+{
+	return ls->chunked;
+}
+
+uint32_t vc_ls_nchunks(const struct vc_ls *ls)
+{
+	return ls->nchunk;
+}
+
+uint32_t vc_ls_chunk_segs(const struct vc_ls *ls, uint32_t ch, uint32_t *first)
+{
+	*first = ch * ls->seg_per_chunk;
+	return chunk_segs(ls, ch);
+}
+
+int vc_ls_chunk_state(const struct vc_ls *ls, uint32_t ch)
+{
+	return ls->chunk[ch] == CH_ON ? VC_LS_CHUNK_ON
+	       : ls->chunk[ch] == CH_DRAIN ? VC_LS_CHUNK_DRAIN
+					 : VC_LS_CHUNK_OFF;
+}
+
+uint64_t vc_ls_chunk_live(const struct vc_ls *ls, uint32_t ch)
+{
+	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
+	uint64_t live = 0;
+	for (uint32_t i = 0; i < n; i++)
+		live += ls->segs[first + i].live;
+	return live;
+}
+
+uint64_t vc_ls_chunk_bytes(const struct vc_ls *ls, uint32_t ch)
+{
+	return chunk_len(ls, ch);
+}
+
+uint64_t vc_ls_bytes(const struct vc_ls *ls)
+{
+	uint64_t b = 0;
+	for (uint32_t ch = 0; ch < ls->nchunk; ch++)
+		if (ls->chunk[ch] != CH_OFF)
+			b += chunk_len(ls, ch);
+	return b;
+}
+
+int vc_ls_chunk_drain(struct vc_ls *ls, uint32_t ch)
+{
+	if (!ls->chunked || ls->chunk[ch] != CH_ON)
+		return -EINVAL;
+	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
+	ls->chunk[ch] = CH_DRAIN;
+	/* Its free segments leave the stack (O(free segments)). */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < ls->nfree; i++) {
+		uint32_t sgn = ls->free[i];
+		if (sgn >= first && sgn < first + n)
+			ls->segs[sgn].state = SEG_OFF;
+		else
+			ls->free[k++] = sgn;
+	}
+	ls->nfree = k;
+	/* The head seals where it stands (its unwritten slots die, as in
+	 * vc_ls_take); an empty one goes off at once. */
+	if (ls->head >= (int64_t)first && ls->head < (int64_t)(first + n)) {
+		uint32_t h = (uint32_t)ls->head;
+		struct seg *sg = &ls->segs[h];
+		for (uint32_t s = sg->used; s < ls->per_seg; s++)
+			ls->key[(h << ls->seg_shift) + s] = VC_LS_DEAD;
+		sg->state = SEG_SEALED;
+		ls->head = -1;
+		if (sg->live == 0)
+			vc_ls_release(ls, h, false);
+	}
+	ls->nseg_on -= n;
+	watermark_update(ls);
+	return 0;
+}
+
+bool vc_ls_chunk_empty(const struct vc_ls *ls, uint32_t ch)
+{
+	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
+	for (uint32_t i = 0; i < n; i++)
+		if (ls->segs[first + i].state != SEG_OFF)
+			return false;
+	return true;
+}
+
+int vc_ls_chunk_sealed(const struct vc_ls *ls, uint32_t ch, uint32_t *segs, uint32_t max)
+{
+	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch), k = 0;
+	for (uint32_t i = 0; i < n && k < max; i++)
+		if (ls->segs[first + i].state == SEG_SEALED)
+			segs[k++] = first + i;
+	/* Youngest first: those are the pages worth moving. */
+	for (uint32_t i = 1; i < k; i++)
+		for (uint32_t j = i; j > 0 && ls->segs[segs[j]].lsn > ls->segs[segs[j - 1]].lsn; j--) {
+			uint32_t t = segs[j];
+			segs[j] = segs[j - 1];
+			segs[j - 1] = t;
+		}
+	return (int)k;
+}
+
+void vc_ls_chunk_range(const struct vc_ls *ls, uint32_t ch, uint64_t *addr, uint64_t *len)
+{
+	*addr = chunk_addr(ls, ch);
+	*len = chunk_len(ls, ch);
+}
+
+void vc_ls_chunk_gone(struct vc_ls *ls, uint32_t ch)
+{
+	ls->chunk[ch] = CH_OFF;
+}
+
+void vc_ls_chunk_online(struct vc_ls *ls, uint32_t ch)
+{
+	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
+	ls->chunk[ch] = CH_ON;
+	for (uint32_t i = n; i-- > 0;) {
+		ls->segs[first + i] = (struct seg){ .state = SEG_FREE };
+		ls->free[ls->nfree++] = first + i;
+	}
+	ls->nseg_on += n;
+	watermark_update(ls);
 }

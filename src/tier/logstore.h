@@ -54,6 +54,11 @@ struct vc_ls_config {
 	double free_watermark; /* "low" when free segments fall below this share */
 	double early_release;  /* share of live pages released early when low (BAG: 0.10) */
 	uint32_t owners;       /* owner keys are < owners: the where[] table (0: none) */
+	/* Device memory by chunks of this many bytes (a multiple of the
+	 * segment size and of the device's map_granularity), each given back
+	 * and taken again whole; 0, or a device that cannot map: one
+	 * allocation, fixed. */
+	uint64_t chunk_bytes;
 };
 
 struct vc_ls_stats {
@@ -138,5 +143,43 @@ uint64_t vc_ls_early_budget(const struct vc_ls *ls);
 void vc_ls_note_early_release(struct vc_ls *ls, uint64_t pages);
 
 void vc_ls_get_stats(const struct vc_ls *ls, struct vc_ls_stats *st);
+
+/* Shrinking and growing (BAG section 3.3.5): whole chunks of segments.
+ *
+ *   drain    an ON chunk leaves the log: its free segments leave the free
+ *            stack, its head (if any) is sealed, and from then on each of
+ *            its segments goes OFF when released (evicted, cleaned out,
+ *            or emptied by orphans) instead of becoming free. Appends and
+ *            cleaning never land in it; the caller empties its sealed
+ *            segments (take + evict, or pick + clean to move the pages
+ *            elsewhere).
+ *   gone     once empty (every segment OFF) and its memory given back by
+ *            the caller (mem_unmap of vc_ls_chunk_range, outside the
+ *            engine lock: nothing refers to it any more)
+ *   online   an OFF chunk whose memory the caller mapped again: its
+ *            segments join the free stack
+ * Capacity (vc_ls_capacity), the watermark and the stats follow the ON
+ * chunks. Costs: drain O(free segments + chunk), empty and sealed
+ * O(chunk), online O(chunk); no device work here. */
+enum { VC_LS_CHUNK_ON, VC_LS_CHUNK_DRAIN, VC_LS_CHUNK_OFF };
+bool vc_ls_resizable(const struct vc_ls *ls);
+uint32_t vc_ls_nchunks(const struct vc_ls *ls);
+int vc_ls_chunk_state(const struct vc_ls *ls, uint32_t ch);
+/* Segments of chunk ch: returns how many, *first the first one. */
+uint32_t vc_ls_chunk_segs(const struct vc_ls *ls, uint32_t ch, uint32_t *first);
+uint64_t vc_ls_chunk_live(const struct vc_ls *ls, uint32_t ch);
+uint64_t vc_ls_chunk_bytes(const struct vc_ls *ls, uint32_t ch);
+void vc_ls_chunk_range(const struct vc_ls *ls, uint32_t ch, uint64_t *addr, uint64_t *len);
+/* Device memory the store holds now (chunks not OFF). */
+uint64_t vc_ls_bytes(const struct vc_ls *ls);
+/* Slots of every chunk, ON or not: what the store was opened with. */
+uint64_t vc_ls_capacity_max(const struct vc_ls *ls);
+/* -EINVAL unless the store is resizable and the chunk ON. */
+int vc_ls_chunk_drain(struct vc_ls *ls, uint32_t ch);
+bool vc_ls_chunk_empty(const struct vc_ls *ls, uint32_t ch);
+/* The chunk's sealed segments, youngest first (at most max); how many. */
+int vc_ls_chunk_sealed(const struct vc_ls *ls, uint32_t ch, uint32_t *segs, uint32_t max);
+void vc_ls_chunk_gone(struct vc_ls *ls, uint32_t ch);
+void vc_ls_chunk_online(struct vc_ls *ls, uint32_t ch);
 
 #endif

@@ -536,6 +536,12 @@ static const struct vc_device_ops cu_ops = {
 	.memcpy_sync = cu_memcpy_sync,
 	.gc_run = vc_cu_gc_run,
 	.dq_init = vc_cu_dq_init,
+	.mem_reserve = vc_cu_mem_reserve,
+	.mem_unreserve = vc_cu_mem_unreserve,
+	.mem_map = vc_cu_mem_map,
+	.mem_unmap = vc_cu_mem_unmap,
+	.mem_info = vc_cu_mem_info,
+	.uuid = vc_cu_uuid,
 };
 
 /* " PCIe genG xW" from sysfs for the device's PCI address, or "" where
@@ -637,6 +643,10 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	snprintf(c->dev.desc, sizeof c->dev.desc, "%.60s (sm_%d%d, %d SMs, %zu GiB%s)", p.name,
 		 p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem >> 30, pcie);
 	c->dev.ops = &cu_ops;
+	/* Without virtual memory management (an old driver) the GPU tier is
+	 * one allocation that cannot shrink: granularity 0 says so. */
+	if (vc_cu_vmem_granularity(ordinal, &c->dev.map_granularity) < 0)
+		c->dev.map_granularity = 0;
 	*out = &c->dev;
 	return 0;
 }

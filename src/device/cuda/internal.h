@@ -3,6 +3,7 @@
  *   cuda.c   the checks, memory, launched batches, open and close
  *   gc.c     cleaning jobs (kernels/gc.cu)
  *   queue.c  device-queue servers (kernels/server.cu)
+ *   vmem.c   memory that shrinks and grows (virtual memory management)
  *
  * Every CUDA call goes through CU(), which records a message naming the
  * call and maps the result to our codes. The runtime keeps the current
@@ -91,6 +92,15 @@ void vc_cu_host_free(struct vc_device *d, void *host);
 int vc_cu_gc_run(struct vc_device *d, struct vc_gc_job *job);
 /* Frees the cleaning state (close). */
 void vc_cu_gc_release(struct cu_dev *c);
+
+/* vmem.c: memory that shrinks and grows (device.h, mem_reserve .. uuid). */
+int vc_cu_vmem_granularity(int ordinal, uint64_t *out);
+int vc_cu_mem_reserve(struct vc_device *d, size_t len, uint64_t *dev_addr);
+void vc_cu_mem_unreserve(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_cu_mem_map(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_cu_mem_unmap(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_cu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
+int vc_cu_uuid(struct vc_device *d, unsigned char out[16]);
 
 /* queue.c */
 int vc_cu_dq_init(struct vc_device *d, struct vc_dq *q);

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "device/device.h"
+#include "device/emu/internal.h"
 #include "device/queue.h"
 #include "vramcache.h"
 
@@ -473,6 +474,12 @@ static const struct vc_device_ops emu_ops = {
 	.memcpy_sync = emu_memcpy_sync,
 	.gc_run = emu_gc_run,
 	.dq_init = emu_dq_init,
+	.mem_reserve = vc_emu_mem_reserve,
+	.mem_unreserve = vc_emu_mem_unreserve,
+	.mem_map = vc_emu_mem_map,
+	.mem_unmap = vc_emu_mem_unmap,
+	.mem_info = vc_emu_mem_info,
+	.uuid = vc_emu_uuid,
 };
 
 int vc_emu_open(struct vc_device **out)
@@ -482,6 +489,7 @@ int vc_emu_open(struct vc_device **out)
 		return vc_err(-ENOMEM, "emu: out of memory");
 	e->dev.ops = &emu_ops;
 	strcpy(e->dev.desc, "emulated (host memory)");
+	e->dev.map_granularity = vc_emu_granularity();
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->work, NULL);
 	pthread_cond_init(&e->done, NULL);

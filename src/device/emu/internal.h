@@ -1,0 +1,20 @@
+/* The emulated device's parts, shared between its files. */
+#ifndef VC_EMU_INTERNAL_H
+#define VC_EMU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+
+/* mem.c: memory that shrinks and grows (device.h). */
+uint64_t vc_emu_granularity(void);
+uint64_t vc_emu_total(void);
+int vc_emu_mem_reserve(struct vc_device *d, size_t len, uint64_t *dev_addr);
+void vc_emu_mem_unreserve(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_emu_mem_map(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_emu_mem_unmap(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_emu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
+int vc_emu_uuid(struct vc_device *d, unsigned char out[16]);
+
+#endif

@@ -1,0 +1,335 @@
+/* The GPU tier shrinking and growing under load (vc_gpu_shrink/grow).
+ *
+ * A model run: threads read and write random byte ranges they own, each
+ * read checked against a shadow copy of the store (as in
+ * test_engine_model), chaos flushes, drops and prefetches beside them,
+ * and a resizer thread shrinks the GPU tier by random amounts (at times to
+ * nothing) and grows it back, in write-through and write-back, with page
+ * sizes 4096 and 512 and the cleaner forced on. In write-back the chunks
+ * given back hold dirty pages: the store must equal the model after the
+ * final flush. On the emulated device a chunk given back is PROT_NONE, so
+ * a page move, cleaning job or read that still touched one would crash
+ * the test.
+ *
+ * Then the edges: no GPU tier, bad flags, shrinking to nothing and asking
+ * again, another program holding the device's memory (the emulated
+ * device's VC_EMU_FOREIGN_FILE) so that growing finds no room, and the
+ * statistics. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define NTHREADS 4
+#define REGION 1000
+
+struct run {
+	vc_cache *c;
+	unsigned char *shadow;
+	uint64_t size;
+	int ops;
+	atomic_int stop;
+	uint64_t max_bytes;
+	uint32_t page_size;
+	uint64_t shrinks, grows, zero; /* resizer's counts */
+};
+
+struct worker {
+	struct run *run;
+	int id;
+	uint64_t seed;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct run *r = w->run;
+	unsigned char buf[REGION];
+	uint64_t nreg = r->size / REGION;
+	for (int op = 0; op < r->ops; op++) {
+		uint64_t span = nreg / NTHREADS;
+		if (t_rand(&w->seed) % 2)
+			span /= 8; /* a hot set that fits the tiers: GPU hits */
+		uint64_t reg = t_rand(&w->seed) % span * NTHREADS + (uint64_t)w->id;
+		uint64_t a = t_rand(&w->seed) % REGION, b = t_rand(&w->seed) % REGION;
+		if (a > b) {
+			uint64_t t = a;
+			a = b;
+			b = t;
+		}
+		uint64_t off = reg * REGION + a, len = b - a + 1;
+		if (t_rand(&w->seed) % 3 == 0) {
+			for (uint64_t i = 0; i < len; i++)
+				buf[i] = (unsigned char)t_rand(&w->seed);
+			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
+			memcpy(r->shadow + off, buf, len);
+		} else {
+			memset(buf, 0xEE, len);
+			CHECK(vc_read(r->c, buf, len, off) == (ssize_t)len);
+			if (memcmp(buf, r->shadow + off, len) != 0) {
+				for (uint64_t i = 0; i < len; i++)
+					if (buf[i] != r->shadow[off + i]) {
+						fprintf(stderr, "byte %llu: got %02x want %02x\n",
+							(unsigned long long)(off + i), buf[i],
+							r->shadow[off + i]);
+						break;
+					}
+				CHECK(!"read returned wrong bytes");
+			}
+		}
+	}
+	return NULL;
+}
+
+static void *chaos_main(void *arg)
+{
+	struct run *r = arg;
+	t_chaos(r->c, r->size, 77, &r->stop);
+	return NULL;
+}
+
+/* Shrinks by random amounts, sometimes everything, and grows back, until
+ * the workers stop; every call's accounting checked against vc_stats. */
+static void *resizer_main(void *arg)
+{
+	struct run *r = arg;
+	uint64_t seed = 0x5eed;
+	while (!atomic_load(&r->stop)) {
+		struct vc_stats a = { .size = sizeof a }, b = { .size = sizeof b };
+		CHECK_OK(vc_get_stats(r->c, &a));
+		uint64_t ask = t_rand(&seed) % 4 == 0 ? UINT64_MAX / 2
+						       : 1 + t_rand(&seed) % r->max_bytes / 2;
+		uint64_t got = 0;
+		CHECK_OK(vc_gpu_shrink(r->c, ask, t_rand(&seed) % 2 ? VC_SHRINK_REQUESTED : 0, &got));
+		CHECK_OK(vc_get_stats(r->c, &b));
+		CHECK(b.gpu_bytes == a.gpu_bytes - got);
+		/* All of it, or at least what was asked. */
+		CHECK(got >= (ask < a.gpu_bytes ? ask : a.gpu_bytes));
+		CHECK(b.gpu_bytes_released == a.gpu_bytes_released + got);
+		CHECK(b.pages_capacity[VC_TIER_GPU] * r->page_size <= b.gpu_bytes);
+		r->shrinks++;
+		if (b.gpu_bytes == 0)
+			r->zero++;
+		usleep(100 + t_rand(&seed) % 1000);
+		uint64_t grow = t_rand(&seed) % 3 == 0 ? r->max_bytes : 1 + t_rand(&seed) % r->max_bytes;
+		CHECK_OK(vc_gpu_grow(r->c, grow, &got));
+		CHECK_OK(vc_get_stats(r->c, &a));
+		CHECK(a.gpu_bytes == b.gpu_bytes + got && a.gpu_bytes <= a.gpu_bytes_max);
+		r->grows++;
+		usleep(100 + t_rand(&seed) % 1000);
+	}
+	return NULL;
+}
+
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv)
+{
+	uint64_t size = 3 * 1024 * 1024 + 777;
+	char path[256];
+	uint64_t seed = 0x9100 + write_mode * 7 + page_size;
+	t_make_file(path, sizeof path, size, seed);
+	struct run r = { .size = size, .ops = ops, .page_size = page_size };
+	r.shadow = malloc(size);
+	int fd = open(path, O_RDONLY);
+	CHECK(pread(fd, r.shadow, size, 0) == (ssize_t)size);
+	close(fd);
+
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.page_size = page_size;
+	cfg.host_bytes = 24 * (uint64_t)page_size;
+	cfg.gpu_bytes = 256 * (uint64_t)page_size;
+	cfg.device = kind;
+	cfg.write_mode = write_mode;
+	cfg.batch_pages = 8;
+	cfg.seg_bytes = gv->seg_pages * page_size;
+	cfg.gc_policy = gv->policy;
+	cfg.gc_segments = gv->segments;
+	cfg.gc_watermark = gv->watermark;
+	cfg.gc_fragmentation = gv->frag;
+	/* Chunks of 32 pages (8 of them): the emulated device maps by 4 KiB;
+	 * CUDA's 2 MiB granularity takes the default instead. */
+	cfg.gpu_chunk_bytes = kind == VC_DEVICE_EMU ? 32 * (uint64_t)page_size : 0;
+	if (kind == VC_DEVICE_CUDA) { /* chunks of 2 MiB, 8 of them */
+		cfg.gpu_bytes = 16ull << 20;
+		cfg.seg_bytes = 0;
+	}
+	int e = vc_open(&cfg, &r.c);
+	t_skip_if_absent(e, "GPU tier resizing on CUDA");
+	CHECK_OK(e);
+	struct vc_stats st = { .size = sizeof st };
+	CHECK_OK(vc_get_stats(r.c, &st));
+	CHECK(st.gpu_bytes == st.gpu_bytes_max && st.gpu_bytes >= cfg.gpu_bytes / 2);
+	r.max_bytes = st.gpu_bytes_max;
+
+	pthread_t th[NTHREADS], chaos, resizer;
+	struct worker w[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){ .run = &r, .id = i, .seed = seed + 1000 * (uint64_t)i + 1 };
+		CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
+	}
+	CHECK(pthread_create(&chaos, NULL, chaos_main, &r) == 0);
+	CHECK(pthread_create(&resizer, NULL, resizer_main, &r) == 0);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	atomic_store(&r.stop, 1);
+	pthread_join(chaos, NULL);
+	pthread_join(resizer, NULL);
+
+	/* Everything back, then the model holds and the tier still works. */
+	uint64_t got;
+	CHECK_OK(vc_gpu_grow(r.c, UINT64_MAX, &got));
+	CHECK_OK(vc_get_stats(r.c, &st));
+	CHECK(st.gpu_bytes == st.gpu_bytes_max);
+	if (write_mode == VC_WRITE_THROUGH)
+		t_check_file(path, r.shadow, size);
+	CHECK_OK(vc_flush(r.c));
+	t_check_file(path, r.shadow, size);
+	fprintf(stderr,
+		"%s %s ps=%u log %s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
+		"%llu regained %llu, %llu KiB released (%llu on request), %llu pages moved; "
+		"shrink max %.2f ms; hits host %llu gpu %llu, misses %llu, writebacks %llu\n",
+		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size, gv->name,
+		(unsigned long long)r.shrinks, (unsigned long long)r.zero,
+		(unsigned long long)r.grows, (unsigned long long)st.gpu_chunks_released,
+		(unsigned long long)st.gpu_chunks_regained,
+		(unsigned long long)(st.gpu_bytes_released >> 10),
+		(unsigned long long)(st.gpu_bytes_released_requested >> 10),
+		(unsigned long long)st.gpu_shrink_pages_moved, st.gpu_shrink_ns_max / 1e6,
+		(unsigned long long)st.hits[0], (unsigned long long)st.hits[1],
+		(unsigned long long)st.misses, (unsigned long long)st.writebacks);
+	CHECK(r.shrinks > 0 && st.gpu_chunks_released > 0 && st.gpu_chunks_regained > 0);
+	CHECK(st.gpu_shrinks == r.shrinks);
+	CHECK(st.gpu_bytes_released_requested <= st.gpu_bytes_released);
+	CHECK(st.hits[VC_TIER_GPU] > 0);
+	if (write_mode == VC_WRITE_BACK && ops >= 1000)
+		CHECK(st.writebacks > 0);
+	CHECK_OK(vc_close(r.c));
+	t_check_file(path, r.shadow, size);
+	unlink(path);
+	free(r.shadow);
+}
+
+/* The calls' edges, single-threaded. */
+static void edges(int kind)
+{
+	uint64_t size = 1 << 20;
+	char path[256];
+	t_make_file(path, sizeof path, size, 42);
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.host_bytes = 64 * 4096;
+	cfg.gpu_bytes = 0;
+	vc_cache *c;
+	int e = vc_open(&cfg, &c);
+	t_skip_if_absent(e, "GPU tier resizing on CUDA");
+	CHECK_OK(e);
+	uint64_t got = 7;
+	CHECK(vc_gpu_shrink(c, 4096, 0, &got) == -EINVAL && got == 0); /* no GPU tier */
+	CHECK(vc_gpu_grow(c, 4096, &got) == -EINVAL && got == 0);
+	CHECK(vc_gpu_shrink(NULL, 4096, 0, NULL) == -EINVAL);
+	CHECK_OK(vc_close(c));
+
+	cfg.gpu_bytes = kind == VC_DEVICE_EMU ? 64 * 4096 : 8ull << 20;
+	cfg.gpu_chunk_bytes = kind == VC_DEVICE_EMU ? 16 * 4096 : 2ull << 20;
+	CHECK_OK(vc_open(&cfg, &c));
+	struct vc_stats st = { .size = sizeof st };
+	CHECK_OK(vc_get_stats(c, &st));
+	const uint64_t max = st.gpu_bytes_max, chunk = cfg.gpu_chunk_bytes;
+	CHECK(st.gpu_bytes == max && max == cfg.gpu_bytes);
+	CHECK(vc_gpu_shrink(c, 4096, 2, &got) == -EINVAL); /* unknown flag */
+	CHECK_OK(vc_gpu_shrink(c, 0, 0, &got));
+	CHECK(got == 0);
+	/* Fill the tier, then give back one byte's worth: a whole chunk. */
+	CHECK_OK(vc_prefetch(c, 0, size, VC_TIER_GPU));
+	CHECK_OK(vc_gpu_shrink(c, 1, VC_SHRINK_REQUESTED, &got));
+	CHECK(got == chunk);
+	/* More than exists: everything, and the cache still serves from the
+	 * host tier and the store. */
+	CHECK_OK(vc_gpu_shrink(c, UINT64_MAX, 0, &got));
+	CHECK(got == max - chunk);
+	CHECK_OK(vc_get_stats(c, &st));
+	CHECK(st.gpu_bytes == 0 && st.pages_capacity[VC_TIER_GPU] == 0 &&
+	      st.pages_cached[VC_TIER_GPU] == 0);
+	CHECK(st.gpu_bytes_released_requested == chunk && st.gpu_bytes_released == max);
+	CHECK_OK(vc_gpu_shrink(c, 4096, 0, &got));
+	CHECK(got == 0);
+	unsigned char *buf = malloc(size), *want = malloc(size);
+	int fd = open(path, O_RDONLY);
+	CHECK(pread(fd, want, size, 0) == (ssize_t)size);
+	close(fd);
+	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size); /* misses past the host tier */
+	CHECK(memcmp(buf, want, size) == 0);
+	CHECK_OK(vc_prefetch(c, 0, size, VC_TIER_GPU)); /* a hint, unheeded */
+	/* Grow by part, then the rest; a full tier grows by nothing. */
+	CHECK_OK(vc_gpu_grow(c, chunk + 1, &got));
+	CHECK(got == 2 * chunk);
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == max - 2 * chunk);
+	CHECK_OK(vc_gpu_grow(c, 4096, &got));
+	CHECK(got == 0);
+	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size);
+	CHECK(memcmp(buf, want, size) == 0);
+	CHECK_OK(vc_get_stats(c, &st));
+	CHECK(st.gpu_chunks_released == max / chunk && st.gpu_chunks_regained == max / chunk);
+	CHECK(st.gpu_shrinks == 3 && st.gpu_shrink_ns_max >= st.gpu_shrink_ns_last);
+
+	unsigned char uuid[16];
+	CHECK_OK(vc_gpu_uuid(c, uuid));
+	uint64_t fr, tot;
+	CHECK_OK(vc_gpu_mem_info(c, &fr, &tot));
+	CHECK(fr <= tot && tot > 0);
+	if (kind == VC_DEVICE_EMU) {
+		/* Another program takes all but half a chunk: growing finds
+		 * no room and changes nothing; when it exits, growing works. */
+		char fpath[] = "/tmp/vc-foreign-XXXXXX";
+		int ffd = mkstemp(fpath);
+		CHECK(ffd >= 0);
+		CHECK(setenv("VC_EMU_FOREIGN_FILE", fpath, 1) == 0);
+		CHECK_OK(vc_gpu_shrink(c, chunk, 0, &got));
+		CHECK(got == chunk);
+		CHECK_OK(vc_gpu_mem_info(c, &fr, &tot));
+		char num[32];
+		int n = snprintf(num, sizeof num, "%llu", (unsigned long long)(fr - chunk / 2));
+		CHECK(pwrite(ffd, num, (size_t)n, 0) == n);
+		CHECK_OK(vc_gpu_mem_info(c, &fr, &tot));
+		CHECK(fr == chunk / 2);
+		CHECK(vc_gpu_grow(c, chunk, &got) == -ENOMEM && got == 0);
+		CHECK_OK(vc_get_stats(c, &st));
+		CHECK(st.gpu_bytes == max - chunk);
+		CHECK(ftruncate(ffd, 0) == 0);
+		CHECK_OK(vc_gpu_grow(c, chunk, &got));
+		CHECK(got == chunk);
+		close(ffd);
+		unlink(fpath);
+		unsetenv("VC_EMU_FOREIGN_FILE");
+	}
+	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size);
+	CHECK(memcmp(buf, want, size) == 0);
+	CHECK_OK(vc_close(c));
+	free(buf);
+	free(want);
+	unlink(path);
+}
+
+int main(void)
+{
+	int kind = t_device_kind();
+	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : 3000;
+	edges(kind);
+	static const struct gcv forced = { "cost-benefit/2-page segments", 2, VC_GC_COST_BENEFIT, 2,
+					   0.25, 0.01 };
+	for (int wm = 0; wm < 2; wm++) {
+		one_run(kind, wm, 4096, ops, &gc_default);
+		one_run(kind, wm, 512, ops, &gc_default);
+		one_run(kind, wm, 4096, ops, &forced);
+	}
+	fprintf(stderr, "gpusize: all runs match\n");
+	return 0;
+}
