@@ -7,8 +7,9 @@
  * vc_prefetch into the GPU tier. Dirty case: write-back, and every k-th
  * page of the tier written after the fill (promoted, written, demoted back
  * dirty as the host tier turns over), so that --dirty of the GPU tier's
- * pages are dirty when the shrink starts; the shrink writes them back, and
- * its time is bounded by the store's write rate (reported).
+ * pages are dirty when the shrink starts, in a tier of --release bytes
+ * given back whole; the shrink writes them back, and its time is bounded
+ * by the store's write rate (reported).
  * Baseline, same run: the device's own cost of giving the same bytes back
  * by the same chunks without a cache in front (mem_map then mem_unmap of
  * each chunk, timed: the memset and the driver calls), so the table shows
@@ -178,7 +179,10 @@ int main(int argc, char **argv)
 	char desc[160];
 	struct result r[2];
 	r[0] = run(device, path, gpu, release, chunk, 0, desc, sizeof desc);
-	r[1] = run(device, path, gpu, release, chunk, dirty, desc, sizeof desc);
+	/* Dirty: a tier of just the bytes asked back, so that every dirty
+	 * page is in the chunks that go (a larger tier would give back the
+	 * chunks that hold clean pages and keep the dirty ones). */
+	r[1] = run(device, path, release, release, chunk, dirty, desc, sizeof desc);
 	close(fd);
 	unlink(path);
 	double map_ms, unmap_ms;

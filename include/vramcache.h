@@ -347,7 +347,8 @@ struct vc_stats {
 	uint64_t gpu_bytes_released_requested; /* by shrinks other programs asked for */
 	uint64_t gpu_shrink_pages_moved;       /* pages kept by moving them on the device */
 	uint64_t gpu_shrinks;                  /* calls */
-	uint64_t gpu_shrink_ns_total, gpu_shrink_ns_max, gpu_shrink_ns_last;
+	uint64_t gpu_shrink_ns_total, gpu_shrink_ns_max, gpu_shrink_ns_last; /* to memory given back */
+	uint64_t gpu_shrink_drop_ns_total; /* forgetting the pages, after (in the background) */
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */

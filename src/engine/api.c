@@ -291,6 +291,8 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
+	if (c->gpu.ls)
+		eng_gpu_resize_fini(c); /* a shrink's drops, still running */
 	if (c->lk && c->ndirty)
 		r = vc_flush(c);
 	if (c->lock_prof_ns)
@@ -446,6 +448,7 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.gpu_shrink_ns_total = atomic_load(&c->gpu.rs.shrink_ns_total);
 	st.gpu_shrink_ns_max = atomic_load(&c->gpu.rs.shrink_ns_max);
 	st.gpu_shrink_ns_last = atomic_load(&c->gpu.rs.shrink_ns_last);
+	st.gpu_shrink_drop_ns_total = atomic_load(&c->gpu.rs.drop_ns_total);
 	memcpy(out, &st, st.size);
 	return 0;
 }

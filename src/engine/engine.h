@@ -188,8 +188,12 @@ struct vc_gpu {
 	struct {
 		_Atomic uint64_t chunks_released, chunks_regained, bytes_released;
 		_Atomic uint64_t bytes_released_req, pages_moved, shrinks;
-		_Atomic uint64_t shrink_ns_total, shrink_ns_max, shrink_ns_last;
+		_Atomic uint64_t shrink_ns_total, shrink_ns_max, shrink_ns_last, drop_ns_total;
 	} rs;
+	/* The last shrink's dropper thread (its pages' entries), joined by
+	 * the next shrink or grow and by close; under resize_mu. */
+	pthread_t dropper;
+	void *dropper_job;
 };
 
 struct vc_cache {
@@ -529,6 +533,10 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);
 int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
 bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page **held,
 		    uint32_t *nheld);
+
+/* --- gpusize.c: the GPU tier's size --- */
+/* Waits for a shrink's page drops still running (close). */
+void eng_gpu_resize_fini(struct vc_cache *c);
 
 /* The GPU tier takes demotions: it exists, the device works, and some of
  * it is mapped (a shrink may have given every chunk back). Under c->mu. */

@@ -27,6 +27,8 @@
  * one cleaning job per moved segment and one write-back batch per
  * evicted segment with dirty pages; per chunk a device memset and an
  * unmap. */
+#include <unistd.h>
+
 #include "engine/engine.h"
 
 /* The whole tier's segments: enough for one chunk's sealed list. */
@@ -74,50 +76,6 @@ static bool move_seg(struct vc_cache *c, uint32_t seg, struct vc_page **held)
 	return true;
 }
 
-/* Under c->mu: empties the draining chunks chs[0..n). Returns 0 once every
- * one is empty, or the first error of a write-back (the chunk holding that
- * dirty page stays). Sleeps on c->cv while pages are busy. */
-static int empty_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs,
-			struct vc_page **held, uint64_t *moved, uint64_t *evicted)
-{
-	struct vc_ls *ls = c->gpu.ls;
-	const uint32_t per = vc_ls_slots_per_seg(ls);
-	for (;;) {
-		bool empty = true, progress = false;
-		for (uint32_t i = 0; i < n; i++) {
-			if (vc_ls_chunk_empty(ls, chs[i]))
-				continue;
-			empty = false;
-			int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
-			for (int j = 0; j < k; j++) {
-				uint32_t live = vc_ls_seg_live(ls, segs[j]);
-				/* Room beyond the watermark, for the hottest first. */
-				uint64_t keep = (uint64_t)(vc_ls_low(ls) ? 0 : 1) * per;
-				uint64_t room = vc_ls_room(ls);
-				if (!c->gpu.off && live && room > keep && room - keep >= live &&
-				    move_seg(c, segs[j], held)) {
-					*moved += live;
-					progress = true;
-					continue;
-				}
-				if (vc_ls_take(ls, segs[j]) < 0)
-					continue; /* a cleaner or evictor has it: it goes off when done */
-				uint64_t ev = 0;
-				int r = eng_evict_seg(c, segs[j], &ev);
-				*evicted += ev;
-				if (r == 0)
-					progress = true;
-				else if (r != -EAGAIN)
-					return r;
-			}
-		}
-		if (empty)
-			return 0;
-		if (!progress)
-			eng_wait_cv(c); /* pins, moves in flight, other threads' segments */
-	}
-}
-
 /* ON chunks by live pages, fewest first (insertion sort: a tier has few). */
 static uint32_t chunks_by_live(struct vc_ls *ls, uint32_t *out)
 {
@@ -153,6 +111,300 @@ static int resizable(struct vc_cache *c, const char *what)
 	return 0;
 }
 
+/* --- the claim: every live page of the chunks' segments, in parallel ---
+ *
+ * A 10 GiB release is 2.6M pages of 4 KiB; claiming each (one CAS on its
+ * entry, a cache miss) is the part of the work that must finish before the
+ * memory goes back, so workers share it: each takes whole segments and
+ * claims (BUSY) their live pages, prefetching entries ahead. The caller
+ * holds c->mu meanwhile, so the slots' keys, the owners' places and the
+ * pages' tiers cannot change under the workers (only lock holders change
+ * them); pins come and go without the lock, so a claim can fail: that
+ * segment's claims are undone and it goes the slow way (eviction with
+ * waits). Dropping the claimed pages (index, policy, entry: the slow part,
+ * ~200 ns a page) happens after the memory has gone back, on the dropper
+ * thread. */
+
+#define CLAIM_WORKERS_MAX 8
+#define PREFETCH_AHEAD 16
+
+struct claim {
+	struct vc_cache *c;
+	const uint32_t *segs;
+	uint32_t nseg, per;
+	_Atomic uint32_t next;
+	struct vc_page **held; /* per segment i: held[i * per ...] */
+	uint32_t *nheld;       /* per segment: claimed, or UINT32_MAX: failed */
+};
+
+static void claim_seg(struct claim *cl, uint32_t i)
+{
+	struct vc_cache *c = cl->c;
+	struct vc_ls *ls = c->gpu.ls;
+	const uint32_t g0 = cl->segs[i] * cl->per;
+	struct vc_page **out = cl->held + (size_t)i * cl->per;
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < cl->per; s++) {
+		if (s + PREFETCH_AHEAD < cl->per) {
+			uint32_t ka = vc_ls_key(ls, g0 + s + PREFETCH_AHEAD);
+			if (ka != VC_LS_DEAD)
+				__builtin_prefetch(&c->ix.pool[ka], 1);
+		}
+		uint32_t k = vc_ls_key(ls, g0 + s);
+		if (k == VC_LS_DEAD)
+			continue;
+		struct vc_page *p = &c->ix.pool[k];
+		if (!vc_page_claim(p, VC_ST_BUSY, 0)) {
+			/* A reader pins it: undo, the segment goes the slow way. */
+			while (n > 0) {
+				struct vc_page *q = out[--n];
+				atomic_fetch_and_explicit(&q->st, ~VC_ST_BUSY, memory_order_acq_rel);
+			}
+			cl->nheld[i] = UINT32_MAX;
+			return;
+		}
+		out[n++] = p;
+	}
+	cl->nheld[i] = n;
+}
+
+static void *claim_main(void *arg)
+{
+	struct claim *cl = arg;
+	for (uint32_t i; (i = atomic_fetch_add(&cl->next, 1)) < cl->nseg;)
+		claim_seg(cl, i);
+	return NULL;
+}
+
+/* Under c->mu: claims the live pages of segs[0..n) (taken) on up to
+ * CLAIM_WORKERS_MAX threads, this one among them. */
+static void claim_all(struct claim *cl)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t nw = cpus > 1 ? (uint32_t)cpus - 1 : 1;
+	nw = nw > CLAIM_WORKERS_MAX ? CLAIM_WORKERS_MAX : nw;
+	nw = nw > cl->nseg / 4 ? cl->nseg / 4 : nw; /* a few segments each, at least */
+	pthread_t th[CLAIM_WORKERS_MAX];
+	uint32_t started = 0;
+	for (uint32_t w = 1; w < nw; w++)
+		if (pthread_create(&th[started], NULL, claim_main, cl) == 0)
+			started++;
+	claim_main(cl);
+	for (uint32_t w = 0; w < started; w++)
+		pthread_join(th[w], NULL);
+}
+
+/* What a shrink leaves for the dropper: the claimed pages of the segments
+ * whose memory went back, then the segments and chunks to retire. */
+struct drop_job {
+	struct vc_cache *c;
+	struct claim cl;
+	uint32_t *chs; /* chunks given back */
+	uint32_t nch;
+};
+
+/* Under c->mu, with pauses: drops the pages (their data is gone with the
+ * memory; they are BUSY, so nobody has read them since), releases their
+ * segments (OFF: the chunk is draining) and retires the chunks. Readers
+ * of these pages wait on them meanwhile, then miss. */
+static void drop_claimed(struct drop_job *j)
+{
+	struct vc_cache *c = j->c;
+	struct claim *cl = &j->cl;
+	const uint64_t t0 = vc_now_ns();
+	eng_lock(c);
+	vc_opq_drain(c->opq); /* once: page_drop_drained's precondition */
+	uint64_t dropped = 0;
+	for (uint32_t i = 0; i < cl->nseg; i++) {
+		struct vc_page **h = cl->held + (size_t)i * cl->per;
+		for (uint32_t k = 0; k < cl->nheld[i]; k++) {
+			eng_page_drop_drained(c, h[k], true);
+			if (++dropped % 256 == 0) {
+				/* Nothing of these segments can change meanwhile:
+				 * they are taken and their pages BUSY. A queued
+				 * policy update made across the pause concerns other
+				 * pages (these cannot be pinned), but drain again. */
+				eng_lock_pause(c);
+				vc_opq_drain(c->opq);
+			}
+		}
+		vc_ls_release(c->gpu.ls, cl->segs[i], true);
+	}
+	for (uint32_t i = 0; i < j->nch; i++)
+		vc_ls_chunk_gone(c->gpu.ls, j->chs[i]);
+	c->st.evictions[GPU] += dropped;
+	eng_wake(c);
+	eng_unlock(c);
+	atomic_fetch_add(&c->gpu.rs.drop_ns_total, vc_now_ns() - t0);
+}
+
+static void drop_job_free(struct drop_job *j)
+{
+	if (!j)
+		return;
+	free((void *)j->cl.segs);
+	free(j->cl.held);
+	free(j->cl.nheld);
+	free(j->chs);
+	free(j);
+}
+
+static void *dropper_main(void *arg)
+{
+	drop_claimed(arg);
+	return NULL;
+}
+
+/* Under resize_mu: waits for the last shrink's dropper. */
+static void dropper_join(struct vc_cache *c)
+{
+	if (c->gpu.dropper_job) {
+		pthread_join(c->gpu.dropper, NULL);
+		drop_job_free(c->gpu.dropper_job);
+		c->gpu.dropper_job = NULL;
+	}
+}
+
+void eng_gpu_resize_fini(struct vc_cache *c)
+{
+	pthread_mutex_lock(&c->gpu.resize_mu);
+	dropper_join(c);
+	pthread_mutex_unlock(&c->gpu.resize_mu);
+}
+
+/* Under c->mu: moves live pages of the draining chunks' sealed segments,
+ * youngest first, to the rest of the tier while it has room beyond one
+ * segment (and the watermark): they stay cached. */
+static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs,
+			 struct vc_page **held)
+{
+	struct vc_ls *ls = c->gpu.ls;
+	const uint32_t per = vc_ls_slots_per_seg(ls);
+	uint64_t moved = 0;
+	for (uint32_t i = 0; i < n && !c->gpu.off; i++) {
+		int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
+		for (int j = 0; j < k; j++) {
+			uint32_t live = vc_ls_seg_live(ls, segs[j]);
+			uint64_t room = vc_ls_room(ls), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
+			if (!live || room <= keep || room - keep < live)
+				return moved;
+			if (move_seg(c, segs[j], held))
+				moved += live;
+		}
+	}
+	return moved;
+}
+
+/* Under c->mu: empties the draining chunks chs[0..n) the slow way, one
+ * segment at a time with waits for busy pages (what the claim could not
+ * take). 0 once every one is empty, or the first write-back error (the
+ * chunk holding that dirty page stays). */
+static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs)
+{
+	struct vc_ls *ls = c->gpu.ls;
+	for (;;) {
+		bool empty = true, progress = false;
+		for (uint32_t i = 0; i < n; i++) {
+			if (vc_ls_chunk_empty(ls, chs[i]))
+				continue;
+			empty = false;
+			int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
+			for (int j = 0; j < k; j++) {
+				if (vc_ls_take(ls, segs[j]) < 0)
+					continue; /* a cleaner or evictor has it: it goes off when done */
+				uint64_t ev = 0;
+				int r = eng_evict_seg(c, segs[j], &ev);
+				if (r == 0)
+					progress = true;
+				else if (r != -EAGAIN)
+					return r;
+			}
+		}
+		if (empty)
+			return 0;
+		if (!progress)
+			eng_wait_cv(c); /* pins, moves in flight, other threads' segments */
+	}
+}
+
+/* Under c->mu: takes every sealed segment of the chunks and claims their
+ * live pages (claim_all); segments whose claim failed are given back
+ * (sealed) for empty_slow. Dirty claimed pages are written back; one whose
+ * write-back fails is let go, and its segment with it. Fills cl with the
+ * segments that are ready: every live page claimed and clean. */
+static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, struct claim *cl)
+{
+	struct vc_ls *ls = c->gpu.ls;
+	const uint32_t per = vc_ls_slots_per_seg(ls), max = chunk_seg_max(c);
+	uint32_t *segs = malloc((size_t)n * max * sizeof *segs), ns = 0;
+	if (!segs)
+		return vc_err(-ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		int k = vc_ls_chunk_sealed(ls, chs[i], segs + ns, max);
+		uint32_t got = 0;
+		for (int j = 0; j < k; j++)
+			if (vc_ls_take(ls, segs[ns + (uint32_t)j]) == 0)
+				segs[ns + got++] = segs[ns + (uint32_t)j];
+		ns += got;
+	}
+	*cl = (struct claim){ .c = c, .segs = segs, .nseg = ns, .per = per };
+	cl->held = malloc(((size_t)ns * per + 1) * sizeof *cl->held);
+	cl->nheld = malloc(((size_t)ns + 1) * sizeof *cl->nheld);
+	if (!cl->held || !cl->nheld) {
+		vc_ls_unpick(ls, ns, segs);
+		return vc_err(-ENOMEM, "out of memory");
+	}
+	claim_all(cl);
+	/* Failed segments back to sealed; the ready ones packed in front. */
+	uint32_t keep = 0;
+	int err = 0;
+	for (uint32_t i = 0; i < ns; i++) {
+		uint32_t seg = segs[i], nh = cl->nheld[i];
+		struct vc_page **h = cl->held + (size_t)i * per;
+		bool ok = nh != UINT32_MAX;
+		if (ok) {
+			/* Dirty pages: written back while still claimed. */
+			uint32_t nd = 0;
+			struct vc_page **dirty = malloc(((size_t)nh + 1) * sizeof *dirty);
+			bool *done = malloc(((size_t)nh + 1) * sizeof *done);
+			if (!dirty || !done) {
+				free(dirty);
+				free(done);
+				for (uint32_t k = 0; k < nh; k++)
+					st_clear(c, h[k], VC_ST_BUSY);
+				ok = false;
+				err = err ? err : vc_err(-ENOMEM, "out of memory");
+			} else {
+				for (uint32_t k = 0; k < nh; k++)
+					if (h[k]->dirty)
+						dirty[nd++] = h[k];
+				int r = nd ? eng_writeback_gpu(c, dirty, nd, done) : 0;
+				if (r < 0) {
+					/* Failed write-backs keep their pages: the
+					 * whole segment stays, cached. */
+					for (uint32_t k = 0; k < nh; k++)
+						st_clear(c, h[k], VC_ST_BUSY);
+					ok = false;
+					err = err ? err : r;
+				}
+				free(dirty);
+				free(done);
+			}
+		}
+		if (!ok) {
+			vc_ls_unpick(ls, 1, &seg);
+			continue;
+		}
+		if (keep != i) {
+			segs[keep] = seg;
+			memmove(cl->held + (size_t)keep * per, h, (size_t)nh * sizeof *h);
+		}
+		cl->nheld[keep++] = nh;
+	}
+	cl->nseg = keep;
+	return err;
+}
+
 int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *released)
 {
 	int r = resizable(c, "vc_gpu_shrink");
@@ -166,16 +418,19 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		return 0;
 	struct vc_ls *ls = c->gpu.ls;
 	const uint32_t nch = vc_ls_nchunks(ls);
+	struct drop_job *j = calloc(1, sizeof *j);
 	uint32_t *chs = malloc(nch * sizeof *chs);
 	uint32_t *segs = malloc(chunk_seg_max(c) * sizeof *segs);
 	struct vc_page **held = malloc(vc_ls_slots_per_seg(ls) * sizeof *held);
-	if (!chs || !segs || !held) {
+	if (!j || !chs || !segs || !held) {
+		free(j);
 		free(chs);
 		free(segs);
 		free(held);
 		return vc_err(-ENOMEM, "out of memory");
 	}
 	pthread_mutex_lock(&c->gpu.resize_mu);
+	dropper_join(c);
 	const uint64_t t0 = vc_now_ns();
 	eng_lock(c);
 	/* Chunks a failed write-back left drained come first: they hold
@@ -192,33 +447,44 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		plan += vc_ls_chunk_bytes(ls, chs[take]);
 		vc_ls_chunk_drain(ls, chs[take++]);
 	}
-	uint64_t moved = 0, evicted = 0;
-	r = empty_chunks(c, chs, take, segs, held, &moved, &evicted);
+	uint64_t moved = move_hot(c, chs, take, segs, held);
+	j->c = c;
+	r = claim_chunks(c, chs, take, &j->cl);
+	/* The claimed segments count as gone; what is left (claims that met
+	 * a pin) goes the slow way, now, before the memory can go. */
+	for (uint32_t i = 0; i < j->cl.nseg; i++)
+		vc_ls_seg_condemn(ls, j->cl.segs[i]);
+	int e = empty_slow(c, chs, take, segs);
+	r = r ? r : e;
 	eng_wake(c); /* capacity changed: waiters for GPU room re-check */
+	/* Chunks whose every segment is off or condemned go back. */
+	uint32_t nback = 0;
+	for (uint32_t i = 0; i < take; i++)
+		if (vc_ls_chunk_empty(ls, chs[i])) {
+			vc_ls_chunk_unmapped(ls, chs[i]);
+			chs[nback++] = chs[i];
+		}
 	eng_unlock(c);
-	/* Empty chunks go back to the device; one that could not be emptied
-	 * (a write-back failed) stays drained, its pages cached, until a
-	 * later shrink or grow. */
-	uint64_t gone = 0, nchunks = 0;
-	for (uint32_t i = 0; i < take; i++) {
-		eng_lock(c);
-		bool empty = vc_ls_chunk_empty(ls, chs[i]);
-		eng_unlock(c);
-		if (!empty)
-			continue;
+	uint64_t gone = 0;
+	for (uint32_t i = 0; i < nback; i++) {
 		uint64_t addr, len;
 		vc_ls_chunk_range(ls, chs[i], &addr, &len);
-		int e = c->gpu.dev->ops->mem_unmap(c->gpu.dev, addr, len);
-		if (e < 0 && r == 0)
-			r = e;
-		eng_lock(c);
-		vc_ls_chunk_gone(ls, chs[i]);
-		eng_unlock(c);
+		int e2 = c->gpu.dev->ops->mem_unmap(c->gpu.dev, addr, len);
+		if (e2 < 0 && r == 0)
+			r = e2;
 		gone += len;
-		nchunks++;
 	}
 	const uint64_t ns = vc_now_ns() - t0;
-	atomic_fetch_add(&c->gpu.rs.chunks_released, nchunks);
+	/* The memory is back; the pages' entries go on the dropper thread. */
+	j->chs = chs;
+	j->nch = nback;
+	if (pthread_create(&c->gpu.dropper, NULL, dropper_main, j) == 0) {
+		c->gpu.dropper_job = j;
+	} else {
+		drop_claimed(j);
+		drop_job_free(j);
+	}
+	atomic_fetch_add(&c->gpu.rs.chunks_released, nback);
 	atomic_fetch_add(&c->gpu.rs.bytes_released, gone);
 	if (flags & VC_SHRINK_REQUESTED)
 		atomic_fetch_add(&c->gpu.rs.bytes_released_req, gone);
@@ -228,7 +494,6 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 	atomic_store(&c->gpu.rs.shrink_ns_last, ns);
 	stat_max(&c->gpu.rs.shrink_ns_max, ns);
 	pthread_mutex_unlock(&c->gpu.resize_mu);
-	free(chs);
 	free(segs);
 	free(held);
 	if (released)
@@ -246,6 +511,7 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 	struct vc_ls *ls = c->gpu.ls;
 	uint64_t got = 0;
 	pthread_mutex_lock(&c->gpu.resize_mu);
+	dropper_join(c); /* its chunks are gone once it is done */
 	/* Chunks given back, lowest first. (A chunk that a failed write-back
 	 * left drained is not one: the next shrink empties it.) */
 	for (uint32_t ch = 0; ch < vc_ls_nchunks(ls) && got < bytes; ch++) {

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN, SEG_OFF };
+enum { SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_TAKEN, SEG_OFF, SEG_CONDEMNED };
 /* A chunk: seg_per_chunk consecutive segments, mapped and given back
  * whole. ON: its free segments are on the free stack; DRAIN: none is,
  * and each of its segments turns SEG_OFF as it empties (release); OFF:
@@ -44,6 +44,7 @@ struct vc_ls {
 	uint32_t nseg_on;       /* segments in ON chunks: the capacity now */
 	uint32_t seg_per_chunk, nchunk;
 	uint8_t *chunk;         /* CH_* per chunk */
+	uint8_t *mapped;        /* per chunk: its memory is the store's */
 	bool chunked;           /* reserved and mapped by chunk (mem_map) */
 	uint64_t reserved;      /* bytes of the reservation (chunked) */
 	double watermark;
@@ -103,8 +104,10 @@ static int chunks_open(struct vc_ls *ls, uint64_t chunk_bytes)
 		ls->seg_per_chunk = ls->nseg;
 	ls->nchunk = (ls->nseg + ls->seg_per_chunk - 1) / ls->seg_per_chunk;
 	ls->chunk = calloc(ls->nchunk, 1);
-	if (!ls->chunk)
+	ls->mapped = malloc(ls->nchunk);
+	if (!ls->chunk || !ls->mapped)
 		return vc_err(-ENOMEM, "out of memory");
+	memset(ls->mapped, 1, ls->nchunk);
 	ls->nseg_on = ls->nseg;
 	if (!ls->chunked)
 		return dev->ops->mem_alloc(dev, (size_t)ls->nseg * ls->seg_bytes, &ls->base);
@@ -116,12 +119,16 @@ static int chunks_open(struct vc_ls *ls, uint64_t chunk_bytes)
 	}
 	for (uint32_t ch = 0; ch < ls->nchunk && r == 0; ch++) {
 		r = dev->ops->mem_map(dev, chunk_addr(ls, ch), chunk_len(ls, ch));
-		if (r < 0)
+		if (r < 0) {
 			ls->chunk[ch] = CH_OFF;
+			ls->mapped[ch] = 0;
+		}
 	}
 	for (uint32_t ch = 0; ch < ls->nchunk; ch++)
-		if (r < 0 && ls->chunk[ch] == CH_ON)
+		if (r < 0 && ls->mapped[ch]) {
 			(void)dev->ops->mem_unmap(dev, chunk_addr(ls, ch), chunk_len(ls, ch));
+			ls->mapped[ch] = 0;
+		}
 	return r;
 }
 
@@ -189,13 +196,14 @@ void vc_ls_close(struct vc_ls *ls)
 		return;
 	if (ls->base && ls->chunked) {
 		for (uint32_t ch = 0; ch < ls->nchunk; ch++)
-			if (ls->chunk[ch] != CH_OFF)
+			if (ls->mapped[ch])
 				(void)ls->dev->ops->mem_unmap(ls->dev, chunk_addr(ls, ch), chunk_len(ls, ch));
 		ls->dev->ops->mem_unreserve(ls->dev, ls->base, ls->reserved);
 	} else if (ls->base) {
 		ls->dev->ops->mem_free(ls->dev, ls->base);
 	}
 	free(ls->chunk);
+	free(ls->mapped);
 	if (ls->key)
 		ls->dev->ops->host_free(ls->dev, ls->key);
 	if (ls->stamp)
@@ -578,6 +586,9 @@ void vc_ls_get_stats(const struct vc_ls *ls, struct vc_ls_stats *st)
 			st->segs_cleaning++;
 	}
 	st->slots_live = ls->live_total;
+	for (uint32_t i = 0; i < ls->nseg; i++) /* going with a shrink: not cached */
+		if (ls->segs[i].state == SEG_CONDEMNED)
+			st->slots_live -= ls->segs[i].live;
 	st->slots_dead = ls->used_total - ls->live_total;
 	st->fragmentation = vc_ls_fragmentation(ls);
 }
@@ -636,7 +647,7 @@ uint64_t vc_ls_bytes(const struct vc_ls *ls)
 {
 	uint64_t b = 0;
 	for (uint32_t ch = 0; ch < ls->nchunk; ch++)
-		if (ls->chunk[ch] != CH_OFF)
+		if (ls->mapped[ch])
 			b += chunk_len(ls, ch);
 	return b;
 }
@@ -678,9 +689,19 @@ bool vc_ls_chunk_empty(const struct vc_ls *ls, uint32_t ch)
 {
 	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
 	for (uint32_t i = 0; i < n; i++)
-		if (ls->segs[first + i].state != SEG_OFF)
+		if (ls->segs[first + i].state != SEG_OFF && ls->segs[first + i].state != SEG_CONDEMNED)
 			return false;
 	return true;
+}
+
+void vc_ls_seg_condemn(struct vc_ls *ls, uint32_t seg)
+{
+	ls->segs[seg].state = SEG_CONDEMNED;
+}
+
+void vc_ls_chunk_unmapped(struct vc_ls *ls, uint32_t ch)
+{
+	ls->mapped[ch] = 0;
 }
 
 int vc_ls_chunk_sealed(const struct vc_ls *ls, uint32_t ch, uint32_t *segs, uint32_t max)
@@ -714,6 +735,7 @@ void vc_ls_chunk_online(struct vc_ls *ls, uint32_t ch)
 {
 	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
 	ls->chunk[ch] = CH_ON;
+	ls->mapped[ch] = 1;
 	for (uint32_t i = n; i-- > 0;) {
 		ls->segs[first + i] = (struct seg){ .state = SEG_FREE };
 		ls->free[ls->nfree++] = first + i;

@@ -155,7 +155,9 @@ void vc_ls_get_stats(const struct vc_ls *ls, struct vc_ls_stats *st);
  *            elsewhere).
  *   gone     once empty (every segment OFF) and its memory given back by
  *            the caller (mem_unmap of vc_ls_chunk_range, outside the
- *            engine lock: nothing refers to it any more)
+ *            engine lock: nothing refers to it any more). A segment may be
+ *            condemned first (its pages claimed, to be dropped after the
+ *            memory went: the chunk counts as empty meanwhile)
  *   online   an OFF chunk whose memory the caller mapped again: its
  *            segments join the free stack
  * Capacity (vc_ls_capacity), the watermark and the stats follow the ON
@@ -179,6 +181,13 @@ int vc_ls_chunk_drain(struct vc_ls *ls, uint32_t ch);
 bool vc_ls_chunk_empty(const struct vc_ls *ls, uint32_t ch);
 /* The chunk's sealed segments, youngest first (at most max); how many. */
 int vc_ls_chunk_sealed(const struct vc_ls *ls, uint32_t ch, uint32_t *segs, uint32_t max);
+/* A taken segment whose live pages the caller claimed to drop them after
+ * the memory has gone: counts as empty for vc_ls_chunk_empty; the caller
+ * drops the pages (orphans) and releases it later. */
+void vc_ls_seg_condemn(struct vc_ls *ls, uint32_t seg);
+/* Chunk ch's memory is being given back (vc_ls_bytes stops counting it);
+ * gone follows once its segments are released. */
+void vc_ls_chunk_unmapped(struct vc_ls *ls, uint32_t ch);
 void vc_ls_chunk_gone(struct vc_ls *ls, uint32_t ch);
 void vc_ls_chunk_online(struct vc_ls *ls, uint32_t ch);
 
