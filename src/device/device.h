@@ -162,6 +162,11 @@ struct vc_device_ops {
 	void (*mem_unreserve)(struct vc_device *d, uint64_t dev_addr, size_t len);
 	int (*mem_map)(struct vc_device *d, uint64_t dev_addr, size_t len);
 	int (*mem_unmap)(struct vc_device *d, uint64_t dev_addr, size_t len);
+	/* mem_unmap of n parts at once: one pause of the device queues and
+	 * one overwrite pass for them all (a shrink gives many chunks back).
+	 * Returns the first error; every part is attempted. */
+	int (*mem_unmap_n)(struct vc_device *d, const uint64_t *dev_addr, const uint64_t *len,
+			   uint32_t n);
 	/* The device's free and total memory now, every program's use
 	 * counted (cudaMemGetInfo). */
 	int (*mem_info)(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);

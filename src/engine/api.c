@@ -214,6 +214,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	 * before the lock-free path (for measuring one against the other). */
 	const char *lp = getenv("VC_LOCK_PROFILE");
 	c->lock_prof_ns = lp ? strtoull(lp, NULL, 10) * 1000 : 0;
+	c->gpu.profile = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	const char *mp = getenv("VC_MISS_PATH");
 	c->miss_fast = !(mp && strcmp(mp, "locked") == 0);
 	if (r == 0 && c->gpu.serve) {

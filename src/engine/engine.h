@@ -194,6 +194,7 @@ struct vc_gpu {
 	 * the next shrink or grow and by close; under resize_mu. */
 	pthread_t dropper;
 	void *dropper_job;
+	bool profile; /* VC_GPU_SHRINK_PROFILE: phases to stderr; set at open */
 };
 
 struct vc_cache {

@@ -27,6 +27,7 @@
  * one cleaning job per moved segment and one write-back batch per
  * evicted segment with dirty pages; per chunk a device memset and an
  * unmap. */
+#include <stdio.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -123,9 +124,10 @@ static int resizable(struct vc_cache *c, const char *what)
  * segment's claims are undone and it goes the slow way (eviction with
  * waits). Dropping the claimed pages (index, policy, entry: the slow part,
  * ~200 ns a page) happens after the memory has gone back, on the dropper
- * thread. */
+ * thread. VC_GPU_SHRINK_PROFILE=1 (environment, read at open) prints each
+ * shrink's phases to stderr. */
 
-#define CLAIM_WORKERS_MAX 8
+#define CLAIM_WORKERS_MAX 16
 #define PREFETCH_AHEAD 16
 
 struct claim {
@@ -177,7 +179,7 @@ static void *claim_main(void *arg)
 }
 
 /* Under c->mu: claims the live pages of segs[0..n) (taken) on up to
- * CLAIM_WORKERS_MAX threads, this one among them. */
+ * CLAIM_WORKERS_MAX threads (one a core, less one), this one among them. */
 static void claim_all(struct claim *cl)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -448,6 +450,7 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		vc_ls_chunk_drain(ls, chs[take++]);
 	}
 	uint64_t moved = move_hot(c, chs, take, segs, held);
+	const uint64_t t_claim = vc_now_ns();
 	j->c = c;
 	r = claim_chunks(c, chs, take, &j->cl);
 	/* The claimed segments count as gone; what is left (claims that met
@@ -465,16 +468,24 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 			chs[nback++] = chs[i];
 		}
 	eng_unlock(c);
-	uint64_t gone = 0;
-	for (uint32_t i = 0; i < nback; i++) {
-		uint64_t addr, len;
-		vc_ls_chunk_range(ls, chs[i], &addr, &len);
-		int e2 = c->gpu.dev->ops->mem_unmap(c->gpu.dev, addr, len);
-		if (e2 < 0 && r == 0)
-			r = e2;
-		gone += len;
+	const uint64_t t1 = vc_now_ns();
+	uint64_t gone = 0, *addr = malloc(((size_t)nback + 1) * 2 * sizeof *addr);
+	if (!addr) {
+		r = r ? r : vc_err(-ENOMEM, "out of memory");
+	} else {
+		for (uint32_t i = 0; i < nback; i++) {
+			vc_ls_chunk_range(ls, chs[i], &addr[i], &addr[nback + i]);
+			gone += addr[nback + i];
+		}
+		int e2 = nback ? c->gpu.dev->ops->mem_unmap_n(c->gpu.dev, addr, addr + nback, nback) : 0;
+		r = r ? r : e2;
+		free(addr);
 	}
 	const uint64_t ns = vc_now_ns() - t0;
+	if (c->gpu.profile)
+		fprintf(stderr, "vc_gpu_shrink: %u chunks, %.2f ms: choose and move %.2f, claim %.2f, "
+				"unmap %.2f\n", nback, ns / 1e6, (t_claim - t0) / 1e6,
+			(t1 - t_claim) / 1e6, (vc_now_ns() - t1) / 1e6);
 	/* The memory is back; the pages' entries go on the dropper thread. */
 	j->chs = chs;
 	j->nch = nback;

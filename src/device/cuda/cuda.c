@@ -540,6 +540,7 @@ static const struct vc_device_ops cu_ops = {
 	.mem_unreserve = vc_cu_mem_unreserve,
 	.mem_map = vc_cu_mem_map,
 	.mem_unmap = vc_cu_mem_unmap,
+	.mem_unmap_n = vc_cu_mem_unmap_n,
 	.mem_info = vc_cu_mem_info,
 	.uuid = vc_cu_uuid,
 };

@@ -99,6 +99,8 @@ int vc_cu_mem_reserve(struct vc_device *d, size_t len, uint64_t *dev_addr);
 void vc_cu_mem_unreserve(struct vc_device *d, uint64_t dev_addr, size_t len);
 int vc_cu_mem_map(struct vc_device *d, uint64_t dev_addr, size_t len);
 int vc_cu_mem_unmap(struct vc_device *d, uint64_t dev_addr, size_t len);
+int vc_cu_mem_unmap_n(struct vc_device *d, const uint64_t *dev_addr, const uint64_t *len,
+		      uint32_t n);
 int vc_cu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_cu_uuid(struct vc_device *d, unsigned char out[16]);
 

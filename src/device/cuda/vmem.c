@@ -223,6 +223,34 @@ int vc_cu_mem_unmap(struct vc_device *d, uint64_t dev_addr, size_t len)
 	return r < 0 ? r : e;
 }
 
+int vc_cu_mem_unmap_n(struct vc_device *d, const uint64_t *dev_addr, const uint64_t *len,
+		      uint32_t n)
+{
+	struct cu_dev *c = CUD(d);
+	int r = vc_cu_enter(c);
+	if (r < 0)
+		return r;
+	vc_cu_quiesce(c);
+	/* Every overwrite queued, one wait, then the driver calls. */
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = CU(cudaMemsetAsync((void *)(uintptr_t)dev_addr[i], 0, len[i], c->streams[0]));
+	if (r == 0)
+		r = CU(cudaStreamSynchronize(c->streams[0]));
+	for (uint32_t i = 0; i < n; i++) {
+		struct part *pt = part_take(dev_addr[i], len[i]);
+		int e = pt ? 0 : vc_err(-EINVAL, "cuda: no mapped part of %llu bytes at %#llx",
+					(unsigned long long)len[i], (unsigned long long)dev_addr[i]);
+		if (e == 0)
+			e = dcheck(drv.unmap((CUdeviceptr)dev_addr[i], len[i]), "cuMemUnmap");
+		if (e == 0)
+			e = dcheck(drv.release(pt->h), "cuMemRelease");
+		free(pt);
+		r = r ? r : e;
+	}
+	vc_cu_unquiesce(c);
+	return r;
+}
+
 void vc_cu_mem_unreserve(struct vc_device *d, uint64_t dev_addr, size_t len)
 {
 	if (!dev_addr || drv_get() < 0 || vc_cu_enter(CUD(d)) < 0)

@@ -478,6 +478,7 @@ static const struct vc_device_ops emu_ops = {
 	.mem_unreserve = vc_emu_mem_unreserve,
 	.mem_map = vc_emu_mem_map,
 	.mem_unmap = vc_emu_mem_unmap,
+	.mem_unmap_n = vc_emu_mem_unmap_n,
 	.mem_info = vc_emu_mem_info,
 	.uuid = vc_emu_uuid,
 };

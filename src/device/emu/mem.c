@@ -123,6 +123,17 @@ int vc_emu_mem_unmap(struct vc_device *d, uint64_t dev_addr, size_t len)
 	return r;
 }
 
+int vc_emu_mem_unmap_n(struct vc_device *d, const uint64_t *dev_addr, const uint64_t *len,
+		       uint32_t n)
+{
+	int r = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int e = vc_emu_mem_unmap(d, dev_addr[i], len[i]);
+		r = r ? r : e;
+	}
+	return r;
+}
+
 int vc_emu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes)
 {
 	(void)d;
