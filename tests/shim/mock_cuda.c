@@ -19,9 +19,12 @@
  * is given a different function, as a future signature change would be. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MOCK_EXPORT __attribute__((visibility("default")))
@@ -206,16 +209,43 @@ static CUresult i_async(CUdeviceptr *p, size_t n, CUstream s)
 	(void)s;
 	return take(p, n, 1);
 }
-static CUresult i_gpa2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
-		       CUdriverProcAddressQueryResult *st);
-static CUresult i_gpa1(const char *symbol, void **pfn, int ver, cuuint64_t flags)
+/* With MOCK_CUDA_CALLERS set: cuGetProcAddress lookups from outside this
+ * library, and those of them not made by the shim, printed at exit. The
+ * shim_real_runtime tests run the real CUDA runtime against this driver:
+ * every lookup it makes must come through the shim. */
+static int lookups, not_shim;
+
+static void count_caller(void *ret)
 {
-	return i_gpa2(symbol, pfn, ver, flags, NULL);
+	Dl_info self, caller;
+	if (!getenv("MOCK_CUDA_CALLERS") || !dladdr((void *)count_caller, &self) || !dladdr(ret, &caller))
+		return;
+	if (caller.dli_fbase == self.dli_fbase)
+		return;
+	pthread_mutex_lock(&lock);
+	lookups++;
+	if (!caller.dli_fname || !strstr(caller.dli_fname, "libvramcache-shim"))
+		not_shim++;
+	pthread_mutex_unlock(&lock);
+}
+
+__attribute__((destructor)) static void report_callers(void)
+{
+	if (getenv("MOCK_CUDA_CALLERS"))
+		fprintf(stderr, "mock libcuda: %d cuGetProcAddress lookups, %d not through the shim\n", lookups,
+			not_shim);
 }
 
 static CUresult i_gpa2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
-		       CUdriverProcAddressQueryResult *st)
+		       CUdriverProcAddressQueryResult *st);
+static CUresult i_gpa1(const char *symbol, void **pfn, int ver, cuuint64_t flags);
+
+/* cuGetProcAddress; `caller` (a return address, or NULL) is counted. */
+static CUresult gpa(const char *symbol, void **pfn, int ver, cuuint64_t flags, CUdriverProcAddressQueryResult *st,
+		    void *caller)
 {
+	if (caller)
+		count_caller(caller);
 	bool ptds = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 	void *p = NULL;
 	if (!strcmp(symbol, "cuMemAlloc"))
@@ -240,19 +270,31 @@ static CUresult i_gpa2(const char *symbol, void **pfn, int ver, cuuint64_t flags
 	return p ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
+/* The entries cuGetProcAddress hands out for "cuGetProcAddress". */
+static CUresult i_gpa2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
+		       CUdriverProcAddressQueryResult *st)
+{
+	return gpa(symbol, pfn, ver, flags, st, __builtin_return_address(0));
+}
+
+static CUresult i_gpa1(const char *symbol, void **pfn, int ver, cuuint64_t flags)
+{
+	return gpa(symbol, pfn, ver, flags, NULL, __builtin_return_address(0));
+}
+
 /* The real lookup, past any hook: the test's baseline for timing. */
 MOCK_EXPORT CUresult mock_gpa(const char *symbol, void **pfn, int ver, cuuint64_t flags)
 {
-	return i_gpa2(symbol, pfn, ver, flags, NULL);
+	return gpa(symbol, pfn, ver, flags, NULL, NULL);
 }
 
 MOCK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
 					 CUdriverProcAddressQueryResult *st)
 {
-	return i_gpa2(symbol, pfn, ver, flags, st);
+	return gpa(symbol, pfn, ver, flags, st, __builtin_return_address(0));
 }
 
 MOCK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint64_t flags)
 {
-	return i_gpa1(symbol, pfn, ver, flags);
+	return gpa(symbol, pfn, ver, flags, NULL, __builtin_return_address(0));
 }
