@@ -153,6 +153,16 @@ int vc_release_parse(const char *line, size_t len, struct vc_release_req *req, c
 	return 0;
 }
 
+int vc_release_line_len(const char *buf, size_t got)
+{
+	const char *nl = memchr(buf, '\n', got);
+	if (!nl)
+		return -1;
+	if (nl > buf && nl[-1] == '\r')
+		nl--;
+	return (int)(nl - buf);
+}
+
 /* --- client -------------------------------------------------------------- */
 
 static int64_t now_ms(void)
@@ -200,12 +210,8 @@ static int exchange(const char *path, const char *req, unsigned timeout_ms, char
 	}
 	size_t got = 0;
 	for (;;) {
-		char *nl = memchr(buf, '\n', got);
-		if (nl) {
-			if (nl > buf && nl[-1] == '\r')
-				nl--;
-			*nl = '\0';
-			r = (int)(nl - buf);
+		if ((r = vc_release_line_len(buf, got)) >= 0) {
+			buf[r] = '\0';
 			goto out;
 		}
 		if (got == cap - 1) {
@@ -261,19 +267,24 @@ static int parse_reply(const char *path, const char *line, size_t len, uint64_t 
 	return vc_err(-EPROTO, "%s: bad reply: %.64s", path, line);
 }
 
+/* One request and the number its OK reply carries. */
+static int request(const char *path, const char *line, unsigned timeout_ms, uint64_t *n)
+{
+	char reply[VC_RELEASE_LINE_MAX];
+	int len = exchange(path, line, timeout_ms, reply, sizeof reply);
+	return len < 0 ? len : parse_reply(path, reply, (size_t)len, n);
+}
+
 int vc_release_ask(const char *path, const unsigned char uuid[16], uint64_t bytes, unsigned timeout_ms,
 		   uint64_t *released)
 {
-	char req[VC_RELEASE_LINE_MAX], hex[VC_RELEASE_UUID_HEX + 1], reply[VC_RELEASE_LINE_MAX];
+	char req[VC_RELEASE_LINE_MAX], hex[VC_RELEASE_UUID_HEX + 1];
 	if (bytes == 0)
 		return vc_err(-EINVAL, "release of 0 bytes");
 	vc_release_uuid_hex(uuid, hex);
 	snprintf(req, sizeof req, "RELEASE %llu %s\n", (unsigned long long)bytes, hex);
-	int len = exchange(path, req, timeout_ms, reply, sizeof reply);
-	if (len < 0)
-		return len;
 	uint64_t n;
-	int r = parse_reply(path, reply, (size_t)len, &n);
+	int r = request(path, req, timeout_ms, &n);
 	if (r < 0)
 		return r;
 	if (n > bytes)
@@ -285,12 +296,8 @@ int vc_release_ask(const char *path, const unsigned char uuid[16], uint64_t byte
 
 int vc_release_ping(const char *path, unsigned timeout_ms)
 {
-	char reply[VC_RELEASE_LINE_MAX];
-	int len = exchange(path, "PING\n", timeout_ms, reply, sizeof reply);
-	if (len < 0)
-		return len;
 	uint64_t n;
-	int r = parse_reply(path, reply, (size_t)len, &n);
+	int r = request(path, "PING\n", timeout_ms, &n);
 	if (r < 0)
 		return r;
 	return n == 0 ? 0 : vc_err(-EPROTO, "%s: PING answered OK %llu", path, (unsigned long long)n);

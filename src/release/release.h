@@ -99,6 +99,10 @@ struct vc_release_req {
  * short reason in *why (a static string). */
 int vc_release_parse(const char *line, size_t len, struct vc_release_req *req, const char **why);
 
+/* The length of the first line in buf[0..got), without its newline and a
+ * \r before that, or -1 while buf holds no newline. */
+int vc_release_line_len(const char *buf, size_t got);
+
 /* The errno's name as the protocol writes it ("EINVAL"), "EIO" for one it
  * does not know; and back: -errno for a name, 0 for an unknown one. */
 const char *vc_release_errno_name(int err);

@@ -157,12 +157,9 @@ static int read_line(int fd, char *buf, size_t cap)
 	int64_t deadline = now_ms() + READ_TIMEOUT_MS;
 	size_t got = 0;
 	for (;;) {
-		char *nl = memchr(buf, '\n', got);
-		if (nl) {
-			if (nl > buf && nl[-1] == '\r')
-				nl--;
-			return (int)(nl - buf);
-		}
+		int len = vc_release_line_len(buf, got);
+		if (len >= 0)
+			return len;
 		if (got == cap)
 			return -EMSGSIZE;
 		int64_t left = deadline - now_ms();

@@ -11,25 +11,12 @@
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 #include <stdio.h>
-#include <unistd.h>
 
-#include "size.h"
+#include "client.h"
 
 int main(int argc, char **argv)
 {
-	uint64_t size;
-	if (argc < 2 || argc > 3 || gpu_parse_size(argv[1], &size) < 0) {
-		fprintf(stderr, "usage: %s SIZE[K|M|G] [HOLD_SECONDS]\n", argv[0]);
-		return 1;
-	}
-	int hold = argc == 3 ? atoi(argv[2]) : 0;
-	cudaError_t e = cudaSetDevice(0);
-	if (e == cudaSuccess)
-		e = cudaFree(0); /* the primary context, current on this thread */
-	if (e != cudaSuccess) {
-		printf("ERROR %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
-		return 1;
-	}
+	struct gpu_client c = gpu_client_start(argc, argv);
 	PFN_cuMemAlloc_v3020 mem_alloc = NULL;
 	PFN_cuMemFree_v3020 mem_free = NULL;
 	PFN_cuGetErrorName_v6000 err_name = NULL;
@@ -42,7 +29,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	CUdeviceptr d;
-	CUresult r = mem_alloc(&d, size);
+	CUresult r = mem_alloc(&d, c.size);
 	const char *name = "?";
 	err_name(r, &name);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -53,10 +40,7 @@ int main(int argc, char **argv)
 		printf("ERROR %s\n", name);
 		return 1;
 	}
-	printf("OK %llu\n", (unsigned long long)size);
-	fflush(stdout);
-	if (hold > 0)
-		sleep((unsigned)hold);
+	gpu_client_hold(c);
 	mem_free(d);
 	return 0;
 }

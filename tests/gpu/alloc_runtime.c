@@ -11,32 +11,14 @@
  * Usage: gpu_alloc_runtime SIZE[K|M|G] [HOLD_SECONDS] */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
-#include <unistd.h>
 
-#include "size.h"
+#include "client.h"
 
 int main(int argc, char **argv)
 {
-	uint64_t size;
-	if (argc < 2 || argc > 3 || gpu_parse_size(argv[1], &size) < 0) {
-		fprintf(stderr, "usage: %s SIZE[K|M|G] [HOLD_SECONDS]\n", argv[0]);
-		return 1;
-	}
-	int hold = argc == 3 ? atoi(argv[2]) : 0;
-	/* The context first, so that a failure below is the allocation's. */
-	cudaError_t e = cudaSetDevice(0);
-	if (e == cudaSuccess)
-		e = cudaFree(0);
-	if (e != cudaSuccess) {
-		printf("ERROR %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
-		return 1;
-	}
-	size_t free_b = 0, total_b = 0;
-	cudaMemGetInfo(&free_b, &total_b);
-	fprintf(stderr, "%s: %zu MiB free of %zu MiB; asking %llu MiB\n", argv[0], free_b >> 20, total_b >> 20,
-		(unsigned long long)(size >> 20));
+	struct gpu_client c = gpu_client_start(argc, argv);
 	void *p = NULL;
-	e = cudaMalloc(&p, size);
+	cudaError_t e = cudaMalloc(&p, c.size);
 	if (e == cudaErrorMemoryAllocation) {
 		printf("OOM %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
 		return 2;
@@ -46,7 +28,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Touch it: the memory is real, and no error is left behind. */
-	e = cudaMemset(p, 0xa5, size);
+	e = cudaMemset(p, 0xa5, c.size);
 	if (e == cudaSuccess)
 		e = cudaDeviceSynchronize();
 	if (e == cudaSuccess)
@@ -55,10 +37,7 @@ int main(int argc, char **argv)
 		printf("ERROR after the allocation: %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
 		return 1;
 	}
-	printf("OK %llu\n", (unsigned long long)size);
-	fflush(stdout);
-	if (hold > 0)
-		sleep((unsigned)hold);
+	gpu_client_hold(c);
 	cudaFree(p);
 	return 0;
 }

@@ -13,9 +13,9 @@
  * caller's cudaVersion (cuMemAlloc below 3020 is the 32-bit v1), the
  * _ptsz entries by the per-thread-stream flag, and returns internal
  * functions, not the exported symbols' addresses (so a hook sees two
- * addresses for one function), except for cuMemCreate and the _ptsz and
- * FromPool entries: their addresses, taken through the GOT, are the
- * shim's exports, which interpose ours. From version 14000 on, cuMemAllocManaged
+ * addresses for one function), except for cuMemCreate and the _ptsz
+ * entries: their addresses, taken through the GOT, are the shim's
+ * exports, which interpose ours. From version 14000 on, cuMemAllocManaged
  * is given a different function, as a future signature change would be. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -106,11 +106,46 @@ MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 	return CUDA_SUCCESS;
 }
 
-/* The exported symbols: what a program linked with -lcuda, or dlsym on
- * the handle, reaches. */
-MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+/* An allocation function twice: the exported symbol, what a program
+ * linked with -lcuda or a dlsym on the handle reaches (counted in
+ * mock_calls[0]), and i_NAME, the internal entry cuGetProcAddress hands
+ * out ([1]); `pre` handles the other arguments. */
+#define ALLOC_TWICE(name, params, size, pre)            \
+	MOCK_EXPORT CUresult name params                \
+	{                                               \
+		pre;                                    \
+		return take(p, (size), 0);              \
+	}                                               \
+	static CUresult i_##name params                 \
+	{                                               \
+		pre;                                    \
+		return take(p, (size), 1);              \
+	}
+
+ALLOC_TWICE(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), n, (void)0)
+ALLOC_TWICE(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int e),
+	    (uint64_t)w * h, ((void)e, *pitch = w))
+ALLOC_TWICE(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned int flags), n, (void)flags)
+ALLOC_TWICE(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), n, (void)s)
+ALLOC_TWICE(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), n,
+	    ((void)pool, (void)s))
+
+/* The signature a future cudaVersion might bring (the same here). */
+static CUresult i_managed_future(CUdeviceptr *p, size_t n, unsigned int flags)
 {
-	return take(p, n, 0);
+	return i_cuMemAllocManaged(p, n, flags);
+}
+
+/* The _ptsz variants ([2]) and the 32-bit v1 entries ([3]). */
+MOCK_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+{
+	(void)s;
+	return take(p, n, 2);
+}
+MOCK_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+	(void)pool;
+	return cuMemAllocAsync_ptsz(p, n, s);
 }
 MOCK_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *p, unsigned int n)
 {
@@ -123,22 +158,8 @@ MOCK_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *p, unsigned int *pitch, uns
 				     unsigned int e)
 {
 	(void)e;
-	CUdeviceptr q;
-	CUresult r = take(&q, (uint64_t)w * h, 3);
-	*p = (CUdeviceptr_v1)q;
 	*pitch = w;
-	return r;
-}
-MOCK_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int e)
-{
-	(void)e;
-	*pitch = w;
-	return take(p, (uint64_t)w * h, 0);
-}
-MOCK_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags)
-{
-	(void)flags;
-	return take(p, n, 0);
+	return cuMemAlloc(p, w * h);
 }
 MOCK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
 				 unsigned long long flags)
@@ -153,62 +174,14 @@ MOCK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
 	*h = p;
 	return r;
 }
-MOCK_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
-{
-	(void)s;
-	return take(p, n, 0);
-}
-MOCK_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
-{
-	(void)s;
-	return take(p, n, 2);
-}
-MOCK_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
-{
-	(void)s;
-	(void)pool;
-	return take(p, n, 0);
-}
-MOCK_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
-{
-	(void)s;
-	(void)pool;
-	return take(p, n, 2);
-}
 
 /* A driver entry no hook knows: the mock runtime's cudaMallocManaged uses
- * it, so that only the runtime-level hook sees that allocation. */
+ * it, so that only the runtime-level hook sees that allocation ([4]). */
 MOCK_EXPORT CUresult mock_private_alloc(CUdeviceptr *p, size_t n)
 {
 	return take(p, n, 4);
 }
 
-/* The internal entries cuGetProcAddress hands out. */
-static CUresult i_alloc(CUdeviceptr *p, size_t n)
-{
-	return take(p, n, 1);
-}
-static CUresult i_pitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int e)
-{
-	(void)e;
-	*pitch = w;
-	return take(p, (uint64_t)w * h, 1);
-}
-static CUresult i_managed(CUdeviceptr *p, size_t n, unsigned int flags)
-{
-	(void)flags;
-	return take(p, n, 1);
-}
-static CUresult i_managed_future(CUdeviceptr *p, size_t n, unsigned int flags)
-{
-	(void)flags;
-	return take(p, n, 1);
-}
-static CUresult i_async(CUdeviceptr *p, size_t n, CUstream s)
-{
-	(void)s;
-	return take(p, n, 1);
-}
 /* With MOCK_CUDA_CALLERS set: cuGetProcAddress lookups from outside this
  * library, and those of them not made by the shim, printed at exit. The
  * shim_real_runtime tests run the real CUDA runtime against this driver:
@@ -249,17 +222,17 @@ static CUresult gpa(const char *symbol, void **pfn, int ver, cuuint64_t flags, C
 	bool ptds = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 	void *p = NULL;
 	if (!strcmp(symbol, "cuMemAlloc"))
-		p = ver >= 3020 ? (void *)i_alloc : (void *)cuMemAlloc;
+		p = ver >= 3020 ? (void *)i_cuMemAlloc_v2 : (void *)cuMemAlloc;
 	else if (!strcmp(symbol, "cuMemAllocPitch"))
-		p = ver >= 3020 ? (void *)i_pitch : (void *)cuMemAllocPitch;
+		p = ver >= 3020 ? (void *)i_cuMemAllocPitch_v2 : (void *)cuMemAllocPitch;
 	else if (!strcmp(symbol, "cuMemAllocManaged") && ver >= 6000)
-		p = ver >= 14000 ? (void *)i_managed_future : (void *)i_managed;
+		p = ver >= 14000 ? (void *)i_managed_future : (void *)i_cuMemAllocManaged;
 	else if (!strcmp(symbol, "cuMemCreate") && ver >= 10020)
 		p = (void *)cuMemCreate;
 	else if (!strcmp(symbol, "cuMemAllocAsync") && ver >= 11020)
-		p = ptds ? (void *)cuMemAllocAsync_ptsz : (void *)i_async;
+		p = ptds ? (void *)cuMemAllocAsync_ptsz : (void *)i_cuMemAllocAsync;
 	else if (!strcmp(symbol, "cuMemAllocFromPoolAsync") && ver >= 11020)
-		p = ptds ? (void *)cuMemAllocFromPoolAsync_ptsz : (void *)cuMemAllocFromPoolAsync;
+		p = ptds ? (void *)cuMemAllocFromPoolAsync_ptsz : (void *)i_cuMemAllocFromPoolAsync;
 	else if (!strcmp(symbol, "cuGetProcAddress") && ver >= 11030)
 		p = ver >= 12000 ? (void *)i_gpa2 : (void *)i_gpa1;
 	else if (!strcmp(symbol, "cuInit"))

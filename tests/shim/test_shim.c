@@ -40,16 +40,9 @@
 
 #include "base/clock.h"
 #include "release/release.h"
-#include "vramcache.h"
+#include "testutil.h"
 
 #define MiB (1ull << 20)
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
 
 typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*gpa1_fn)(const char *, void **, int, cuuint64_t);
