@@ -196,11 +196,19 @@ static int exchange(const char *path, const char *req, unsigned timeout_ms, char
 		vc_err(r, "%s: %s", path, strerror(-r));
 		goto out;
 	}
+	/* A server that refuses us (ERR EACCES, EBUSY) replies and hangs up
+	 * without reading: our send may then fail, but its reply is there to
+	 * read, and says more than EPIPE. */
 	size_t len = strlen(req), off = 0;
+	int send_err = 0;
 	while (off < len) {
 		ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			send_err = -errno;
+			break;
+		}
 		if (w < 0) {
 			r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 			vc_err(r, "%s: sending: %s", path, strerror(-r));
@@ -236,8 +244,9 @@ static int exchange(const char *path, const char *req, unsigned timeout_ms, char
 		ssize_t k = recv(fd, buf + got, cap - 1 - got, 0);
 		if (k < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (k < 0) {
-			r = vc_err(-errno, "%s: %s", path, strerror(errno));
+		if (k < 0 || (k == 0 && send_err)) {
+			r = k < 0 ? -errno : send_err;
+			vc_err(r, "%s: %s", path, strerror(-r));
 			goto out;
 		}
 		if (k == 0) {

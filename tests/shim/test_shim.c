@@ -116,8 +116,12 @@ static void test_dlsym_passthrough(void)
 {
 	size_t (*sl)(const char *) = (size_t(*)(const char *))dlsym(RTLD_DEFAULT, "strlen");
 	CHECK(sl && sl("four") == 4);
+	/* On a handle: what dlvsym (never hooked) finds there. */
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-	CHECK(libc && dlsym(libc, "strlen") == (void *)sl);
+	void *v = libc ? dlvsym(libc, "strlen", "GLIBC_2.2.5") : NULL;
+	if (!v && libc)
+		v = dlvsym(libc, "strlen", "GLIBC_2.17");
+	CHECK(v && dlsym(libc, "strlen") == v);
 	CHECK(dlsym(libc, "no_such_symbol_anywhere") == NULL);
 	CHECK(vc_probe_next() == 2);
 	/* An exported hook before any driver is there: an error, not a crash. */
