@@ -440,10 +440,17 @@ void vc_release_server_stop(struct vc_release_server *s)
 		/* cannot fail: the pipe is empty and ours */
 	}
 	pthread_join(s->accept_thread, NULL);
-	/* No thread starts now: only the accept thread started them. */
+	/* No thread starts now (only the accept thread started them); those
+	 * running may still move to DONE, under the lock. */
+	pthread_t running[MAX_CONNS];
+	int n = 0;
+	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < MAX_CONNS; i++)
 		if (s->slots[i].state != SLOT_FREE)
-			pthread_join(s->slots[i].thread, NULL);
+			running[n++] = s->slots[i].thread;
+	pthread_mutex_unlock(&s->lock);
+	for (int i = 0; i < n; i++)
+		pthread_join(running[i], NULL);
 	close(s->lfd);
 	struct stat st;
 	if (lstat(s->path, &st) == 0 && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
