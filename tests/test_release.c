@@ -18,10 +18,12 @@
  * group), stop with a silent client connected, and the statistics. */
 #include <errno.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -306,7 +308,7 @@ static void test_silent(void)
 		CHECK(vc_release_ping(path, 0) == 0);
 	}
 	uint64_t served = vc_now_ns() - t0;
-	CHECK(served < 1000000000ull); /* not behind the silent ones' 2 s */
+	CHECK(served < 1500000000ull); /* not behind the silent ones' 2 s */
 	char out[256];
 	int fds[2] = { quiet, half };
 	for (int i = 0; i < 2; i++) {
@@ -325,16 +327,31 @@ static void test_silent(void)
 static void test_busy(void)
 {
 	int fds[16];
-	for (int i = 0; i < 16; i++)
-		fds[i] = raw_connect(path);
-	sleep_ms(100); /* the server has taken them all */
 	char out[128];
-	int fd = raw_connect(path);
-	ssize_t k = recv(fd, out, sizeof out - 1, 0);
-	CHECK(k > 0);
-	out[k] = 0;
-	CHECK(strncmp(out, "ERR EBUSY ", 10) == 0);
-	close(fd);
+	bool busy = false;
+	/* An earlier test's connection thread may still hold a slot for a
+	 * moment (then one of these 16 is the one refused, and the 17th gets
+	 * the freed slot): try again. The 17th holds a slot if it gets no
+	 * reply in 500 ms, since only the 2 s timeout would answer it. */
+	for (int attempt = 0; attempt < 20 && !busy; attempt++) {
+		for (int i = 0; i < 16; i++)
+			fds[i] = raw_connect(path);
+		sleep_ms(100);
+		int fd = raw_connect(path);
+		struct timeval tv = { 0, 500000 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		ssize_t k = recv(fd, out, sizeof out - 1, 0);
+		out[k > 0 ? k : 0] = 0;
+		busy = k > 0;
+		CHECK(!busy || strncmp(out, "ERR EBUSY ", 10) == 0);
+		close(fd);
+		if (!busy) {
+			for (int i = 0; i < 16; i++)
+				close(fds[i]);
+			sleep_ms(200);
+		}
+	}
+	CHECK(busy);
 	/* The server answers and hangs up without reading: the client's send
 	 * may fail, but it reads the reply and reports EBUSY, not EPIPE. */
 	for (int i = 0; i < 50; i++) {
