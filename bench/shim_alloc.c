@@ -98,7 +98,7 @@ static int run_child(const char *self, const char *shim, int n, struct run *out)
 		double us;
 		if (strncmp(line, "device ", 7) == 0) {
 			line[strcspn(line, "\n")] = 0;
-			snprintf(out->device, sizeof out->device, "%s", line + 7);
+			snprintf(out->device, sizeof out->device, "%.200s", line + 7);
 		} else if (sscanf(line, "hooked %d", &out->hooked) == 1) {
 		} else if (sscanf(line, "%d %lf", &mib, &us) == 2 && got < N_SIZES) {
 			out->us[got++] = us;

@@ -342,6 +342,7 @@ struct vc_stats {
 
 	/* Version 4: the GPU tier's size at run time (vc_gpu_shrink/grow). */
 	uint64_t gpu_bytes, gpu_bytes_max; /* device memory held now; configured */
+	uint64_t gpu_chunk_bytes;          /* what it is given back and taken again by */
 	uint64_t gpu_chunks_released, gpu_chunks_regained;
 	uint64_t gpu_bytes_released;           /* by every shrink */
 	uint64_t gpu_bytes_released_requested; /* by shrinks other programs asked for */

@@ -57,6 +57,13 @@ static void serve_usage(FILE *f)
 	      "  --tcp HOST:PORT        listen on TCP instead (only when asked)\n"
 	      "  --host-bytes N         host tier size, e.g. 1G (default 64M)\n"
 	      "  --gpu-bytes N          GPU tier size (default 256M; 0 for none)\n"
+	      "  --gpu-chunk-bytes N    the GPU tier is given back and taken again in\n"
+	      "                         chunks of N (default 256M, or less for a small tier)\n"
+	      "  --gpu-keep-free N|P%   keep N bytes (or P% of the device) free for other\n"
+	      "                         programs: the GPU tier shrinks while they use more,\n"
+	      "                         and grows back once they let go\n"
+	      "  --release-socket PATH  programs run with libvramcache-shim.so ask here for\n"
+	      "                         GPU memory when an allocation fails (mode 0660)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
@@ -375,9 +382,10 @@ int cmd_serve(int argc, char **argv)
 	bool show_paths = false;
 	struct nbd_tls_config tls_cfg = { 0 };
 	uint64_t workers = 0;
+	struct serve_gpu_config gcfg = { 0 };
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
-	       O_DESC, O_SHOWP, O_CONF };
+	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -402,6 +410,9 @@ int cmd_serve(int argc, char **argv)
 		{ "description", required_argument, 0, O_DESC },
 		{ "show-paths", no_argument, 0, O_SHOWP },
 		{ "config", required_argument, 0, O_CONF },
+		{ "gpu-chunk-bytes", required_argument, 0, O_CHUNK },
+		{ "gpu-keep-free", required_argument, 0, O_KEEPF },
+		{ "release-socket", required_argument, 0, O_RSOCK },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -478,6 +489,24 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_SHOWP: show_paths = true; break;
 		case O_CONF: break; /* read by serve_config_apply */
+		case O_CHUNK:
+			if (vc_wl_parse_bytes(optarg, &cfg.gpu_chunk_bytes) || !cfg.gpu_chunk_bytes)
+				goto bad;
+			break;
+		case O_KEEPF: {
+			size_t l = strlen(optarg);
+			if (l > 1 && optarg[l - 1] == '%') {
+				char *end;
+				gcfg.keep_free_share = strtod(optarg, &end) / 100;
+				if (end != optarg + l - 1 || !(gcfg.keep_free_share > 0 &&
+								gcfg.keep_free_share < 1))
+					goto bad;
+			} else if (vc_wl_parse_bytes(optarg, &gcfg.keep_free) || !gcfg.keep_free) {
+				goto bad;
+			}
+			break;
+		}
+		case O_RSOCK: gcfg.release_socket = optarg; break;
 		case 'h': serve_usage(stdout); return 0;
 		default: serve_usage(stderr); return 2;
 		}
@@ -620,6 +649,13 @@ int cmd_serve(int argc, char **argv)
 		vc_close(c);
 		return 1;
 	}
+	struct serve_gpu *gpu = NULL;
+	if (serve_gpu_start(c, &gcfg, &gpu) < 0) {
+		conns_close(&sv.conns);
+		vc_close(c);
+		unlink_sockets(sock, ctl);
+		return 1;
+	}
 
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
@@ -664,6 +700,7 @@ int cmd_serve(int argc, char **argv)
 	}
 
 	accept_loop(&sv, lfd, cfd);
+	serve_gpu_stop(gpu);
 
 	close(lfd);
 	if (cfd >= 0)

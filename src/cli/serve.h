@@ -4,7 +4,9 @@
  *                  daemon) and the rate limit on per-connection lines
  *   serve_conns.c  the connection table: a thread per client, the limit on
  *                  established connections, handshake time limits
- *   serve_config.c --config FILE: [server] options and [export NAME]s */
+ *   serve_config.c --config FILE: [server] options and [export NAME]s
+ *   serve_gpu.c    beside other GPU programs: the free-memory watermark and
+ *                  release requests (--gpu-keep-free, --release-socket) */
 #ifndef VC_CLI_SERVE_H
 #define VC_CLI_SERVE_H
 
@@ -125,5 +127,17 @@ int serve_config_apply(int *argc, char ***argv, const struct option *lo, struct 
 		       char *err, size_t errlen);
 /* true/yes/on/1: 1; false/no/off/0: 0; else -1. */
 int serve_config_bool(const char *v);
+
+/* --- serve_gpu.c --- */
+struct serve_gpu_config {
+	uint64_t keep_free;     /* bytes to keep free on the device; 0: none */
+	double keep_free_share; /* ... or this share of it (keep_free 0) */
+	const char *release_socket; /* NULL: no release requests */
+};
+struct serve_gpu;
+/* Starts the watermark poller and the release server (after the fork:
+ * threads); *out NULL when neither was asked for. -errno, said on stderr. */
+int serve_gpu_start(vc_cache *c, const struct serve_gpu_config *cfg, struct serve_gpu **out);
+void serve_gpu_stop(struct serve_gpu *g);
 
 #endif

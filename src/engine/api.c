@@ -413,7 +413,8 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 		st.gpu_segments_evicted = ls.segs_evicted;
 		st.early_releases = ls.early_releases;
 		st.gpu_bytes = vc_ls_bytes(c->gpu.ls);
-		st.gpu_bytes_max = vc_ls_capacity_max(c->gpu.ls) * c->page_size;
+		st.gpu_bytes_max = vc_ls_bytes_max(c->gpu.ls);
+		st.gpu_chunk_bytes = vc_ls_nchunks(c->gpu.ls) ? vc_ls_chunk_bytes(c->gpu.ls, 0) : 0;
 	}
 	st.misses = c->st.misses;
 	st.writebacks = c->st.writebacks;

@@ -16,11 +16,13 @@ struct metric {
 	double v;
 };
 
+#define NMETRICS 48
+
 static const char *const op_names[NBD_CMD_BLOCK_STATUS + 1] = {
 	"read", "write", "disc", "flush", "trim", "cache", "write_zeroes", "block_status",
 };
 
-/* Cache metrics; returns how many were filled (cap: 32). */
+/* Cache metrics; returns how many were filled (cap: NMETRICS). */
 static unsigned cache_metrics(const struct vc_stats *st, struct metric *m)
 {
 	unsigned n = 0;
@@ -50,6 +52,20 @@ static unsigned cache_metrics(const struct vc_stats *st, struct metric *m)
 	M("gpu_fragmentation", NULL, false, st->gpu_fragmentation, "Dead share of used GPU log slots.");
 	M("gc_runs", NULL, true, st->gc_runs, "GPU log cleaning steps.");
 	M("gc_pages_moved", NULL, true, st->gc_pages_moved, "Pages moved by GPU log cleaning.");
+	M("gpu_bytes", NULL, false, st->gpu_bytes, "Device memory the GPU tier holds now.");
+	M("gpu_bytes_max", NULL, false, st->gpu_bytes_max, "The GPU tier's configured size.");
+	M("gpu_chunks_released", NULL, true, st->gpu_chunks_released, "GPU tier chunks given back to the device.");
+	M("gpu_chunks_regained", NULL, true, st->gpu_chunks_regained, "GPU tier chunks taken again.");
+	M("gpu_bytes_released", NULL, true, st->gpu_bytes_released, "Device memory given back.");
+	M("gpu_bytes_released_requested", NULL, true, st->gpu_bytes_released_requested,
+	  "Device memory given back at other programs' request.");
+	M("gpu_shrinks", NULL, true, st->gpu_shrinks, "Shrinks of the GPU tier.");
+	M("gpu_shrink_seconds", NULL, true, (double)st->gpu_shrink_ns_total / 1e9,
+	  "Time from shrink requests to their memory given back.");
+	M("gpu_shrink_last_seconds", NULL, false, (double)st->gpu_shrink_ns_last / 1e9,
+	  "The last shrink's time to its memory given back.");
+	M("gpu_shrink_max_seconds", NULL, false, (double)st->gpu_shrink_ns_max / 1e9,
+	  "The longest shrink's time to its memory given back.");
 #undef M
 	return n;
 }
@@ -87,7 +103,7 @@ static uint64_t ld(const _Atomic uint64_t *a)
 }
 
 /* The cache's metrics now: their count, or -errno. */
-static int snapshot(const struct nbd_server *srv, struct metric m[32])
+static int snapshot(const struct nbd_server *srv, struct metric m[NMETRICS])
 {
 	struct vc_stats st = { .size = sizeof st };
 	int r = vc_get_stats(srv->cache, &st);
@@ -96,7 +112,7 @@ static int snapshot(const struct nbd_server *srv, struct metric m[32])
 
 int nbd_stats_json(const struct nbd_server *srv, FILE *f)
 {
-	struct metric m[32];
+	struct metric m[NMETRICS];
 	int n = snapshot(srv, m);
 	if (n < 0)
 		return n;
@@ -144,7 +160,7 @@ static void prom_export(FILE *f, const char *fam, const struct nbd_export *e, co
 
 int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f)
 {
-	struct metric m[32];
+	struct metric m[NMETRICS];
 	int n = snapshot(srv, m);
 	if (n < 0)
 		return n;

@@ -643,6 +643,14 @@ uint64_t vc_ls_chunk_bytes(const struct vc_ls *ls, uint32_t ch)
 	return chunk_len(ls, ch);
 }
 
+uint64_t vc_ls_bytes_max(const struct vc_ls *ls)
+{
+	uint64_t b = 0;
+	for (uint32_t ch = 0; ch < ls->nchunk; ch++)
+		b += chunk_len(ls, ch);
+	return b;
+}
+
 uint64_t vc_ls_bytes(const struct vc_ls *ls)
 {
 	uint64_t b = 0;

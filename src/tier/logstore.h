@@ -174,6 +174,7 @@ uint64_t vc_ls_chunk_bytes(const struct vc_ls *ls, uint32_t ch);
 void vc_ls_chunk_range(const struct vc_ls *ls, uint32_t ch, uint64_t *addr, uint64_t *len);
 /* Device memory the store holds now (chunks not OFF). */
 uint64_t vc_ls_bytes(const struct vc_ls *ls);
+uint64_t vc_ls_bytes_max(const struct vc_ls *ls); /* every chunk's */
 /* Slots of every chunk, ON or not: what the store was opened with. */
 uint64_t vc_ls_capacity_max(const struct vc_ls *ls);
 /* -EINVAL unless the store is resizable and the chunk ON. */

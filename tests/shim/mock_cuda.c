@@ -149,7 +149,7 @@ MOCK_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUme
 }
 MOCK_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *p, unsigned int n)
 {
-	CUdeviceptr q;
+	CUdeviceptr q = 0;
 	CUresult r = take(&q, n, 3);
 	*p = (CUdeviceptr_v1)q;
 	return r;
@@ -165,7 +165,7 @@ MOCK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
 				 unsigned long long flags)
 {
 	(void)flags;
-	CUdeviceptr p;
+	CUdeviceptr p = 0;
 	int saved = current_dev;
 	if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
 		current_dev = prop->location.id;
