@@ -47,4 +47,8 @@ echo "GPU tier after PyTorch exited: $(( $(gpu_bytes) >> 20 )) MiB"
 wait $fiopid || { cat "$dir/fio.txt"; fail "fio verify failed"; }
 grep -E "verify|err=|write:" "$dir/fio.txt" | head -5
 grep -iE "asked back|grown" "$dir/log" | head -5
-stop_server
+# SIGTERM flushes what fio left dirty (gigabytes, write-back): give it time.
+kill -TERM "$pid"
+for _ in $(seq 1200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "serve did not exit in 120 s after SIGTERM"
+pid=

@@ -30,7 +30,8 @@ done
 
 # CUDA and nvidia-smi number devices alike only in PCI order.
 export CUDA_DEVICE_ORDER=PCI_BUS_ID
-gpu=${CUDA_VISIBLE_DEVICES%%,*}
+gpu=${CUDA_VISIBLE_DEVICES:-0}
+gpu=${gpu%%,*}
 case $gpu in '' | *[!0-9]*) gpu=0 ;; esac
 free_mib() { nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i "$gpu" | tr -d ' '; }
 truncate -s 1G "$dir/disk.img"
