@@ -128,7 +128,7 @@ static int resizable(struct vc_cache *c, const char *what)
  * shrink's phases to stderr. */
 
 #define CLAIM_WORKERS_MAX 16
-#define PREFETCH_AHEAD 16
+#define PREFETCH_AHEAD 48
 
 struct claim {
 	struct vc_cache *c;

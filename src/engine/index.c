@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/mem.h"
 #include "base/pageno.h"
 #include "engine/page.h"
 #include "index/cindex.h"
@@ -21,6 +22,8 @@ int vc_index_init(struct vc_index *ix, uint64_t npool)
 		return vc_err(-EINVAL, "an index of %llu pages is too large (limit 2^32-1)",
 			      (unsigned long long)npool);
 	ix->pool = calloc(npool ? npool : 1, sizeof *ix->pool);
+	if (ix->pool)
+		vc_mem_huge(ix->pool, (npool ? npool : 1) * sizeof *ix->pool);
 	int r = ix->pool ? vc_cindex_create(npool ? npool : 1, &ix->map) : -ENOMEM;
 	if (r == 0 && (r = vc_idstack_init(&ix->free, (uint32_t)npool, true)) < 0)
 		vc_cindex_destroy(ix->map);
