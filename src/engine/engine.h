@@ -550,6 +550,8 @@ static inline bool eng_gpu_usable(const struct vc_cache *c)
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p);
 int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last);
 int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done);
+int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done,
+			  struct vc_tiermem *stage, uint32_t cap);
 void eng_bulk_fini(struct bulk *b);
 int eng_bulk_init(struct vc_cache *c, struct bulk *b);
 int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage);

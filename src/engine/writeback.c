@@ -49,31 +49,40 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	return r;
 }
 
-/* Writes back dirty GPU pages that the caller marked busy, WB_STAGING_PAGES
- * at a time: one device batch to the staging pages, then one backing
- * submission. Unlocked while data moves. done[i] tells which succeeded;
- * returns the first error. Never sleeps holding staging pages. */
-int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done)
+/* Writes back dirty GPU pages that the caller marked busy, through `cap`
+ * pages of `stage` at a time: one device batch to the staging pages, then
+ * one backing submission per volume. Unlocked while data moves. done[i]
+ * tells which succeeded; returns the first error. Never sleeps holding
+ * staging pages (a shared stage may be empty for a while: single-page
+ * write-backs hold its pages, and they never wait). */
+int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done,
+			  struct vc_tiermem *stage, uint32_t cap)
 {
-	struct vc_move mv[WB_STAGING_PAGES];
-	struct vc_ticket tk[WB_STAGING_PAGES];
-	struct vc_bio io[WB_STAGING_PAGES];
-	uint32_t st[WB_STAGING_PAGES];
+	struct vc_move *mv = malloc(cap * sizeof *mv);
+	struct vc_ticket *tk = malloc(cap * sizeof *tk);
+	struct vc_bio *io = malloc(cap * sizeof *io);
+	uint32_t *st = malloc(cap * sizeof *st);
 	int err = 0;
+	if (!mv || !tk || !io || !st) {
+		err = vc_err(-ENOMEM, "out of memory");
+		for (uint32_t i = 0; i < n; i++)
+			done[i] = false;
+		n = 0;
+	}
 	for (uint32_t i = 0; i < n;) {
 		uint32_t k = 0;
-		while (k < WB_STAGING_PAGES && i + k < n && vc_tier_alloc(c->gpu.stage_wb, &st[k]) == 0)
+		while (k < cap && i + k < n && vc_tier_alloc(stage, &st[k]) == 0)
 			k++;
-		if (k == 0) { /* single-page write-backs hold them; they never wait */
+		if (k == 0) {
 			eng_wait_cv(c);
 			continue;
 		}
 		for (uint32_t j = 0; j < k; j++) {
 			struct vc_page *p = pages[i + j];
 			mv[j] = (struct vc_move){ .src = slot_addr(c, p),
-						  .dst = vc_tier_addr(c->gpu.stage_wb, st[j]),
+						  .dst = vc_tier_addr(stage, st[j]),
 						  .op = VC_MOVE_COPY };
-			io[j] = (struct vc_bio){ .buf = vc_tier_host(c->gpu.stage_wb, st[j]),
+			io[j] = (struct vc_bio){ .buf = vc_tier_host(stage, st[j]),
 						 .off = page_off(c, p->pno),
 						 .len = page_len(c, p->pno),
 						 .write = 1 };
@@ -91,7 +100,7 @@ int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bo
 		}
 		eng_lock(c);
 		for (uint32_t j = 0; j < k; j++) {
-			vc_tier_free(c->gpu.stage_wb, st[j]);
+			vc_tier_free(stage, st[j]);
 			done[i + j] = r == 0 && io[j].result == 0;
 			if (done[i + j])
 				note_written(c, pages[i + j], io[j].len);
@@ -101,8 +110,17 @@ int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bo
 		c->st.d2h += (uint64_t)k * c->page_size;
 		i += k;
 	}
+	free(mv);
+	free(tk);
+	free(io);
+	free(st);
 	eng_wake(c);
 	return err;
+}
+
+int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done)
+{
+	return eng_writeback_gpu_via(c, pages, n, done, c->gpu.stage_wb, WB_STAGING_PAGES);
 }
 
 void eng_bulk_fini(struct bulk *b)
