@@ -109,6 +109,25 @@ static struct result run(int device, const char *path, uint64_t gpu, uint64_t re
 	return res;
 }
 
+/* The store alone: the dirty run's write-back pattern (a page every
+ * 1/dirty pages of `bytes`) written with pwrite, as the engine's write-back
+ * does (no sync): MB/s, the limit of the dirty case. */
+static double store_rate(const char *path, uint64_t bytes, double dirty)
+{
+	int fd = open(path, O_WRONLY);
+	if (fd < 0)
+		bench_die("store baseline", -errno);
+	unsigned char page[PS];
+	memset(page, 0x5A, sizeof page);
+	uint64_t every = (uint64_t)(1 / dirty + 0.5), n = 0, t = vc_now_ns();
+	for (uint64_t off = 0; off < bytes; off += every * PS, n++)
+		if (pwrite(fd, page, PS, (off_t)off) != PS)
+			bench_die("store baseline pwrite", -errno);
+	double ms = ms_since(t);
+	close(fd);
+	return (double)n * PS / 1e3 / ms;
+}
+
 /* The device alone: map then unmap `release` bytes by chunks; the unmap's
  * time is what handing the bytes back costs without the cache. */
 static void baseline(int device, uint64_t release, uint64_t chunk, double *map_ms, double *unmap_ms)
@@ -183,6 +202,7 @@ int main(int argc, char **argv)
 	 * page is in the chunks that go (a larger tier would give back the
 	 * chunks that hold clean pages and keep the dirty ones). */
 	r[1] = run(device, path, release, release, chunk, dirty, desc, sizeof desc);
+	double store_mbs = store_rate(path, release, dirty);
 	close(fd);
 	unlink(path);
 	double map_ms, unmap_ms;
@@ -197,8 +217,8 @@ int main(int argc, char **argv)
 		       r[i].released / 1073741824.0, (unsigned long long)r[i].dirty_pages,
 		       r[i].written / 1048576.0,
 		       r[i].written ? r[i].written / 1e3 / r[i].shrink_ms : 0.0, r[i].grow_ms);
-	printf("device alone, same chunks: unmap (zero + give back) %.2f ms, map %.2f ms\n", unmap_ms,
-	       map_ms);
+	printf("device alone, same chunks: unmap (zero + give back) %.2f ms, map %.2f ms; the store "
+	       "alone, the dirty pages' pattern with pwrite: %.0f MB/s\n", unmap_ms, map_ms, store_mbs);
 	printf("clean shrink / device alone: %.2fx; goal (issue 12) <= 20 ms for 10 GiB clean%s\n",
 	       r[0].shrink_ms / unmap_ms, quick ? " (--quick: smaller)" : "");
 	if (json) {
@@ -207,6 +227,7 @@ int main(int argc, char **argv)
 			(unsigned long long)gpu, (unsigned long long)release, (unsigned long long)chunk);
 		bench_json_field(f, "  ", "device_unmap_ms", unmap_ms);
 		bench_json_field(f, "  ", "device_map_ms", map_ms);
+		bench_json_field(f, "  ", "store_alone_mb_s", store_mbs);
 		fputs(",\n  \"runs\": [", f);
 		for (int i = 0; i < 2; i++) {
 			fprintf(f, "%s\n    {\"pages\": \"%s\", \"released\": %llu, \"dirty_pages\": %llu, "

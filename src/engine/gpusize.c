@@ -139,6 +139,7 @@ struct claim {
 	_Atomic uint32_t next;
 	struct vc_page **held; /* per segment i: held[i * per ...] */
 	uint32_t *nheld;       /* per segment: claimed, or UINT32_MAX: failed */
+	uint32_t *ndirty;      /* per segment: of those, dirty (the first ones) */
 };
 
 static void claim_seg(struct claim *cl, uint32_t i)
@@ -147,7 +148,7 @@ static void claim_seg(struct claim *cl, uint32_t i)
 	struct vc_ls *ls = c->gpu.ls;
 	const uint32_t g0 = cl->segs[i] * cl->per;
 	struct vc_page **out = cl->held + (size_t)i * cl->per;
-	uint32_t n = 0;
+	uint32_t n = 0, nd = 0;
 	for (uint32_t s = 0; s < cl->per; s++) {
 		if (s + PREFETCH_AHEAD < cl->per) {
 			uint32_t ka = vc_ls_key(ls, g0 + s + PREFETCH_AHEAD);
@@ -167,9 +168,17 @@ static void claim_seg(struct claim *cl, uint32_t i)
 			cl->nheld[i] = UINT32_MAX;
 			return;
 		}
-		out[n++] = p;
+		/* Dirty pages first (the caller holds c->mu: p->dirty is
+		 * stable), so that nobody walks the entries again for them. */
+		if (p->dirty) {
+			out[n++] = out[nd];
+			out[nd++] = p;
+		} else {
+			out[n++] = p;
+		}
 	}
 	cl->nheld[i] = n;
+	cl->ndirty[i] = nd;
 }
 
 static void *claim_main(void *arg)
@@ -251,6 +260,7 @@ static void drop_job_free(struct drop_job *j)
 	free((void *)j->cl.segs);
 	free(j->cl.held);
 	free(j->cl.nheld);
+	free(j->cl.ndirty);
 	free(j->chs);
 	free(j);
 }
@@ -356,7 +366,8 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	*cl = (struct claim){ .c = c, .segs = segs, .nseg = ns, .per = per };
 	cl->held = malloc(((size_t)ns * per + 1) * sizeof *cl->held);
 	cl->nheld = malloc(((size_t)ns + 1) * sizeof *cl->nheld);
-	if (!cl->held || !cl->nheld) {
+	cl->ndirty = malloc(((size_t)ns + 1) * sizeof *cl->ndirty);
+	if (!cl->held || !cl->nheld || !cl->ndirty) {
 		vc_ls_unpick(ls, ns, segs);
 		return vc_err(-ENOMEM, "out of memory");
 	}
@@ -373,8 +384,7 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	uint32_t nd = 0;
 	for (uint32_t i = 0; i < ns; i++)
 		if (cl->nheld[i] != UINT32_MAX)
-			for (uint32_t k = 0; k < cl->nheld[i]; k++)
-				nd += cl->held[(size_t)i * per + k]->dirty;
+			nd += cl->ndirty[i];
 	bool *seg_ok = malloc(((size_t)ns + 1) * sizeof *seg_ok);
 	struct vc_page **dirty = malloc(((size_t)nd + 1) * sizeof *dirty);
 	uint32_t *dseg = malloc(((size_t)nd + 1) * sizeof *dseg);
@@ -391,12 +401,9 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 		uint32_t d = 0;
 		for (uint32_t i = 0; i < ns; i++) {
 			seg_ok[i] = cl->nheld[i] != UINT32_MAX;
-			for (uint32_t k = 0; seg_ok[i] && k < cl->nheld[i]; k++) {
-				struct vc_page *p = cl->held[(size_t)i * per + k];
-				if (p->dirty) {
-					dseg[d] = i;
-					dirty[d++] = p;
-				}
+			for (uint32_t k = 0; seg_ok[i] && k < cl->ndirty[i]; k++) {
+				dseg[d] = i;
+				dirty[d++] = cl->held[(size_t)i * per + k];
 			}
 		}
 		if (nd) {
