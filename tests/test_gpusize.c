@@ -5,9 +5,9 @@
  * test_engine_model), chaos flushes, drops and prefetches beside them,
  * and a resizer thread shrinks the GPU tier by random amounts (at times to
  * nothing) and grows it back, in write-through and write-back, with page
- * sizes 4096 and 512 and the cleaner forced on. In write-back the chunks
- * given back hold dirty pages: the store must equal the model after the
- * final flush. On the emulated device a chunk given back is PROT_NONE, so
+ * sizes 4096 and 512, the cleaner forced on, and GRAM's swap on GPU
+ * hits. In write-back the chunks given back hold dirty pages: the store
+ * must equal the model after the final flush. On the emulated device a chunk given back is PROT_NONE, so
  * a page move, cleaning job or read that still touched one would crash
  * the test.
  *
@@ -125,7 +125,8 @@ static void *resizer_main(void *arg)
 	return NULL;
 }
 
-static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv)
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
+		    int gpu_hits)
 {
 	uint64_t size = 3 * 1024 * 1024 + 777;
 	char path[256];
@@ -151,6 +152,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	cfg.gc_segments = gv->segments;
 	cfg.gc_watermark = gv->watermark;
 	cfg.gc_fragmentation = gv->frag;
+	cfg.gpu_hits = gpu_hits;
 	/* Chunks of 32 pages (8 of them): the emulated device maps by 4 KiB;
 	 * CUDA's 2 MiB granularity takes the default instead. */
 	cfg.gpu_chunk_bytes = kind == VC_DEVICE_EMU ? 32 * (uint64_t)page_size : 0;
@@ -190,11 +192,11 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	CHECK_OK(vc_flush(r.c));
 	t_check_file(path, r.shadow, size);
 	fprintf(stderr,
-		"%s %s ps=%u log %s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
+		"%s %s ps=%u log %s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
 		"%llu regained %llu, %llu KiB released (%llu on request), %llu pages moved; "
 		"shrink max %.2f ms; hits host %llu gpu %llu, misses %llu, writebacks %llu\n",
 		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size, gv->name,
-		(unsigned long long)r.shrinks, (unsigned long long)r.zero,
+		gpu_hits == VC_GPU_HITS_SWAP ? ", swap" : "", (unsigned long long)r.shrinks, (unsigned long long)r.zero,
 		(unsigned long long)r.grows, (unsigned long long)st.gpu_chunks_released,
 		(unsigned long long)st.gpu_chunks_regained,
 		(unsigned long long)(st.gpu_bytes_released >> 10),
@@ -326,10 +328,12 @@ int main(void)
 	static const struct gcv forced = { "cost-benefit/2-page segments", 2, VC_GC_COST_BENEFIT, 2,
 					   0.25, 0.01 };
 	for (int wm = 0; wm < 2; wm++) {
-		one_run(kind, wm, 4096, ops, &gc_default);
-		one_run(kind, wm, 512, ops, &gc_default);
-		one_run(kind, wm, 4096, ops, &forced);
+		one_run(kind, wm, 4096, ops, &gc_default, VC_GPU_HITS_SERVE);
+		one_run(kind, wm, 512, ops, &gc_default, VC_GPU_HITS_SERVE);
+		one_run(kind, wm, 4096, ops, &forced, VC_GPU_HITS_SERVE);
 	}
+	/* GRAM's swap: GPU hits rekey slots of the segments being claimed. */
+	one_run(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SWAP);
 	fprintf(stderr, "gpusize: all runs match\n");
 	return 0;
 }
