@@ -1,21 +1,25 @@
 /* AES-256-XTS in place over pages in GPU memory (xts_launch.h), built from
  * the blocks of xts.cuh, as a move kernel would use them.
  *
- * Grid: at most one block per SM, each set up once (tables and key
- * schedules, xts.cuh) and then looping. Warp w of nwarps takes pages w,
+ * Grid: at most as many blocks as are resident at once (one or two per
+ * SM, below), each set up once (tables and key schedules, xts.cuh) and
+ * then looping. Warp w of nwarps takes pages w,
  * w + nwarps, ... (a grid-stride loop, so the last round leaves at most
  * one page per warp of imbalance). Tweaks: every 32 pages a warp encrypts
  * the next 32 tweaks at once, lane k the one of its (k+1)-th next page,
  * and the page loop takes T from lane i % 32 by shuffle: one AES per 32
  * pages per lane, 3% of the work at 512-byte pages, 0.4% at 4 KiB.
  *
- * Registers: the data key's 15 round keys stay in registers (60 of them)
- * for the kernel's life, so the inner loop reads only the tables from
- * shared memory, whose bandwidth is the limit (one uint4 round-key load
- * per round would add a quarter or more to the shared traffic). That
- * costs occupancy: at ~100 registers per thread one 16-warp block per SM,
- * which keeps the shared-memory pipe full (each warp has 4 independent
- * column lookups per round, 16 loads back to back).
+ * Registers: by default the data key's 15 round keys stay in registers
+ * (60 of them) for the kernel's life, so the inner loop reads only the
+ * tables from shared memory, whose bandwidth is the limit (a uint4
+ * round-key load per round returns 4 registers per lane: 2 to 4 clocks of
+ * the pipe beside the round's 16). That costs occupancy: 128 registers
+ * per thread (ptxas, sm_90), one 16-warp block per SM, which should keep
+ * the shared pipe busy (each warp has 16 independent lookups per round).
+ * The variant (vc_cuda_xts_pages_variant) reads the round keys from
+ * shared memory at 56 registers, two blocks per SM; bench/aes_xts runs
+ * both, to settle which is faster on the machine.
  */
 #include <cuda_runtime.h>
 #include <errno.h>

@@ -30,8 +30,9 @@ extern "C" {
  * error. The key travels as a kernel parameter: no copy of it is made in
  * device memory by us (xts.cuh says where its bytes are). Cost: a few
  * microseconds of setup per block (tables, key schedules), then about 450
- * integer instructions and 224 shared loads per 16 bytes; the grid is
- * at most one block per SM. */
+ * integer instructions and 224 shared loads per 16 bytes; the grid is at
+ * most one block per SM (two for the variant below), and the launcher
+ * asks the runtime for the SM count and the occupancy at every call. */
 int vc_cuda_xts_pages(const struct vc_xts_key *key, void *pages_dev, const uint64_t *tweaks_dev,
 		      uint32_t n, uint32_t page_size, int encrypt, void *stream);
 
