@@ -5,7 +5,7 @@
  * A kernel that uses them:
  *   1. passes the key by value (struct vc_xts_kparam, a kernel parameter);
  *   2. gives each block struct vc_xts_smem in dynamic shared memory
- *      (sizeof: 68.5 KiB; raise cudaFuncAttributeMaxDynamicSharedMemorySize)
+ *      (sizeof: 67 KiB; raise cudaFuncAttributeMaxDynamicSharedMemorySize)
  *      and calls vc_xts_setup<Enc> with every thread of the block (it has
  *      barriers); blockDim.x >= 256;
  *   3. per warp: vc_xts_tweak_encrypt turns page numbers into tweaks T,
