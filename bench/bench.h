@@ -45,6 +45,23 @@ static inline void bench_die(const char *what, int r)
 		}                                                                            \
 	} while (0)
 
+#ifdef CUDART_VERSION
+/* For baselines on the CUDA runtime: makes device 0 current and starts its
+ * context; false, after saying why, where no GPU is usable (the caller
+ * exits 77). */
+static inline bool bench_cuda_open(struct cudaDeviceProp *prop)
+{
+	cudaError_t e = cudaSetDevice(0);
+	if (e == cudaSuccess)
+		e = cudaFree(0);
+	if (e == cudaSuccess)
+		e = cudaGetDeviceProperties(prop, 0);
+	if (e != cudaSuccess)
+		fprintf(stderr, BENCH_NAME ": no usable GPU: %s\n", cudaGetErrorString(e));
+	return e == cudaSuccess;
+}
+#endif
+
 static inline int bench_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

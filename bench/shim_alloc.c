@@ -35,15 +35,9 @@
  * "hooked 0|1". */
 static int child(int n)
 {
-	cudaError_t e = cudaSetDevice(0);
-	if (e == cudaSuccess)
-		e = cudaFree(0);
-	if (e != cudaSuccess) {
-		fprintf(stderr, BENCH_NAME ": %s\n", cudaGetErrorString(e));
-		return 77;
-	}
 	struct cudaDeviceProp prop;
-	BENCH_CUOK(cudaGetDeviceProperties(&prop, 0));
+	if (!bench_cuda_open(&prop))
+		return 77;
 	Dl_info info;
 	void *f = dlsym(RTLD_DEFAULT, "cudaMalloc");
 	bool hooked = f && dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "vramcache-shim");
