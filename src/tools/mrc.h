@@ -16,6 +16,9 @@
  * the first histogram bucket, which removes most of the bias small samples
  * have at small cache sizes.
  *
+ * Fixed size keeps its sample in hsdist.h (keys by hash, a bitmap Fenwick
+ * tree, all in cache), the others in sdist.h.
+ *
  * The hash is murmur3's fmix64; its top 24 bits are compared with T, so P is
  * 2^24 (R is a multiple of 2^-24) and sampling is independent of the low
  * bits the key maps use for their slots. */
