@@ -90,7 +90,8 @@ static void cpu_name(char *buf, size_t n)
 int main(int argc, char **argv)
 {
 	const char *json = NULL, *vc = NULL;
-	char smax[32] = "8192", ps[32] = "4096";
+	char smax[32], ps[32] = "4096";
+	snprintf(smax, sizeof smax, "%d", VC_MRC_SMAX_DEFAULT);
 	int runs = 5;
 	static const struct option lo[] = { { "json", required_argument, 0, 'j' },
 					    { "runs", required_argument, 0, 'r' },
