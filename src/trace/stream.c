@@ -410,6 +410,8 @@ static int start_thread(struct vc_stream *s)
 			return vc_err(-ENOMEM, "out of memory");
 	}
 	s->held = -1;
+	static unsigned char none[1];
+	s->out = none; /* no bytes until the first chunk, but a real pointer */
 	if (pthread_mutex_init(&s->mu, NULL) != 0)
 		return vc_err(-ENOMEM, "%s: cannot make a lock", s->path);
 	if (pthread_cond_init(&s->cv, NULL) != 0) {
