@@ -47,7 +47,11 @@ run_tests() { # KEY URI WARM-RW: warm up (every page cached, or allocated), run 
 	for t in "${tests[@]}"; do
 		res[$1:${t%%:*}]=$(fio_run "$1-${t%%:*}" "$2" ${t#*:})
 	done
-	kill "${pids[-1]}"; unset 'pids[-1]'
+	# Wait for it to go: a server still shutting down when the next one
+	# starts would unlink the next one's pidfile (same path) on its way out.
+	local p=${pids[-1]}
+	kill "$p"; unset 'pids[-1]'
+	for _ in $(seq 400); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
 }
 
 bench_json_head() { # FIELDS: the result file's first lines, FIELDS ("k": v, ...) included

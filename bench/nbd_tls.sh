@@ -6,7 +6,8 @@
 #
 # Tests (a job is a connection): 4 KiB randread at QD32 with 1 and 2 jobs,
 # 4 KiB randwrite at QD32, 4 KiB randread at QD128 with 4 jobs, 128 KiB
-# sequential reads at QD32, over a Unix socket (nbds+unix://). vramcache
+# sequential reads at QD32, over a Unix socket (nbds+unix://);
+# NBD_TLS_ONLY="NAME..." runs only the tests named (seqread-128k-j1, ...). vramcache
 # serves a file whose pages all sit in the host tier (warmed first),
 # write-through; nbdkit serves RAM. A third column runs vramcache without
 # TLS, so the table also shows what TLS costs. Prints a table and writes
@@ -52,6 +53,11 @@ tests=("randread-4k-j1:--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 	"randwrite-4k-j1:--rw=randwrite --bs=4k --iodepth=32 --numjobs=1"
 	"randread-4k-qd128-j4:--rw=randread --bs=4k --iodepth=128 --numjobs=4"
 	"seqread-128k-j1:--rw=read --bs=128k --iodepth=32 --numjobs=1")
+if [ -n "${NBD_TLS_ONLY:-}" ]; then # e.g. NBD_TLS_ONLY=seqread-128k-j1: those tests only
+	only=()
+	for t in "${tests[@]}"; do [[ " $NBD_TLS_ONLY " == *" ${t%%:*} "* ]] && only+=("$t"); done
+	tests=("${only[@]}")
+fi
 declare -A res
 head -c "$(numfmt --from=iec $size)" /dev/urandom >"$dir/disk.img"
 host=$(python3 -c "print(int($(numfmt --from=iec $size) * 1.2) >> 20)")M

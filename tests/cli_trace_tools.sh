@@ -3,7 +3,7 @@
 #     the same message and a nonzero exit, and mrc writes no CSV or SVG;
 #  2. an offset whose pages run past 2^64: `trace` refuses it as sim does
 #     (the check they share), instead of counting 0 page accesses;
-#  3. `mrc` by default is the accurate SHARDS variant (fixed size, 8192
+#  3. `mrc` by default is the accurate SHARDS variant (fixed size, 12288
 #     keys), within 0.01 mean absolute error of the exact curve on a
 #     generated trace;
 #  4. a stream of big-endian 32-bit block numbers read with --format
@@ -49,7 +49,8 @@ awk 'BEGIN { x = 12345; for (i = 0; i < 400000; i++) { x = (x * 16807) % 2147483
 	u = x / 2147483647; printf "%d 8 0 %d\n", int(200000 * u * u * u) * 8, i } }' \
 	> "$dir/gen.lis"
 "$vc" mrc --no-progress --csv "$dir/def.csv" "$dir/gen.lis" > "$dir/def.txt"
-grep -q "(SHARDS S=8192)" "$dir/def.txt" || fail "mrc's default is not SHARDS S=8192: $(head -2 "$dir/def.txt")"
+grep -q "(SHARDS S=12288)" "$dir/def.txt" ||
+	fail "mrc's default is not SHARDS S=12288: $(head -2 "$dir/def.txt")"
 "$vc" mrc --no-progress --method exact --points 100000 --csv "$dir/exact.csv" "$dir/gen.lis" \
 	> /dev/null
 # MAE over the default curve's sizes (1..100 % of its distinct estimate, up

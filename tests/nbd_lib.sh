@@ -26,6 +26,18 @@ stop_server() {
 	if kill -0 "$pid" 2>/dev/null; then echo "server did not exit on SIGTERM" >&2; exit 1; fi
 	pid=
 }
+# bad_clients N: N clients in a row that send unknown client flags (a
+# protocol violation: the server logs a line and hangs up on each).
+bad_clients() {
+	python3 - "$sock" "$1" <<'PY'
+import socket, struct, sys
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.recv(18); s.sendall(struct.pack(">I", 1 << 7))
+    s.recv(1)  # the server hangs up
+    s.close()
+PY
+}
 # nbdsh runs `python3 -m nbd`: the first python3 on PATH must have the module.
 need_nbdsh() {
 	need nbdsh libnbd-bin

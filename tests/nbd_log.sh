@@ -7,21 +7,12 @@
 #      least one "protocol violation" line but not 100 (rate limit), and a
 #      line saying how many were left out (written at shutdown at the
 #      latest).
+# Without --log the daemon's lines go to syslog: nbd_syslog.sh.
 # Usage: nbd_log.sh VRAMCACHE_BINARY
 . "$(dirname "$0")/nbd_lib.sh"
 need python3 python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 truncate -s $((1 << 20)) "$dir/disk.img"
-bad_clients() { # N: clients that send unknown client flags (a protocol violation)
-	python3 - "$sock" "$1" <<'PY'
-import socket, struct, sys
-for _ in range(int(sys.argv[2])):
-    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-    s.recv(18); s.sendall(struct.pack(">I", 1 << 7))
-    s.recv(1)  # the server hangs up
-    s.close()
-PY
-}
 
 start_server "$dir/disk.img" 2>"$dir/stderr"
 bad_clients 3

@@ -1,12 +1,16 @@
-/* Miss-ratio curves: stack distances against a naive LRU stack, the exact
- * MRC against `sim` with LRU at every cache size, SHARDS at R = 1 equal to
- * the exact curve, and SHARDS at R = 0.1 (and fixed size) within a bound on
- * a synthetic Zipf trace. */
+/* Miss-ratio curves: stack distances (sdist, and hsdist, the fixed-size
+ * sample's) against a naive LRU stack, the exact MRC against `sim` with
+ * LRU at every cache size, SHARDS at R = 1 equal to the exact curve, and
+ * SHARDS at R = 0.1 (and fixed size) within a bound on a synthetic Zipf
+ * trace. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+#include "tools/hsdist.h"
 #include "tools/mrc.h"
 #include "tools/sdist.h"
 #include "tools/sim.h"
@@ -44,6 +48,22 @@ static uint64_t zipf_key(const struct zipf *z, uint64_t *seed)
 	return (lo * 0x9E3779B97F4A7C15ull) >> 24;
 }
 
+/* The naive reference: moves k to the top of stack[0..*depth) (a new key
+ * grows it) and returns k's stack distance before the move, 0 if new. */
+static uint64_t mtf(uint64_t *stack, int *depth, uint64_t k)
+{
+	int pos = -1;
+	for (int j = 0; j < *depth; j++)
+		if (stack[j] == k)
+			pos = j;
+	uint64_t want = pos < 0 ? 0 : (uint64_t)pos + 1;
+	if (pos < 0)
+		pos = (*depth)++;
+	memmove(&stack[1], &stack[0], (size_t)pos * sizeof stack[0]);
+	stack[0] = k;
+	return want;
+}
+
 /* Distances against a naive move-to-front stack, through compactions. */
 static void test_sdist(void)
 {
@@ -55,15 +75,7 @@ static void test_sdist(void)
 	uint64_t seed = 11;
 	for (int i = 0; i < ACC; i++) {
 		uint64_t k = t_rand(&seed) % (t_rand(&seed) % 2 ? N / 10 : N);
-		int pos = -1;
-		for (int j = 0; j < depth; j++)
-			if (stack[j] == k)
-				pos = j;
-		int64_t want = pos < 0 ? 0 : pos + 1;
-		if (pos < 0)
-			pos = depth++;
-		memmove(&stack[1], &stack[0], (size_t)pos * sizeof stack[0]);
-		stack[0] = k;
+		int64_t want = (int64_t)mtf(stack, &depth, k);
 		int64_t d = vc_sdist_access(&s, k);
 		if (d != want) {
 			fprintf(stderr, "access %d key %llu: distance %lld, want %lld\n", i,
@@ -80,6 +92,67 @@ static void test_sdist(void)
 	}
 	CHECK(s.nlive == (uint64_t)depth);
 	vc_sdist_fini(&s);
+}
+
+/* hsdist against a naive move-to-front stack, used as fixed-size SHARDS
+ * uses it: keys by hash, and when a new key makes the set MAX + 1, the key
+ * with the largest hash leaves; now and then a random key leaves too.
+ * 300 K accesses over 90 keys with max = 40: thousands of renumberings,
+ * and `now` crosses every word of the bitmap many times; then over 300
+ * keys with max = 31, which fills the 64-entry table to one half, so
+ * deletions happen inside runs that wrap past the table's end. */
+static void hsdist_run(const int MAX, const int UNIV)
+{
+	enum { ACC = 300000 };
+	struct vc_hsdist s;
+	CHECK_OK(vc_hsdist_init(&s, (uint64_t)MAX));
+	uint64_t stack[64];
+	CHECK(MAX + 2 <= 64);
+	int depth = 0;
+	uint64_t seed = 3;
+	for (int i = 0; i < ACC; i++) {
+		/* half the accesses to a hot tenth of the keys */
+		uint64_t k = t_rand(&seed) % (uint64_t)(t_rand(&seed) % 2 ? UNIV / 10 : UNIV);
+		uint64_t h = vc_mix64(k);
+		uint64_t want = mtf(stack, &depth, h);
+		uint64_t d = vc_hsdist_access(&s, h);
+		if (d != want) {
+			fprintf(stderr, "hsdist access %d key %llu: distance %llu, want %llu\n", i,
+				(unsigned long long)k, (unsigned long long)d,
+				(unsigned long long)want);
+			exit(1);
+		}
+		int drop = -1;
+		if (depth == MAX + 1) { /* the largest hash leaves */
+			drop = 0;
+			for (int j = 1; j < depth; j++)
+				if (stack[j] > stack[drop])
+					drop = j;
+		} else if (i % 997 == 0 && depth > 2) {
+			drop = (int)(t_rand(&seed) % (uint64_t)depth);
+		}
+		if (drop >= 0) {
+			vc_hsdist_forget(&s, stack[drop]);
+			vc_hsdist_forget(&s, stack[drop]); /* absent now: nothing */
+			memmove(&stack[drop], &stack[drop + 1],
+				(size_t)(depth - drop - 1) * sizeof stack[0]);
+			depth--;
+		}
+		CHECK(s.nlive == (uint32_t)depth);
+	}
+	vc_hsdist_fini(&s);
+}
+
+static void test_hsdist(void)
+{
+	struct vc_hsdist s;
+	CHECK(vc_hsdist_init(&s, 0) == -EINVAL);
+	hsdist_run(40, 90);
+	hsdist_run(31, 300);
+	/* About 50 bytes a key of the bound (hsdist.h). */
+	CHECK_OK(vc_hsdist_init(&s, 8192));
+	CHECK(vc_hsdist_bytes(&s) < 8193 * 50);
+	vc_hsdist_fini(&s);
 }
 
 /* The property the issue asks for: the exact MRC equals an LRU simulation
@@ -205,6 +278,7 @@ static void test_shards(void)
 int main(void)
 {
 	test_sdist();
+	test_hsdist();
 	test_exact_vs_sim();
 	test_shards();
 	printf("test_mrc: ok\n");

@@ -286,6 +286,29 @@ static void test_compressed(void)
 		tmp_file(tpath, sizeof tpath, "two", two, 2 * len);
 		CHECK(read_gen(tpath, &n, true) == 0 && n == 80000);
 
+		/* Twelve copies, 5.6 MB of text: more chunks than the
+		 * decompressing thread's ring holds, lines cut by every chunk
+		 * boundary; then cut inside the seventh copy; then closed
+		 * after a few requests, the thread still running. */
+		enum { COPIES = 12 };
+		unsigned char *many = malloc(COPIES * len);
+		CHECK(many);
+		for (int k = 0; k < COPIES; k++)
+			memcpy(many + k * len, b, len);
+		tmp_file(tpath, sizeof tpath, "many", many, COPIES * len);
+		CHECK(read_gen(tpath, &n, true) == 0 && n == COPIES * 40000);
+		tmp_file(tpath, sizeof tpath, "many-cut", many, 6 * len + len / 2);
+		CHECK(read_gen(tpath, &n, true) == -EBADMSG &&
+		      strstr(vc_last_error(), "truncated"));
+		CHECK(n >= 6 * 40000 && n < 7 * 40000);
+		free(many);
+		vc_trace *early;
+		struct vc_trace_req q;
+		CHECK_OK(vc_trace_open(tpath, NULL, &early));
+		for (int k = 0; k < 10; k++)
+			CHECK(vc_trace_next(early, &q) == 1);
+		vc_trace_close(early);
+
 		size_t cuts[] = { len - 1, len / 2, 20 };
 		for (int k = 0; k < 3; k++) {
 			tmp_file(tpath, sizeof tpath, "cut", b, cuts[k]);
@@ -382,6 +405,17 @@ static void test_wrap(void)
 	int op;
 	CHECK(vc_trace_next_page(t, 4096, true, &key, &op) == -EBADMSG);
 	CHECK(strstr(vc_last_error(), ":1:"));
+	vc_trace_close(t);
+
+	/* A block past what a page key holds (2^53 blocks of 512 bytes:
+	 * page 2^50 of 4 KiB) after lines the fast path took: the message
+	 * names its line, not the first of the fast parser's window. */
+	const char arc[] = "1 1 0 0\n2 1 0 1\n9007199254740992 1 0 2\n4 1 0 3\n";
+	tmp_file(path, sizeof path, "far.lis", arc, sizeof arc - 1);
+	uint64_t keys[8];
+	CHECK_OK(vc_trace_open(path, "arc", &t));
+	CHECK(vc_trace_next_pages(t, 4096, true, keys, NULL, 8) == -EBADMSG);
+	CHECK(strstr(vc_last_error(), "far.lis:3: offset"));
 	vc_trace_close(t);
 }
 
@@ -535,7 +569,14 @@ static void test_fast_paths(void)
 	uint64_t seed = 9;
 	int nw = 0;
 	for (int i = 0; i < N; i++) {
-		uint64_t x = t_rand(&seed), blk = x % 5 == 0 ? 10000000000000000ull + x % 1000 : x % 100000;
+		/* block numbers of 1-5, 8-15 and 17 digits: the fast path's one-
+		 * and two-word readings and its digit loop */
+		static const uint64_t p10[] = { 10000000ull, 100000000ull, 1000000000ull,
+						10000000000ull, 100000000000ull, 1000000000000ull,
+						10000000000000ull, 100000000000000ull };
+		uint64_t x = t_rand(&seed), blk = x % 5 == 0 ? 10000000000000000ull + x % 1000 :
+						  x % 5 == 1 ? p10[(x >> 40) % 8] + x % 9999991 :
+							       x % 100000;
 		unsigned nb = 1 + (unsigned)(x >> 20) % 64;
 		static const char *const sep[] = { " ", "\t", "  ", " \t " };
 		const char *s1 = sep[(x >> 8) % 4], *eol = x % 7 == 0 ? " \r\n" : "\n";

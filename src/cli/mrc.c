@@ -27,7 +27,7 @@ static void mrc_usage(FILE *f)
 	      "                      MAE under 0.01 on the shared traces), exact, rate\n"
 	      "                      (fixed-rate SHARDS), or all (each, for comparison)\n"
 	      "  --rate R            fixed-rate sampling rate (default 0.01)\n"
-	      "  --smax S            fixed-size sample, in keys (default 8192: under 1 MiB)\n"
+	      "  --smax S            fixed-size sample, in keys (default 12288: under 1 MiB)\n"
 	      "  --points N          curve points, evenly spaced up to the distinct pages\n"
 	      "                      (default 100)\n"
 	      "  --csv FILE          write the curve as CSV (\"-\": standard output)\n"
@@ -90,7 +90,7 @@ int cmd_mrc(int argc, char **argv)
 	struct cli_trace_opts to = { .page_size = 4096, .progress = true };
 	const char *methods = "size", *csv = NULL, *svg = NULL, *hits = NULL, *host = NULL;
 	double rate = 0.01;
-	uint64_t smax = 8192, points = 100;
+	uint64_t smax = VC_MRC_SMAX_DEFAULT, points = 100;
 	enum { O_METHOD = 256, O_RATE, O_SMAX, O_POINTS, O_CSV, O_SVG, O_HIT, O_HOST, O_NOPROG };
 	static const struct option lo[] = {
 		{ "method", required_argument, 0, O_METHOD },

@@ -193,8 +193,10 @@ int nbd_sskip(struct nbd_session *s, uint64_t n);
 int nbd_swrite(struct nbd_session *s, const void *buf, size_t n);
 /* Transmission over TLS, never blocking. recv: bytes, 0 when there is
  * nothing yet, -ECONNRESET at end of stream, -errno. writev_some: as
- * nbd_writev_some with dontwait; sent bytes may wait in the connection's
- * record buffer (nbd_tls_out_pending) and leave on a later call. */
+ * nbd_writev_some with dontwait: it advances iov past the bytes it took
+ * (encrypted, so the caller may free them), which may still wait in the
+ * connection's buffers (nbd_tls_out_pending) and leave on a later call;
+ * after -EAGAIN the next call must start with the bytes not taken. */
 ssize_t nbd_tls_recv(struct nbd_tls_conn *t, void *buf, size_t n);
 int nbd_tls_writev_some(struct nbd_tls_conn *t, struct iovec *iov, int n);
 /* Bytes accepted but not yet on the socket; decrypted bytes not yet read. */

@@ -10,15 +10,26 @@
  * our pull and push functions add MSG_DONTWAIT once nbd_tls_recv or
  * nbd_tls_writev_some has run.
  *
- * Sends. gnutls_record_send takes at most one record (16 KiB) per call
- * and, when the socket is full, must be called again with the same bytes.
- * Replies are many small pieces (a 16 to 28 byte header, then 4 KiB of
- * data, say), so they are copied into a one-record buffer first: a record,
- * and so one send(), carries several replies instead of one piece, and the
- * bytes a retry needs are ours, not a request's that conn.c frees once its
- * reply is taken. The copy costs less than the encryption that follows.
- * The plaintext path (wire.c's sendmsg of the replies' own iovecs) is not
- * touched. */
+ * Sends, in the transmission phase. gnutls_record_send takes at most one
+ * record (16 KiB) per call. Every record is full but the last of a burst:
+ *   - small pieces (a 16 to 28 byte header, 4 KiB of data) are copied into
+ *     a one-record plaintext buffer, `out`, so a record carries several
+ *     replies, or a header and the start of its data;
+ *   - a piece of at least a record with `out` empty (the rest of a 128 KiB
+ *     read's data after its first record) is encrypted straight from the
+ *     caller's buffer, a record at a time, with no copy;
+ *   - the records' ciphertext collects in `wbuf`, a ring (our push function
+ *     appends to it), and goes out in one sendmsg() of up to WBUF bytes
+ *     instead of one send() per record: a 128 KiB reply was 9 sends, and
+ *     woke the client 9 times; now it is one.
+ * A record is encrypted only when `wbuf` has room for it, so push always
+ * takes it whole; should GnuTLS push something larger (an alert) that
+ * does not fit, push says EAGAIN, GnuTLS keeps the record, and the next
+ * call resumes it with gnutls_record_send(NULL, 0) (`pend`) before
+ * anything else, advancing the caller's bytes only then. So bytes are
+ * taken from the caller only once encrypted: conn.c may free a reply
+ * whose bytes were taken. The plaintext path (wire.c's sendmsg of the
+ * replies' own iovecs) is not touched. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,8 +66,15 @@ static int errf(char *err, size_t len, int e, const char *fmt, ...)
 #ifdef VC_HAVE_GNUTLS
 #include <gnutls/gnutls.h>
 
-/* The largest record's payload (TLS): the send buffer holds one. */
+/* The largest record's payload (TLS): `out` holds one. */
 #define TLS_RECORD 16384u
+/* The most one record adds to wbuf: the payload, TLS 1.3's content type
+ * byte and at most 255 of padding, a 16-byte tag, a 5-byte header, and
+ * room for TLS 1.2's explicit nonce and a MAC. */
+#define TLS_RECORD_WIRE (TLS_RECORD + 512u)
+/* Ciphertext waiting for the socket: two 128 KiB replies, or a few dozen
+ * 4 KiB ones, per send(). Per connection: WBUF + TLS_RECORD. */
+#define WBUF (256u << 10)
 
 struct nbd_tls {
 	gnutls_certificate_credentials_t x509; /* X.509, or NULL */
@@ -68,8 +86,13 @@ struct nbd_tls {
 struct nbd_tls_conn {
 	gnutls_session_t g;
 	int fd;
-	bool nonblock; /* transmission: pull and push never wait */
-	size_t out_len; /* out[0..out_len): taken from the caller, not yet sent */
+	bool nonblock;  /* transmission: pull never waits, push appends to wbuf */
+	int werr;       /* the socket's error, once a send of wbuf failed */
+	size_t pend;    /* a record GnuTLS holds after EAGAIN: its bytes of */
+	bool pend_out;  /* ... `out` (true) or of the caller's first iovec */
+	size_t out_len; /* out[0..out_len): taken from the caller, not encrypted */
+	size_t whead, wlen; /* wbuf[whead..whead + wlen) mod WBUF: not yet sent */
+	unsigned char *wbuf;
 	unsigned char out[TLS_RECORD];
 };
 
@@ -207,13 +230,60 @@ static ssize_t pull(gnutls_transport_ptr_t p, void *buf, size_t n)
 	return r;
 }
 
+/* Sends what wbuf holds, without waiting: 0 (some may be left), or -errno
+ * once the socket fails (kept in werr: later sends fail the same way). */
+static int wflush(struct nbd_tls_conn *c)
+{
+	while (c->wlen > 0 && !c->werr) {
+		size_t first = WBUF - c->whead < c->wlen ? WBUF - c->whead : c->wlen;
+		struct iovec v[2] = { { c->wbuf + c->whead, first },
+				      { c->wbuf, c->wlen - first } };
+		struct msghdr m = { .msg_iov = v, .msg_iovlen = v[1].iov_len ? 2 : 1 };
+		ssize_t r = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (r < 0) {
+			c->werr = errno == EPIPE ? -ECONNRESET : -errno;
+			break;
+		}
+		c->whead = (c->whead + (size_t)r) % WBUF;
+		c->wlen -= (size_t)r;
+	}
+	if (c->wlen == 0)
+		c->whead = 0;
+	return c->werr;
+}
+
+/* Whether wbuf has room for n more bytes. */
+static bool wroom(const struct nbd_tls_conn *c, size_t n)
+{
+	return WBUF - c->wlen >= n;
+}
+
 static ssize_t push(gnutls_transport_ptr_t p, const void *buf, size_t n)
 {
 	struct nbd_tls_conn *c = p;
-	ssize_t r = send(c->fd, buf, n, MSG_NOSIGNAL | (c->nonblock ? MSG_DONTWAIT : 0));
-	if (r < 0)
-		gnutls_transport_set_errno(c->g, errno == EWOULDBLOCK ? EAGAIN : errno);
-	return r;
+	if (!c->nonblock) { /* the handshake phase: blocking sends */
+		ssize_t r = send(c->fd, buf, n, MSG_NOSIGNAL);
+		if (r < 0)
+			gnutls_transport_set_errno(c->g, errno);
+		return r;
+	}
+	if (c->werr || !wroom(c, n)) {
+		if (!c->werr)
+			wflush(c);
+		if (c->werr || !wroom(c, n)) {
+			gnutls_transport_set_errno(c->g, c->werr ? -c->werr : EAGAIN);
+			return -1;
+		}
+	}
+	size_t tail = (c->whead + c->wlen) % WBUF, first = WBUF - tail < n ? WBUF - tail : n;
+	memcpy(c->wbuf + tail, buf, first);
+	memcpy(c->wbuf, (const unsigned char *)buf + first, n - first);
+	c->wlen += n;
+	return (ssize_t)n;
 }
 
 /* A fatal GnuTLS code as -errno: the peer went away, or anything else. */
@@ -232,7 +302,9 @@ int nbd_tls_start(struct nbd_session *s)
 	if (!c)
 		return -ENOMEM;
 	c->fd = s->fd;
-	if (gnutls_init(&c->g, GNUTLS_SERVER) < 0) {
+	c->wbuf = malloc(WBUF);
+	if (!c->wbuf || gnutls_init(&c->g, GNUTLS_SERVER) < 0) {
+		free(c->wbuf);
 		free(c);
 		return -ENOMEM;
 	}
@@ -259,6 +331,7 @@ int nbd_tls_start(struct nbd_session *s)
 		/* A wrong key or an unknown certificate: the spec's "MUST
 		 * terminate the session". -EKEYREJECTED tells the log why. */
 		gnutls_deinit(c->g);
+		free(c->wbuf);
 		free(c);
 		return -EKEYREJECTED;
 	}
@@ -273,7 +346,9 @@ void nbd_tls_end(struct nbd_session *s)
 		return;
 	c->nonblock = true; /* close_notify if the socket takes it; no wait */
 	gnutls_bye(c->g, GNUTLS_SHUT_WR);
+	wflush(c);
 	gnutls_deinit(c->g);
+	free(c->wbuf);
 	free(c);
 	s->tls = NULL;
 }
@@ -337,44 +412,96 @@ ssize_t nbd_tls_recv(struct nbd_tls_conn *t, void *buf, size_t n)
 	return (ssize_t)got;
 }
 
+/* Takes k bytes from the front of the caller's iovecs, and the empty
+ * iovecs after them. */
+static void iov_take(struct iovec **iov, int *n, size_t k)
+{
+	while (*n > 0) {
+		if ((*iov)[0].iov_len == 0) {
+			(*iov)++;
+			(*n)--;
+			continue;
+		}
+		if (k == 0)
+			break;
+		size_t m = k < (*iov)[0].iov_len ? k : (*iov)[0].iov_len;
+		(*iov)[0].iov_base = (char *)(*iov)[0].iov_base + m;
+		(*iov)[0].iov_len -= m;
+		k -= m;
+	}
+}
+
+/* One record: `out` (from_out) or k bytes at the caller's first iovec,
+ * taken once GnuTLS has encrypted them. 0, -EAGAIN (GnuTLS holds the
+ * record: pend), or -errno. data NULL resumes the held record. */
+static int send_record(struct nbd_tls_conn *t, const void *data, size_t k, bool from_out,
+		       struct iovec **iov, int *n)
+{
+	ssize_t r;
+	do
+		r = gnutls_record_send(t->g, data, data ? k : 0);
+	while (r == GNUTLS_E_INTERRUPTED);
+	if (r == GNUTLS_E_AGAIN) {
+		if (data) {
+			t->pend = k;
+			t->pend_out = from_out;
+		}
+		return t->werr ? t->werr : -EAGAIN;
+	}
+	if (r < 0)
+		return t->werr ? t->werr : tls_errno(r);
+	t->pend = 0;
+	if (from_out) {
+		/* r < out_len only where the client asked for smaller records */
+		t->out_len -= (size_t)r;
+		memmove(t->out, t->out + r, t->out_len);
+	} else {
+		iov_take(iov, n, (size_t)r);
+	}
+	return 0;
+}
+
 int nbd_tls_writev_some(struct nbd_tls_conn *t, struct iovec *iov, int n)
 {
 	t->nonblock = true;
+	int e;
+	iov_take(&iov, &n, 0);
+	if (t->pend && (e = send_record(t, NULL, t->pend, t->pend_out, &iov, &n)) < 0)
+		return e;
 	for (;;) {
-		if (t->out_len > 0) {
-			/* The same bytes as the call that said AGAIN, if one did. */
-			ssize_t r = gnutls_record_send(t->g, t->out, t->out_len);
-			if (r == GNUTLS_E_AGAIN)
+		/* Encrypt only with room for the whole record in wbuf. */
+		if (!wroom(t, TLS_RECORD_WIRE)) {
+			if ((e = wflush(t)) < 0)
+				return e;
+			if (!wroom(t, TLS_RECORD_WIRE))
 				return -EAGAIN;
-			if (r == GNUTLS_E_INTERRUPTED)
-				continue;
-			if (r < 0)
-				return tls_errno(r);
-			t->out_len -= (size_t)r; /* r == out_len: out is one record */
-			memmove(t->out, t->out + r, t->out_len);
-			continue;
 		}
-		while (n > 0 && t->out_len < TLS_RECORD) {
-			size_t k = TLS_RECORD - t->out_len;
-			if (k > iov[0].iov_len)
-				k = iov[0].iov_len;
-			memcpy(t->out + t->out_len, iov[0].iov_base, k);
-			t->out_len += k;
-			iov[0].iov_base = (char *)iov[0].iov_base + k;
-			iov[0].iov_len -= k;
-			if (iov[0].iov_len == 0) {
-				iov++;
-				n--;
+		if (t->out_len == 0 && n > 0 && iov[0].iov_len >= TLS_RECORD) {
+			e = send_record(t, iov[0].iov_base, TLS_RECORD, false, &iov, &n);
+		} else {
+			while (n > 0 && t->out_len < TLS_RECORD) {
+				size_t k = TLS_RECORD - t->out_len;
+				if (k > iov[0].iov_len)
+					k = iov[0].iov_len;
+				memcpy(t->out + t->out_len, iov[0].iov_base, k);
+				t->out_len += k;
+				iov_take(&iov, &n, k);
 			}
+			if (t->out_len == 0)
+				break;
+			e = send_record(t, t->out, t->out_len, true, &iov, &n);
 		}
-		if (t->out_len == 0)
-			return 0;
+		if (e < 0)
+			return e;
 	}
+	if ((e = wflush(t)) < 0)
+		return e;
+	return t->wlen ? -EAGAIN : 0;
 }
 
 bool nbd_tls_out_pending(const struct nbd_tls_conn *t)
 {
-	return t->out_len > 0;
+	return t->out_len > 0 || t->pend > 0 || t->wlen > 0;
 }
 
 bool nbd_tls_in_pending(const struct nbd_tls_conn *t)

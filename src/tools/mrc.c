@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "tools/hsdist.h"
 #include "tools/sdist.h"
 
 /* Fixed-size histograms bin scaled distances log-linearly: exact below
@@ -18,15 +19,12 @@
 #define HALF (LIN / 2)
 #define NBINS (LIN + (64 - LIN_BITS) * HALF)
 
-struct heap_ent {
-	uint64_t h, key;
-};
-
 struct vc_mrc {
 	int kind;
 	uint64_t t;       /* threshold: sample when (hash >> 40) < t */
 	uint64_t smax;
-	struct vc_sdist sd;
+	struct vc_sdist sd;   /* exact and fixed rate */
+	struct vc_hsdist hs;  /* fixed size: the sample, by 64-bit hash */
 	uint64_t n;       /* all accesses */
 	double cold;      /* first accesses (in sample units, rescaled) */
 	/* exact and fixed rate: counts by (sampled) distance, index d */
@@ -35,8 +33,9 @@ struct vc_mrc {
 	/* fixed size: log-linear bins of scaled distance, each count times
 	 * `unit` (rescaling multiplies `unit`, O(1), instead of every bin) */
 	double *bins;
-	double unit;
-	struct heap_ent *heap; /* max-heap by hash of the sampled keys */
+	double unit, inv_unit;
+	double inv_r;   /* 1 / R: a sampled distance d stands for d / R */
+	uint64_t *heap; /* max-heap of the sampled keys' 64-bit hashes */
 	uint64_t nheap;
 	/* after finish: cumulative hits by index */
 	double *cum;
@@ -47,10 +46,12 @@ struct vc_mrc {
 
 static uint64_t bin_of(uint64_t v)
 {
-	if (v < LIN)
-		return v;
-	int e = 63 - __builtin_clzll(v) - (LIN_BITS - 1); /* v >> e in [HALF, LIN) */
-	return LIN + (uint64_t)(e - 1) * HALF + ((v >> e) - HALF);
+	/* e = 0 below LIN (the bin is v), else v >> e lies in [HALF, LIN) and
+	 * the bin is LIN + (e - 1) HALF + (v >> e) - HALF = e HALF + (v >> e):
+	 * one formula, no branch. */
+	int e = 63 - __builtin_clzll(v | 1) - (LIN_BITS - 1);
+	e = e < 0 ? 0 : e;
+	return (uint64_t)e * HALF + (v >> e);
 }
 
 /* [lo, hi] of the distances in bin i. */
@@ -67,9 +68,10 @@ static void bin_range(uint64_t i, double *lo, double *hi)
 
 static size_t bytes_now(const struct vc_mrc *m)
 {
-	return vc_sdist_bytes(&m->sd) + m->hcap * sizeof *m->hist +
-	       (m->bins ? NBINS * sizeof *m->bins : 0) +
-	       (m->heap ? (m->smax + 1) * sizeof *m->heap : 0);
+	if (m->kind == VC_MRC_FIXED_SIZE)
+		return vc_hsdist_bytes(&m->hs) + NBINS * sizeof *m->bins +
+		       (m->smax + 1) * sizeof *m->heap;
+	return vc_sdist_bytes(&m->sd) + m->hcap * sizeof *m->hist;
 }
 
 static void note_peak(struct vc_mrc *m)
@@ -86,7 +88,7 @@ int vc_mrc_create(const struct vc_mrc_params *p, struct vc_mrc **out)
 		return vc_err(-ENOMEM, "out of memory");
 	m->kind = p->kind;
 	m->t = VC_SHARDS_P;
-	m->unit = 1;
+	m->unit = m->inv_unit = m->inv_r = 1;
 	int r = 0;
 	switch (p->kind) {
 	case VC_MRC_EXACT:
@@ -101,15 +103,15 @@ int vc_mrc_create(const struct vc_mrc_params *p, struct vc_mrc **out)
 			m->t = 1;
 		break;
 	case VC_MRC_FIXED_SIZE:
-		if (p->smax < 16 || p->smax > (1ull << 32)) {
-			r = vc_err(-EINVAL, "sample size %llu: must be 16 to 2^32",
+		if (p->smax < 16 || p->smax >= (1ull << 30)) {
+			r = vc_err(-EINVAL, "sample size %llu: must be 16 to 2^30 - 1",
 				   (unsigned long long)p->smax);
 			goto fail;
 		}
 		m->smax = p->smax;
 		m->bins = calloc(NBINS, sizeof *m->bins);
 		m->heap = malloc((p->smax + 1) * sizeof *m->heap);
-		if (!m->bins || !m->heap) {
+		if (!m->bins || !m->heap || vc_hsdist_init(&m->hs, p->smax) < 0) {
 			r = vc_err(-ENOMEM, "out of memory");
 			goto fail;
 		}
@@ -118,7 +120,7 @@ int vc_mrc_create(const struct vc_mrc_params *p, struct vc_mrc **out)
 		r = vc_err(-EINVAL, "unknown MRC kind %d", p->kind);
 		goto fail;
 	}
-	if (vc_sdist_init(&m->sd) < 0) {
+	if (p->kind != VC_MRC_FIXED_SIZE && vc_sdist_init(&m->sd) < 0) {
 		r = vc_err(-ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -126,6 +128,7 @@ int vc_mrc_create(const struct vc_mrc_params *p, struct vc_mrc **out)
 	*out = m;
 	return 0;
 fail:
+	vc_hsdist_fini(&m->hs);
 	free(m->bins);
 	free(m->heap);
 	free(m);
@@ -136,7 +139,10 @@ void vc_mrc_destroy(struct vc_mrc *m)
 {
 	if (!m)
 		return;
-	vc_sdist_fini(&m->sd);
+	if (m->kind == VC_MRC_FIXED_SIZE)
+		vc_hsdist_fini(&m->hs);
+	else
+		vc_sdist_fini(&m->sd);
 	free(m->hist);
 	free(m->bins);
 	free(m->heap);
@@ -161,30 +167,32 @@ static int hist_add(struct vc_mrc *m, uint64_t d)
 	return 0;
 }
 
-static void heap_push(struct vc_mrc *m, uint64_t h, uint64_t key)
+/* The sample's hashes in a max-heap: the key that leaves when the sample
+ * is full is at the top. O(log S) a new key. */
+static void heap_push(struct vc_mrc *m, uint64_t h)
 {
 	uint64_t i = m->nheap++;
 	while (i > 0) {
 		uint64_t p = (i - 1) / 2;
-		if (m->heap[p].h >= h)
+		if (m->heap[p] >= h)
 			break;
 		m->heap[i] = m->heap[p];
 		i = p;
 	}
-	m->heap[i] = (struct heap_ent){ h, key };
+	m->heap[i] = h;
 }
 
-static struct heap_ent heap_pop(struct vc_mrc *m)
+static uint64_t heap_pop(struct vc_mrc *m)
 {
-	struct heap_ent top = m->heap[0], last = m->heap[--m->nheap];
+	uint64_t top = m->heap[0], last = m->heap[--m->nheap];
 	uint64_t i = 0;
 	for (;;) {
 		uint64_t c = 2 * i + 1;
 		if (c >= m->nheap)
 			break;
-		if (c + 1 < m->nheap && m->heap[c + 1].h > m->heap[c].h)
+		if (c + 1 < m->nheap && m->heap[c + 1] > m->heap[c])
 			c++;
-		if (m->heap[c].h <= last.h)
+		if (m->heap[c] <= last)
 			break;
 		m->heap[i] = m->heap[c];
 		i = c;
@@ -201,62 +209,63 @@ static void shrink(struct vc_mrc *m)
 {
 	uint64_t told = m->t;
 	while (m->nheap > m->smax) {
-		struct heap_ent e = heap_pop(m);
-		m->t = e.h;
-		vc_sdist_forget(&m->sd, e.key);
-		while (m->nheap && m->heap[0].h >= m->t) {
-			e = heap_pop(m);
-			vc_sdist_forget(&m->sd, e.key);
-		}
+		uint64_t h = heap_pop(m);
+		m->t = h >> 40;
+		vc_hsdist_forget(&m->hs, h);
+		while (m->nheap && m->heap[0] >> 40 >= m->t)
+			vc_hsdist_forget(&m->hs, heap_pop(m));
 	}
 	double f = (double)m->t / (double)told;
 	m->unit *= f;
+	m->inv_unit = 1 / m->unit;
+	m->inv_r = (double)VC_SHARDS_P / (double)m->t;
 	m->cold *= f;
 }
 
-/* A key that passed the sampling test (hash h); m->n already counts it. */
+/* A key that passed the sampling test (h: its 64-bit hash); m->n already
+ * counts it. */
 static int sampled(struct vc_mrc *m, uint64_t key, uint64_t h)
 {
+	if (m->kind == VC_MRC_FIXED_SIZE) {
+		uint64_t d = vc_hsdist_access(&m->hs, h);
+		if (d == 0) {
+			m->cold++;
+			heap_push(m, h);
+			if (m->nheap > m->smax)
+				shrink(m);
+			return 0;
+		}
+		/* d / R rounded to the nearest (llround's result for d > 0) */
+		uint64_t scaled = (uint64_t)(int64_t)((double)d * m->inv_r + 0.5);
+		m->bins[bin_of(scaled)] += m->inv_unit;
+		return 0;
+	}
 	int64_t d = vc_sdist_access(&m->sd, key);
 	if (d < 0)
 		return vc_err(-ENOMEM, "out of memory");
-	if (m->kind != VC_MRC_FIXED_SIZE) {
-		if (d == 0) {
-			m->cold++;
-		} else if (hist_add(m, (uint64_t)d) < 0) {
-			return -ENOMEM;
-		}
-		if ((m->n & 0xfff) == 0 || d == 0)
-			note_peak(m);
-		return 0;
-	}
 	if (d == 0) {
 		m->cold++;
-		heap_push(m, h, key);
-		if (m->nheap > m->smax)
-			shrink(m);
-		note_peak(m);
-		return 0;
+	} else if (hist_add(m, (uint64_t)d) < 0) {
+		return -ENOMEM;
 	}
-	double r = (double)m->t / VC_SHARDS_P;
-	uint64_t scaled = (uint64_t)llround((double)d / r);
-	m->bins[bin_of(scaled)] += 1 / m->unit;
+	if ((m->n & 0xfff) == 0 || d == 0)
+		note_peak(m);
 	return 0;
 }
 
 int vc_mrc_access(struct vc_mrc *m, uint64_t key)
 {
 	m->n++;
-	uint64_t h = vc_mix64(key) >> 40;
-	return h < m->t ? sampled(m, key, h) : 0;
+	uint64_t h = vc_mix64(key);
+	return h >> 40 < m->t ? sampled(m, key, h) : 0;
 }
 
 int vc_mrc_access_batch(struct vc_mrc *m, const uint64_t *keys, size_t n)
 {
 	uint64_t base = m->n;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t h = vc_mix64(keys[i]) >> 40;
-		if (h < m->t) {
+		uint64_t h = vc_mix64(keys[i]);
+		if (h >> 40 < m->t) {
 			m->n = base + i + 1; /* the count as the one-by-one calls see it */
 			int r = sampled(m, keys[i], h);
 			if (r < 0)
@@ -286,7 +295,11 @@ int vc_mrc_finish(struct vc_mrc *m)
 		return 0;
 	}
 	/* SHARDS_adj: the expected sampled accesses are N R; the shortfall
-	 * (or excess) goes to the first bucket, distance 1. */
+	 * (or excess) goes to the first bucket, distance 1. (For fixed size,
+	 * the ratio of sampled misses to sampled accesses, which does not
+	 * depend on R, was tried: better on the Tencent sample, 25x worse on
+	 * a Zipf trace, where whether the hottest keys are sampled decides
+	 * N_s; docs/TRACES.md.) */
 	double expect = (double)m->n * r, adj = expect - (sum + m->cold);
 	for (uint64_t i = 1; i < m->ncum; i++)
 		m->cum[i] += adj;

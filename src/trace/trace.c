@@ -308,9 +308,11 @@ static int req_pages(struct vc_trace *t, const struct vc_trace_req *r, uint32_t 
 {
 	*first = page_of(t, r->offset, page_size);
 	*last = r->size ? page_of(t, r->offset + r->size - 1, page_size) : *first;
-	if (r->offset + r->size < r->offset || *last > VC_TRACE_PAGE_MASK)
+	if (r->offset + r->size < r->offset || *last > VC_TRACE_PAGE_MASK) {
+		fast_sync(t); /* so the message names this line, not the window's first */
 		return vc_tr_bad(t, "offset %llu + size %llu out of range",
 				 (unsigned long long)r->offset, (unsigned long long)r->size);
+	}
 	return 0;
 }
 
@@ -318,6 +320,20 @@ int vc_trace_req_pages(const vc_trace *t, const struct vc_trace_req *r, uint32_t
 		       uint64_t *first, uint64_t *last)
 {
 	return req_pages((struct vc_trace *)t, r, page_size, first, last);
+}
+
+static int set_req_pages(struct vc_trace *t, const struct vc_trace_req *r, uint32_t page_size,
+			 bool expand)
+{
+	uint64_t first, last;
+	int k = req_pages(t, r, page_size, &first, &last);
+	if (k < 0)
+		return k;
+	t->pg_next = first;
+	t->pg_end = expand ? last + 1 : first + 1;
+	t->pg_vol = (uint64_t)(r->volume & 0xffff) << VC_TRACE_VOL_SHIFT;
+	t->pg_op = r->op;
+	return 1;
 }
 
 /* The next request's pages into pg_next..pg_end: 1, 0 at the end, or a
@@ -328,14 +344,24 @@ static int next_req_pages(struct vc_trace *t, uint32_t page_size, bool expand)
 	int k = vc_trace_next(t, &r);
 	if (k <= 0)
 		return k;
-	uint64_t first, last;
-	if ((k = req_pages(t, &r, page_size, &first, &last)) < 0)
-		return k;
-	t->pg_next = first;
-	t->pg_end = expand ? last + 1 : first + 1;
-	t->pg_vol = (uint64_t)(r.volume & 0xffff) << VC_TRACE_VOL_SHIFT;
-	t->pg_op = r.op;
-	return 1;
+	return set_req_pages(t, &r, page_size, expand);
+}
+
+/* next_req_pages for a line the fast parser takes in the current window,
+ * without vc_trace_next's layers (most of the per-request cost once the
+ * parse itself is fast): 1, 0 when it declines (next_req_pages then takes
+ * the line), or a negative code. */
+static int next_req_pages_fast(struct vc_trace *t, uint32_t page_size, bool expand)
+{
+	struct vc_trace_req r;
+	r.volume = 0; /* the fast parsers' formats have no volume */
+	size_t u = t->fmt->fast(t->fp, (size_t)(t->fend - t->fp), &r);
+	if (!u)
+		return 0;
+	t->fp += u;
+	t->fused += u;
+	t->flines++;
+	return set_req_pages(t, &r, page_size, expand);
 }
 
 int vc_trace_next_page(vc_trace *t, uint32_t page_size, bool expand, uint64_t *key, int *op)
@@ -356,7 +382,9 @@ long vc_trace_next_pages(vc_trace *t, uint32_t page_size, bool expand, uint64_t 
 	size_t n = 0;
 	while (n < max) {
 		if (t->pg_next >= t->pg_end) {
-			int k = next_req_pages(t, page_size, expand);
+			int k = t->fp < t->fend ? next_req_pages_fast(t, page_size, expand) : 0;
+			if (k == 0)
+				k = next_req_pages(t, page_size, expand);
 			if (k < 0)
 				return k;
 			if (k == 0)
