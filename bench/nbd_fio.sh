@@ -53,25 +53,7 @@ run_tests vc "$uri" read
 "$vc" serve --device auto --socket "$sock" --pidfile "$dir/vc.pid" --host-bytes 64M \
 	--gpu-bytes 1200M "$dir/disk.img"
 pids+=("$(cat "$dir/vc.pid")")
-python3 - "$sock" <<'PY' # a raw client: nbdsh may be missing where binaries were carried
-import socket, struct, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-def rd(k):
-    b = b""
-    while len(b) < k:
-        d = s.recv(k - len(b)); assert d; b += d
-    return b
-assert rd(18)[:16] == b"NBDMAGICIHAVEOPT"
-s.sendall(struct.pack(">IQII", 3, 0x49484156454F5054, 1, 0))  # NO_ZEROES, EXPORT_NAME ""
-size = struct.unpack(">QH", rd(10))[0]
-step = 64 << 20
-n = 0
-for off in range(0, size, step):  # NBD_CMD_CACHE, one at a time
-    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 5, n, off, min(step, size - off)))
-    magic, err, _ = struct.unpack(">IIQ", rd(16)); assert magic == 0x67446698 and err == 0, err
-    n += 1
-s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))  # DISC
-PY
+nbd_cache_all "$sock"
 for n in "${gtests[@]}"; do
 	"$vc" stat "$sock" >"$dir/g0.json"
 	for t in "${tests[@]}"; do [ "${t%%:*}" = "$n" ] && args=${t#*:}; done

@@ -70,3 +70,26 @@ run_nbdkit() {
 	pids+=("$(cat "$dir/k.pid")")
 	run_tests nk "$scheme:///?socket=$dir/k.sock" write
 }
+
+# nbd_cache_all SOCK: sends NBD_CMD_CACHE over the whole export of the
+# server on Unix socket SOCK, 64 MiB a request, one at a time (the working
+# set into the GPU tier where there is one). A raw client: nbdsh may be
+# missing where binaries were carried.
+nbd_cache_all() {
+	python3 - "$1" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def rd(k):
+    b = b""
+    while len(b) < k:
+        d = s.recv(k - len(b)); assert d; b += d
+    return b
+assert rd(18)[:16] == b"NBDMAGICIHAVEOPT"
+s.sendall(struct.pack(">IQII", 3, 0x49484156454F5054, 1, 0))  # NO_ZEROES, EXPORT_NAME ""
+size = struct.unpack(">QH", rd(10))[0]
+for n, off in enumerate(range(0, size, 64 << 20)):
+    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 5, n, off, min(64 << 20, size - off)))
+    magic, err, _ = struct.unpack(">IIQ", rd(16)); assert magic == 0x67446698 and err == 0, err
+s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))  # DISC
+PY
+}

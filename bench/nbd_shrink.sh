@@ -26,23 +26,8 @@ truncate -s "$ws" "$dir/disk.img"
 "$vc" serve --device $dev --socket "$sock" --pidfile "$dir/pid" --host-bytes 64M --gpu-bytes $tier \
 	--gpu-chunk-bytes $chunk --release-socket "$dir/r.sock" --log "$dir/log" "$dir/disk.img"
 pids+=("$(cat "$dir/pid")")
-# The working set into the GPU tier: NBD_CMD_CACHE, 64 MiB at a time.
-python3 - "$sock" <<'PY'
-import socket, struct, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-def rd(k):
-    b = b""
-    while len(b) < k:
-        d = s.recv(k - len(b)); assert d; b += d
-    return b
-assert rd(18)[:16] == b"NBDMAGICIHAVEOPT"
-s.sendall(struct.pack(">IQII", 3, 0x49484156454F5054, 1, 0))
-size = struct.unpack(">QH", rd(10))[0]
-for n, off in enumerate(range(0, size, 64 << 20)):
-    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 5, n, off, min(64 << 20, size - off)))
-    magic, err, _ = struct.unpack(">IIQ", rd(16)); assert magic == 0x67446698 and err == 0, err
-s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))
-PY
+# The working set into the GPU tier.
+nbd_cache_all "$sock"
 stat_gpu() { "$vc" stat "$sock" | python3 -c 'import json,sys; c=json.load(sys.stdin)["cache"]; print(int(c["gpu_bytes"]), c["gpu_shrink_last_seconds"])'; }
 read -r before _ <<<"$(stat_gpu)"
 half=$(python3 -c "print($before // 2)")

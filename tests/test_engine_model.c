@@ -157,10 +157,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	uint64_t seed = 0x1234 + write_mode * 7 + page_size;
 	t_make_file(path, sizeof path, size, seed);
 	struct run r = { .size = size, .ops = ops, .write_mode = write_mode };
-	r.shadow = malloc(size);
-	int fd = open(path, O_RDONLY);
-	CHECK(pread(fd, r.shadow, size, 0) == (ssize_t)size);
-	close(fd);
+	r.shadow = t_read_file(path, size);
 
 	struct vc_config cfg;
 	vc_config_init(&cfg);

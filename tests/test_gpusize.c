@@ -133,10 +133,7 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	uint64_t seed = 0x9100 + write_mode * 7 + page_size;
 	t_make_file(path, sizeof path, size, seed);
 	struct run r = { .size = size, .ops = ops, .page_size = page_size };
-	r.shadow = malloc(size);
-	int fd = open(path, O_RDONLY);
-	CHECK(pread(fd, r.shadow, size, 0) == (ssize_t)size);
-	close(fd);
+	r.shadow = t_read_file(path, size);
 
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -262,10 +259,7 @@ static void edges(int kind)
 	CHECK(st.gpu_bytes_released_requested == chunk && st.gpu_bytes_released == max);
 	CHECK_OK(vc_gpu_shrink(c, 4096, 0, &got));
 	CHECK(got == 0);
-	unsigned char *buf = malloc(size), *want = malloc(size);
-	int fd = open(path, O_RDONLY);
-	CHECK(pread(fd, want, size, 0) == (ssize_t)size);
-	close(fd);
+	unsigned char *buf = malloc(size), *want = t_read_file(path, size);
 	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size); /* misses past the host tier */
 	CHECK(memcmp(buf, want, size) == 0);
 	CHECK_OK(vc_prefetch(c, 0, size, VC_TIER_GPU)); /* a hint, unheeded */

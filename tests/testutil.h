@@ -118,6 +118,16 @@ static inline void t_chaos(vc_cache *c, uint64_t size, uint64_t seed, atomic_int
 	}
 }
 
+/* The first `size` bytes of the file at path, in memory from malloc. */
+static inline unsigned char *t_read_file(const char *path, uint64_t size)
+{
+	unsigned char *b = malloc(size ? size : 1);
+	int fd = open(path, O_RDONLY);
+	CHECK(b && fd >= 0 && pread(fd, b, size, 0) == (ssize_t)size);
+	close(fd);
+	return b;
+}
+
 /* The file at path must hold exactly shadow[0..size): the first
  * difference is reported and fails the test. */
 static inline void t_check_file(const char *path, const unsigned char *shadow, uint64_t size)

@@ -32,15 +32,12 @@
 
 #include "engine/engine.h"
 
-/* The whole tier's segments: enough for one chunk's sealed list. */
+/* Segments in a chunk: every chunk has as many but the last, which may
+ * have fewer. */
 static uint32_t chunk_seg_max(const struct vc_cache *c)
 {
-	uint32_t first, n = 0;
-	for (uint32_t ch = 0; ch < vc_ls_nchunks(c->gpu.ls); ch++) {
-		uint32_t k = vc_ls_chunk_segs(c->gpu.ls, ch, &first);
-		n = k > n ? k : n;
-	}
-	return n;
+	uint32_t first;
+	return vc_ls_chunk_segs(c->gpu.ls, 0, &first);
 }
 
 /* Under c->mu: moves the live pages of sealed segment seg (in a draining
