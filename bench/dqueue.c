@@ -249,7 +249,7 @@ int main(int argc, char **argv)
 	BENCH_OK(vc_dq_create(dev, &qc, &q));
 	struct vc_batcher *bat;
 	setenv("VC_MOVE_PATH", "batch", 1); /* the launched-batch baseline, not the queue */
-	BENCH_OK(vc_batcher_create(dev, PS, 256, 50, &bat));
+	BENCH_OK(vc_batcher_create(dev, PS, 256, 50, NULL, &bat));
 	printf("device: %s\nqueue: %u rings x %u lanes, depth %u, idle stop %llu us\n", dev->desc,
 	       q->nrings, q->lanes, q->depth, (unsigned long long)(q->idle_ns / 1000));
 	if (lat_only) {

@@ -284,7 +284,7 @@ static double one_batch_async(struct bench *B, int dir, uint32_t n, uint32_t p)
 static void measure(struct bench *B, uint32_t n, struct row r[NDIRS])
 {
 	struct vc_batcher *bt;
-	BENCH_OK(vc_batcher_create(B->d, PAGE, n, 50, &bt));
+	BENCH_OK(vc_batcher_create(B->d, PAGE, n, 50, NULL, &bt));
 	uint32_t p = pages_per_rep(B, n);
 	double v[6][16];
 	for (int dir = 0; dir < NDIRS; dir++) {
@@ -359,7 +359,7 @@ static struct lat lat_batcher(struct bench *B, int dir)
 {
 	static double v[LAT_TRIALS];
 	struct vc_batcher *bt;
-	BENCH_OK(vc_batcher_create(B->d, PAGE, 256, 50, &bt));
+	BENCH_OK(vc_batcher_create(B->d, PAGE, 256, 50, NULL, &bt));
 	for (int k = -100; k < LAT_TRIALS; k++) {
 		struct vc_move m = move_at(B, dir, B->g++);
 		struct vc_ticket t;

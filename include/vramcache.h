@@ -75,9 +75,18 @@ enum vc_gpu_hits {
 				  victim takes its GPU slot (two transfers) */
 };
 
+/* Encryption of the pages the GPU tier holds (vc_config.encrypt; BAG
+ * section 3.5). docs/ENCRYPTION.md says what it protects and where key
+ * bytes live. */
+enum vc_encrypt {
+	VC_ENCRYPT_OFF = 0,
+	VC_ENCRYPT_XTS = 1, /* AES-256-XTS (dm-crypt's aes-xts-plain64), the tweak naming the
+			       page: no plaintext of cached data rests in GPU memory */
+};
+
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 4
+#define VC_CONFIG_VERSION 5
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -139,6 +148,18 @@ struct vc_config {
 	 * by chunks (no CUDA virtual memory management) the tier is one
 	 * allocation of fixed size. */
 	uint64_t gpu_chunk_bytes;
+
+	/* Version 5: encryption of the GPU tier (enum vc_encrypt; default
+	 * off). The host tier holds plaintext, the GPU tier ciphertext only:
+	 * pages are encrypted inside the move to the GPU and decrypted inside
+	 * the move back. key_file: a file of exactly 64 raw bytes (two
+	 * different AES-256 keys), owned by the user, mode 0600 or stricter;
+	 * NULL (default): a random key per open, from the kernel's random
+	 * source (the GPU tier does not outlive the cache, so nothing needs
+	 * it later). Either way the key stays in locked host memory and is
+	 * zeroed at close. */
+	int encrypt;
+	const char *key_file;
 };
 
 void vc_config_init(struct vc_config *cfg);

@@ -53,7 +53,7 @@ static void size_and_idle(void)
 	struct vc_batcher *b;
 	/* A 30 s timeout: if a lone request waited for it, the test would
 	 * blow its time limit instead of passing. */
-	CHECK_OK(vc_batcher_create(dev, PS, 4, 30000000, &b));
+	CHECK_OK(vc_batcher_create(dev, PS, 4, 30000000, NULL, &b));
 	struct vc_batcher_stats st;
 	struct vc_ticket t[5];
 	for (uint32_t i = 0; i < 4; i++) {
@@ -88,7 +88,7 @@ static void timeout_closes(void)
 {
 	struct vc_batcher *b;
 	const uint32_t timeout_us = 50000;
-	CHECK_OK(vc_batcher_create(dev, PS, 4, timeout_us, &b));
+	CHECK_OK(vc_batcher_create(dev, PS, 4, timeout_us, NULL, &b));
 	struct vc_ticket t[5];
 	for (uint32_t i = 0; i < 5; i++) {
 		fill_host(10 + i, 10 + i);
@@ -132,7 +132,7 @@ static void *wait_main(void *arg)
 static void completion_submits(void)
 {
 	struct vc_batcher *b;
-	CHECK_OK(vc_batcher_create(dev, PS, 2, 30000000, &b));
+	CHECK_OK(vc_batcher_create(dev, PS, 2, 30000000, NULL, &b));
 	struct vc_ticket t[3];
 	for (uint32_t i = 0; i < 3; i++) {
 		fill_host(20 + i, 20 + i);
@@ -201,7 +201,7 @@ static void *mover_main(void *arg)
 static void add_more_than_slots(void)
 {
 	struct vc_batcher *b;
-	CHECK_OK(vc_batcher_create(dev, PS, 2, 100, &b));
+	CHECK_OK(vc_batcher_create(dev, PS, 2, 100, NULL, &b));
 	enum { N = 100 };
 	struct vc_move mv[N];
 	struct vc_ticket t[N];
@@ -224,7 +224,7 @@ static void add_more_than_slots(void)
 static void many_threads(void)
 {
 	struct vc_batcher *b;
-	CHECK_OK(vc_batcher_create(dev, PS, 32, 100, &b));
+	CHECK_OK(vc_batcher_create(dev, PS, 32, 100, NULL, &b));
 	pthread_t th[8];
 	struct mover mv[8];
 	for (int i = 0; i < 8; i++) {

@@ -271,7 +271,7 @@ int main(void)
 	void *p;
 	CHECK_OK(dev->ops->host_alloc(dev, (size_t)PS * PER_SEG * 2, &p, &pin_dev));
 	pin = p;
-	CHECK_OK(vc_batcher_create(dev, PS, 64, 50, &bat));
+	CHECK_OK(vc_batcher_create(dev, PS, 64, 50, NULL, &bat));
 
 	uint64_t seed = 77;
 	int evictions = 0, cleanings = 0;

@@ -12,6 +12,8 @@
  * shared memory instead of a shuffle) and vc_xts_unit does the page. Page
  * sizes 16 B .. 4 KiB, both directions, keys in registers and in shared
  * memory; the ciphertext must equal OpenSSL's and decrypt to the input.
+ * Then the move kernels' vc_xts_piece (512 B .. 4 KiB), out of place:
+ * encryption in both table layouts, decryption in the decryption layout.
  */
 #define __host__
 #define __device__
@@ -65,7 +67,9 @@ static uint4 share[WARPS][32]; /* each lane's encrypted tweak: the shuffle's sta
 static struct job {
 	vc_xts_kparam key;
 	bool enc, smem_keys;
+	bool piece, layout_enc; /* vc_xts_piece (the move kernels') in a layout */
 	uint4 *pages;
+	uint4 *out; /* piece mode's destination */
 	const uint64_t *tweaks;
 	uint32_t n, nblocks;
 } job;
@@ -75,7 +79,7 @@ static void thread_body()
 {
 	vc_xts_setup<Enc>(smem, job.key);
 	const vc_xts_lane L = vc_xts_lane_make(smem);
-	const Keys k(smem.rk);
+	const Keys k(Enc ? smem.rk : smem.rkd);
 	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32;
 	/* Warp w's pages: w, w + WARPS, ... (the kernel's grid stride). */
 	const uint32_t q = w + lane * WARPS;
@@ -90,10 +94,52 @@ static void thread_body()
 	vc_xts_wipe(smem);
 }
 
+/* The move kernels' scheme: a block set up in LayoutEnc's layout, each
+ * page one piece of V x 512 bytes by vc_xts_piece, with tweaks as above;
+ * source and destination apart (a move). */
+template <bool LayoutEnc, bool Enc, int V>
+static void thread_body_piece()
+{
+	vc_xts_setup<LayoutEnc>(smem, job.key);
+	const vc_xts_lane L = vc_xts_lane_make(smem);
+	const vc_xts_keys_smem k(Enc ? smem.rk : smem.rkd);
+	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32;
+	const uint32_t q = w + lane * WARPS;
+	share[w][lane] = q < job.n ? vc_xts_tweak_encrypt<LayoutEnc>(L, smem, job.tweaks[q])
+				   : make_uint4(0, 0, 0, 0);
+	__syncthreads();
+	for (uint32_t i = 0; i < 32; i++) {
+		const uint32_t p = w + i * WARPS;
+		if (p < job.n)
+			vc_xts_piece<V, LayoutEnc, Enc, plain_hint>(L, k, share[w][i],
+				job.pages + (size_t)p * job.nblocks + lane,
+				job.out + (size_t)p * job.nblocks + lane);
+	}
+	vc_xts_wipe(smem);
+}
+
+template <int V>
+static void piece_v()
+{
+	if (job.layout_enc)
+		thread_body_piece<true, true, V>();
+	else if (job.enc)
+		thread_body_piece<false, true, V>();
+	else
+		thread_body_piece<false, false, V>();
+}
+
 static void *thread_main(void *arg)
 {
 	threadIdx = make_uint3((unsigned)(uintptr_t)arg, 0, 0);
-	if (job.enc)
+	if (job.piece) {
+		switch (job.nblocks / 32) {
+		case 1: piece_v<1>(); break;
+		case 2: piece_v<2>(); break;
+		case 4: piece_v<4>(); break;
+		default: piece_v<8>(); break;
+		}
+	} else if (job.enc)
 		job.smem_keys ? thread_body<true, vc_xts_keys_smem>() : thread_body<true, vc_xts_keys_reg>();
 	else
 		job.smem_keys ? thread_body<false, vc_xts_keys_smem>() : thread_body<false, vc_xts_keys_reg>();
@@ -137,7 +183,7 @@ static void check(const unsigned char *got, const unsigned char *want, size_t le
 int main()
 {
 	uint64_t seed = 0x243f6a8885a308d3ull;
-	static unsigned char pt[PAGES * WARPS * 4096], buf[sizeof pt], ref[sizeof pt];
+	static unsigned char pt[PAGES * WARPS * 4096], buf[sizeof pt], ref[sizeof pt], pbuf[sizeof pt];
 	uint64_t tw[PAGES * WARPS];
 	int cases = 0;
 	for (uint32_t ps = VC_XTS_UNIT_MIN; ps <= VC_XTS_UNIT_MAX; ps *= 2)
@@ -172,12 +218,41 @@ int main()
 			job.enc = false;
 			run_block();
 			check(buf, pt, bytes, ps, "decrypt(encrypt(x))");
-			static const uint4 zero[30] = {};
-			if (memcmp(smem.rk, zero, sizeof smem.rk + sizeof smem.tk) != 0) {
+			static const uint4 zero[45] = {};
+			static_assert(sizeof zero == sizeof smem.rk + sizeof smem.rkd + sizeof smem.tk,
+				      "the round keys");
+			if (memcmp(smem.rk, zero, sizeof zero) != 0) {
 				fprintf(stderr, "round keys left in shared memory after vc_xts_wipe\n");
 				return 1;
 			}
 			cases++;
+			if (ps < 512 || smem_keys)
+				continue;
+			/* The move kernels' pieces: encrypt in either layout,
+			 * decrypt in the decryption layout, out of place. */
+			job.piece = true;
+			job.out = reinterpret_cast<uint4 *>(pbuf);
+			for (int layout_enc = 1; layout_enc >= 0; layout_enc--) {
+				memcpy(buf, pt, bytes);
+				memset(pbuf, 0, bytes);
+				job.layout_enc = layout_enc;
+				job.enc = true;
+				run_block();
+				check(pbuf, ref, bytes, ps, layout_enc ? "piece, encryption layout"
+								       : "piece encrypting, decryption layout");
+				check(buf, pt, bytes, ps, "piece's source");
+				job.layout_enc = false;
+				job.enc = false;
+				job.pages = reinterpret_cast<uint4 *>(pbuf);
+				job.out = reinterpret_cast<uint4 *>(buf);
+				memset(buf, 0, bytes);
+				run_block();
+				check(buf, pt, bytes, ps, "piece decrypting");
+				job.pages = reinterpret_cast<uint4 *>(buf);
+				job.out = reinterpret_cast<uint4 *>(pbuf);
+				cases++;
+			}
+			job.piece = false;
 		}
 	printf("test_xts_sim: %d cases (16 B .. 4 KiB pages, keys in registers and shared memory, "
 	       "both directions) equal OpenSSL\n", cases);

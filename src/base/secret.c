@@ -145,3 +145,8 @@ int vc_secret_load(const char *path, size_t len, struct vc_secret **out)
 	*out = s;
 	return 0;
 }
+
+void vc_secret_zero(void *p, size_t n)
+{
+	explicit_bzero(p, n);
+}

@@ -16,6 +16,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct vc_secret {
 	unsigned char *bytes; /* len bytes, inside the locked mapping */
 	size_t len;
@@ -43,4 +47,12 @@ int vc_secret_load(const char *path, size_t len, struct vc_secret **out);
 /* Zeroes and unmaps s; NULL is a no-op. */
 void vc_secret_free(struct vc_secret *s);
 
+/* Zeroes n bytes at p in a way the compiler keeps (explicit_bzero): for
+ * the short-lived copies of key material a caller makes (a launch's
+ * parameters) once they are used. */
+void vc_secret_zero(void *p, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

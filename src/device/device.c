@@ -81,3 +81,18 @@ int vc_gc_check(const struct vc_gc_job *j)
 			      (unsigned long long)room);
 	return 0;
 }
+
+int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key)
+{
+	const uint32_t op = m->op & VC_MOVE_OP_MASK, ciph = m->op & VC_MOVE_CIPHER;
+	if ((op != VC_MOVE_COPY && op != VC_MOVE_SWAP) || (m->op & ~(VC_MOVE_OP_MASK | VC_MOVE_CIPHER)))
+		return vc_err(-EINVAL, "move: unknown op word %#x", m->op);
+	if (!ciph)
+		return 0;
+	if (ciph == VC_MOVE_CIPHER || op != VC_MOVE_COPY)
+		return vc_err(-EINVAL, "move: op word %#x: a cipher applies to one COPY, one way",
+			      m->op);
+	if (!key)
+		return vc_err(-EINVAL, "move: a cipher move, but no key was given");
+	return 0;
+}

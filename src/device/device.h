@@ -25,23 +25,50 @@ enum vc_move_op {
 	VC_MOVE_SWAP = 1, /* exchange the pages at src and dst */
 };
 
-/* One page move. 24 bytes; trivially copyable, read by kernels in place. */
+/* A move's op word: the op in bits 0..3, and at most one cipher flag
+ * (device/xts.h's AES-256-XTS under the batch's or queue's key), which
+ * applies to COPY only:
+ *   VC_MOVE_ENCRYPT  dst <- XTS-encrypt(src)
+ *   VC_MOVE_DECRYPT  dst <- XTS-decrypt(src)
+ * The page is min(page_size, 4 KiB)-byte data units; unit k of the page
+ * has tweak `tweak + k` (dm-crypt numbers a bio's sectors so), which the
+ * engine makes the page's first unit number, so that ciphertext is bound
+ * to the page and not to the slot it sits in. The plaintext exists only
+ * at the host side of the move, the cipher runs in the move itself: no
+ * pass over device memory and no plaintext staged there. */
+#define VC_MOVE_OP_MASK 0x0fu
+#define VC_MOVE_ENCRYPT 0x10u
+#define VC_MOVE_DECRYPT 0x20u
+#define VC_MOVE_CIPHER (VC_MOVE_ENCRYPT | VC_MOVE_DECRYPT)
+
+/* One page move. 32 bytes; trivially copyable, read by kernels in place. */
 struct vc_move {
 	uint64_t src;
 	uint64_t dst;
-	uint32_t op; /* enum vc_move_op */
+	uint32_t op;    /* enum vc_move_op | VC_MOVE_ENCRYPT or VC_MOVE_DECRYPT */
 	uint32_t _pad;
+	uint64_t tweak; /* the first data unit's, with a cipher flag */
 };
 
+struct vc_xts_key;
+
+/* Checks a move's op word against the key there is (NULL: none): a known
+ * op, at most one cipher flag, only on a COPY, and only with a key. 0 or
+ * -EINVAL with a message. */
+int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key);
+
 /* A device batch. The batcher owns `moves` (allocated with host_alloc, so
- * the GPU reads it in place) and fills n and page_size; the backend owns the
- * rest. Invariant: no two moves of batches in flight touch the same page. */
+ * the GPU reads it in place) and fills n and page_size, and key where its
+ * moves may carry a cipher flag (the key stays the caller's, unchanged,
+ * until the batch completes); the backend owns the rest. Invariant: no two
+ * moves of batches in flight touch the same page. */
 struct vc_dbatch {
 	struct vc_move *moves;
 	uint64_t moves_dev; /* device-visible address of moves */
 	uint32_t cap;
 	uint32_t n;
 	uint32_t page_size;
+	const struct vc_xts_key *key; /* NULL: no cipher moves */
 	void *priv; /* backend state, set by batch_init */
 };
 

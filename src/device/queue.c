@@ -180,6 +180,7 @@ int vc_dq_create(struct vc_device *d, const struct vc_dq_config *cfg, struct vc_
 	q->depth = depth;
 	q->dshift = (unsigned)__builtin_ctz(depth);
 	q->nrings = cfg->nrings;
+	q->key = cfg->key;
 	q->idle_ns = (uint64_t)(cfg->idle_us ? cfg->idle_us : VC_DQ_IDLE_US) * 1000;
 	pthread_mutex_init(&q->mu, NULL);
 	vc_cond_init_monotonic(&q->cv);
@@ -328,11 +329,15 @@ int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t 
 	uint64_t npieces = (uint64_t)n * q->pieces_per_page;
 	if (npieces > UINT32_MAX)
 		return vc_err(-EINVAL, "device queue: %u pages in one submission", n);
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		if (((m[i].src + q->page_size - 1) | (m[i].dst + q->page_size - 1)) >> VC_DQ_ADDR_BITS)
 			return vc_err(-EINVAL, "device queue: address %#llx or %#llx is past 2^%d",
 				      (unsigned long long)m[i].src, (unsigned long long)m[i].dst,
 				      VC_DQ_ADDR_BITS);
+		int e = vc_move_check(&m[i], q->key);
+		if (e < 0)
+			return e;
+	}
 	struct vc_dq_ring *rg = &q->rings[r];
 	*sp = (struct vc_dq_span){ .ring = r, .n = (uint32_t)npieces };
 	if (n == 0) {
@@ -348,12 +353,16 @@ int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t 
 			struct vc_dq_desc *d = &rg->desc[t & (q->depth - 1)];
 			uint64_t tag = vc_dq_tag(t, q->dshift) << VC_DQ_ADDR_BITS;
 			uint64_t off = (uint64_t)k * q->piece;
+			const uint64_t tw = m[i].tweak + k;
 			atomic_store_explicit(&d->src, (m[i].src + off) | tag, memory_order_relaxed);
 			atomic_store_explicit(&d->dst, (m[i].dst + off) | tag, memory_order_relaxed);
+			atomic_store_explicit(&d->tweak, (tw & VC_DQ_ADDR_MASK) | tag,
+					      memory_order_relaxed);
 			/* Release for host consumers; seq_cst so that a consumer
 			 * going to sleep and this store cannot miss each other
 			 * (emu: the sleeper announces itself, then re-reads). */
-			atomic_store(&d->op, (uint64_t)(m[i].op & 0xff) | tag);
+			atomic_store(&d->op, (uint64_t)(m[i].op & 0xff) |
+						     (tw >> VC_DQ_ADDR_BITS) << VC_DQ_OP_BITS | tag);
 		}
 	atomic_fetch_add_explicit(&rg->submits, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&rg->pieces, npieces, memory_order_relaxed);

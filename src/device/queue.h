@@ -24,9 +24,9 @@
  * completing says nothing of t - 1 unless both are one lane's.
  *
  * Descriptor publication is tagged, not ordered: each of a descriptor's
- * three words carries the tag of its use, (t / depth + 1) mod 2^16, in
+ * four words carries the tag of its use, (t / depth + 1) mod 2^16, in
  * bits 48..63 (addresses are below 2^48), so a consumer that reads the
- * three words in one PCIe request knows they are one publication, whatever
+ * four words in one PCIe request knows they are one publication, whatever
  * order they reached memory in. A host consumer (emu) reads the op word
  * first with acquire, which the producer stores last with release.
  *
@@ -34,7 +34,7 @@
  * system-scope fence (cuda) or release (emu); monotonic, so a slot's later
  * use never hides an earlier completion.
  *
- * Costs: submit is one atomic add per call plus three 8-byte stores per
+ * Costs: submit is one atomic add per call plus four 8-byte stores per
  * 4 KiB piece; completion checks read one word per lane touched; the
  * consumers' polling is O(lanes) PCIe reads per microsecond while they run.
  * Moves in flight must not touch the same bytes (the engine marks pages
@@ -51,12 +51,13 @@
 #include "device/device.h"
 #include "device/queue_abi.h"
 
-/* One slot: 32 bytes (one sector), in mapped pinned host memory. */
+/* One slot: 32 bytes (one sector), in mapped pinned host memory
+ * (queue_abi.h has the layout). */
 struct vc_dq_desc {
-	_Atomic uint64_t src; /* address | tag << 48 */
-	_Atomic uint64_t dst; /* address | tag << 48 */
-	_Atomic uint64_t op;  /* enum vc_move_op | tag << 48 */
-	uint64_t _pad;
+	_Atomic uint64_t src;   /* address | tag << 48 */
+	_Atomic uint64_t dst;   /* address | tag << 48 */
+	_Atomic uint64_t op;    /* op word | tweak >> 48 << 8 | tag << 48 */
+	_Atomic uint64_t tweak; /* tweak & 2^48 - 1 | tag << 48 */
 };
 
 _Static_assert(sizeof(struct vc_dq_desc) == VC_DQ_DESC_WORDS * 8, "descriptor layout");
@@ -64,6 +65,12 @@ _Static_assert(sizeof(struct vc_dq_desc) == VC_DQ_DESC_WORDS * 8, "descriptor la
 static inline uint64_t vc_dq_tag(uint64_t ticket, unsigned depth_shift)
 {
 	return ((ticket >> depth_shift) + 1) & 0xffff;
+}
+
+/* The piece's tweak from its op and tweak words (tags included). */
+static inline uint64_t vc_dq_desc_tweak(uint64_t op, uint64_t tweak)
+{
+	return ((op >> VC_DQ_OP_BITS) & 0xffff) << VC_DQ_ADDR_BITS | (tweak & VC_DQ_ADDR_MASK);
 }
 
 struct vc_dq_ring {
@@ -107,6 +114,10 @@ struct vc_dq_ops {
 
 struct vc_dq_config {
 	uint32_t page_size; /* power of two, 512 B .. 2 MiB */
+	/* For cipher moves (device.h), or NULL; the caller's, unchanged
+	 * until vc_dq_destroy. Backends copy it only into what a launch
+	 * takes (the server's parameters) and wipe their copies. */
+	const struct vc_xts_key *key;
 	uint32_t nrings;    /* 0: the backend's default */
 	uint32_t depth;     /* slots per ring, a power of two; 0: 4096 */
 	uint32_t idle_us;   /* stop consumers after this long without moves; 0: VC_DQ_IDLE_US */
@@ -123,6 +134,7 @@ struct vc_dq {
 	struct vc_device *dev;
 	uint32_t page_size, piece, pieces_per_page;
 	uint32_t nrings, lanes, depth;
+	const struct vc_xts_key *key; /* vc_dq_config's */
 	unsigned dshift;
 	uint64_t idle_ns;
 	uint64_t spin_ns; /* waiters spin this long before the backend's waits */

@@ -300,6 +300,8 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				eng_wait_cv(c);
 				continue;
 			}
+			if (r == 1) /* room made for it: look again */
+				continue;
 			if (r < 0)
 				break;
 			c->st.hits[GPU] += count;
@@ -418,9 +420,8 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 			break;
 		gi[n] = -1;
 		if (tier == GPU) {
-			mv[ng] = (struct vc_move){ .src = slot_addr_gpu(c, p),
-						   .dst = vc_tier_addr(c->gpu.bounce, bounce_slot(c, t, ng)),
-						   .op = VC_MOVE_COPY };
+			mv[ng] = eng_mv_up(c, slot_addr_gpu(c, p),
+					   vc_tier_addr(c->gpu.bounce, bounce_slot(c, t, ng)), pno);
 			gi[n] = (int)ng++;
 		}
 		pin[n] = p;
@@ -517,7 +518,8 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 			src = host_data(c, p);
 		} else {
 			uint32_t b = bounce_slot(c, t, 0);
-			r = eng_move1(c, VC_MOVE_COPY, slot_addr_gpu(c, p), vc_tier_addr(c->gpu.bounce, b));
+			r = eng_move1(c, eng_mv_up(c, slot_addr_gpu(c, p), vc_tier_addr(c->gpu.bounce, b),
+						    p->pno));
 			atomic_fetch_add_explicit(&t->d2h, c->page_size, memory_order_relaxed);
 			src = vc_tier_host(c->gpu.bounce, b);
 		}

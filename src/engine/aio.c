@@ -257,9 +257,8 @@ static bool try_fast(struct vc_aio *q, struct tstate *t, struct vc_aio_req *r, s
 		*g = (struct dpage){ .p = p, .in = in, .k = (uint32_t)k };
 		if (tier == GPU) {
 			g->bounce = q->bfree[--q->nbfree];
-			moves[(*nm)++] = (struct vc_move){ .src = slot_addr_gpu(c, p),
-							   .dst = vc_tier_addr(q->bounce, g->bounce),
-							   .op = VC_MOVE_COPY };
+			moves[(*nm)++] = eng_mv_up(c, slot_addr_gpu(c, p),
+						   vc_tier_addr(q->bounce, g->bounce), pno);
 			d->ng++;
 		} else {
 			g->bounce = UINT32_MAX;

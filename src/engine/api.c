@@ -106,6 +106,10 @@ static int config_check(const struct vc_config *cfg)
 			      cfg->demote_batch);
 	if (cfg->gpu_hits != VC_GPU_HITS_SERVE && cfg->gpu_hits != VC_GPU_HITS_SWAP)
 		return vc_err(-EINVAL, "unknown GPU-hit mode %d", cfg->gpu_hits);
+	if (cfg->encrypt != VC_ENCRYPT_OFF && cfg->encrypt != VC_ENCRYPT_XTS)
+		return vc_err(-EINVAL, "unknown encryption mode %d", cfg->encrypt);
+	if (cfg->key_file && cfg->encrypt == VC_ENCRYPT_OFF)
+		return vc_err(-EINVAL, "a key file (%s) but encryption is off", cfg->key_file);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
 		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
 	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)
@@ -141,16 +145,41 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, u
 		return r;
 	}
 	v->size = vc_backing_size(v->bk);
-	if (v->size >> c->pshift > VC_PNO_INDEX_MASK) {
+	/* Pages, and with encryption the cipher's units (engine.h's
+	 * page_tweak), are numbered in 48 bits. */
+	const uint64_t units = (v->size >> c->pshift) * (c->gpu.cipher ? c->gpu.units_per_page : 1);
+	if (units > VC_PNO_INDEX_MASK || v->size >> c->pshift > VC_PNO_INDEX_MASK) {
 		unsigned long long sz = v->size;
 		vol_free(v);
-		return vc_err(-EFBIG, "backing store of %llu bytes: more than 2^%d pages", sz,
-			      VC_PNO_VOL_SHIFT);
+		return vc_err(-EFBIG, "backing store of %llu bytes: more than 2^%d pages%s", sz,
+			      VC_PNO_VOL_SHIFT, c->gpu.cipher ? " or cipher units" : "");
 	}
 	eng_lock(c);
 	c->vols[id] = v;
 	eng_unlock(c);
 	return 0;
+}
+
+/* The GPU tier's key (vc_config.encrypt): from the key file or random,
+ * in locked memory (base/secret.h), checked as the cipher requires. */
+static int key_open(struct vc_cache *c, const struct vc_config *cfg)
+{
+	if (cfg->encrypt == VC_ENCRYPT_OFF || !cfg->gpu_bytes)
+		return 0;
+	c->gpu.units_per_page = c->page_size > VC_XTS_UNIT_MAX ? c->page_size / VC_XTS_UNIT_MAX : 1;
+	int r = cfg->key_file ? vc_secret_load(cfg->key_file, VC_XTS_KEY_BYTES, &c->gpu.key)
+			      : vc_secret_random(VC_XTS_KEY_BYTES, &c->gpu.key);
+	if (r < 0)
+		return r;
+	c->gpu.xkey = (const struct vc_xts_key *)c->gpu.key->bytes;
+	r = vc_xts_check(c->gpu.xkey, c->page_size < VC_XTS_UNIT_MAX ? c->page_size : VC_XTS_UNIT_MAX);
+	if (r < 0 && cfg->key_file) {
+		char why[256];
+		snprintf(why, sizeof why, "%s", vc_last_error());
+		return vc_err(r, "key file %s: %s", cfg->key_file, why);
+	}
+	c->gpu.cipher = r == 0;
+	return r;
 }
 
 int vc_open(const struct vc_config *in, vc_cache **out)
@@ -183,9 +212,16 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
 	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;
 
-	r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, cfg.flags);
+	r = key_open(c, &cfg);
+	if (r == 0)
+		r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, cfg.flags);
 	if (r == 0)
 		r = vc_device_open(cfg.device, cfg.device_ordinal, &c->gpu.dev);
+	/* The emulated device encrypts with OpenSSL, which a build may lack:
+	 * a cipher call of no pages says so. */
+	if (r == 0 && c->gpu.cipher && strcmp(c->gpu.dev->ops->name, "emu") == 0)
+		r = vc_emu_xts_pages(c->gpu.xkey, NULL, NULL, 0, c->page_size < VC_XTS_UNIT_MAX ?
+							 c->page_size : VC_XTS_UNIT_MAX, 1);
 	if (r == 0)
 		r = vc_tier_open(c->gpu.dev, HOST, host_pages, c->page_size, &c->host);
 	if (r == 0 && cfg.gpu_bytes) {
@@ -207,7 +243,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		r = vc_tier_open(c->gpu.dev, HOST, cfg.batch_pages, c->page_size, &c->gpu.stage_bulk);
 	if (r == 0)
 		r = vc_batcher_create(c->gpu.dev, c->page_size, cfg.batch_pages, cfg.batch_timeout_us,
-				      &c->gpu.bat);
+				      c->gpu.xkey, &c->gpu.bat);
 	c->gpu.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->gpu.ls;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
 	/* VC_MISS_PATH=locked: misses and writes take the engine lock as
@@ -316,6 +352,7 @@ int vc_close(vc_cache *c)
 	vc_ls_close(c->gpu.ls);
 	vc_tier_close(c->host);
 	vc_device_close(c->gpu.dev);
+	vc_secret_free(c->gpu.key);
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
 		if (c->vols[i])
 			vol_free(c->vols[i]);

@@ -72,7 +72,7 @@ static int hist_bucket(uint32_t n)
 }
 
 int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
-		      uint32_t timeout_us, struct vc_batcher **out)
+		      uint32_t timeout_us, const struct vc_xts_key *key, struct vc_batcher **out)
 {
 	if (max_pages == 0)
 		return vc_err(-EINVAL, "batch size must be at least 1 page");
@@ -81,7 +81,7 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 		return vc_err(-ENOMEM, "out of memory");
 	const char *path = getenv("VC_MOVE_PATH");
 	if (dev->ops->dq_init && !(path && strcmp(path, "batch") == 0)) {
-		struct vc_dq_config qc = { .page_size = page_size };
+		struct vc_dq_config qc = { .page_size = page_size, .key = key };
 		int r = vc_dq_create(dev, &qc, &b->dq);
 		if (r < 0) {
 			free(b);
@@ -109,6 +109,7 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 		s->db.moves_dev = s->dev_addr;
 		s->db.cap = max_pages;
 		s->db.page_size = page_size;
+		s->db.key = key;
 		r = dev->ops->batch_init(dev, &s->db);
 		if (r < 0) {
 			dev->ops->host_free(dev, mem);

@@ -48,8 +48,10 @@ struct vc_batcher_stats {
 	uint64_t wait_ns;            /* summed over waiting threads */
 };
 
+/* key: for moves with a cipher flag (device.h), or NULL; the caller's,
+ * unchanged until vc_batcher_destroy. */
 int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
-		      uint32_t timeout_us, struct vc_batcher **out);
+		      uint32_t timeout_us, const struct vc_xts_key *key, struct vc_batcher **out);
 /* "queue" or "batch": the path in use. */
 const char *vc_batcher_path(const struct vc_batcher *b);
 /* Waits for batches in flight, then frees. */

@@ -99,7 +99,9 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "base/pageno.h"
+#include "base/secret.h"
 #include "device/device.h"
+#include "device/xts.h"
 #include "engine/batcher.h"
 #include "engine/page.h"
 #include "index/dirtyset.h"
@@ -195,6 +197,13 @@ struct vc_gpu {
 	pthread_t dropper;
 	void *dropper_job;
 	bool profile; /* VC_GPU_SHRINK_PROFILE: phases to stderr; set at open */
+	/* Encryption of the GPU tier (vc_config.encrypt; set at open): the
+	 * key in locked host memory (base/secret.h) for the cache's life,
+	 * xkey pointing into it; cipher when on. */
+	bool cipher;
+	uint32_t units_per_page; /* cipher data units per page (tweak stride) */
+	struct vc_secret *key;
+	const struct vc_xts_key *xkey;
 };
 
 struct vc_cache {
@@ -412,6 +421,38 @@ static inline uint64_t slot_addr_gpu(const struct vc_cache *c, const struct vc_p
 	return vc_ls_addr(c->gpu.ls, gpu_slot(c, p));
 }
 
+/* Moves between the tiers (device.h). With encryption on (c->gpu.cipher)
+ * the GPU tier holds ciphertext only: a move down (host memory to a GPU
+ * slot) encrypts, a move up (a GPU slot to host memory: a host slot, a
+ * bounce or a staging page) decrypts, under the cache's key, with the
+ * page's tweak. The tweak names the page, never its slot, so the cleaner
+ * moves ciphertext as it is: unit k of page pno (units of min(page, 4
+ * KiB), device.h) is unit number
+ *     vol << 48 | (index * units_per_page + k)
+ * of its volume, as dm-crypt's plain64 numbers 4 KiB sectors (vol_open
+ * refuses a volume whose unit numbers would not fit 48 bits). */
+static inline uint64_t page_tweak(const struct vc_cache *c, uint64_t pno)
+{
+	return (pno & ~VC_PNO_INDEX_MASK) |
+	       ((vc_pno_index(pno) * c->gpu.units_per_page) & VC_PNO_INDEX_MASK);
+}
+
+static inline struct vc_move eng_mv_down(const struct vc_cache *c, uint64_t host, uint64_t gpu,
+					 uint64_t pno)
+{
+	return (struct vc_move){ .src = host, .dst = gpu,
+				 .op = VC_MOVE_COPY | (c->gpu.cipher ? VC_MOVE_ENCRYPT : 0),
+				 .tweak = page_tweak(c, pno) };
+}
+
+static inline struct vc_move eng_mv_up(const struct vc_cache *c, uint64_t gpu, uint64_t host,
+				       uint64_t pno)
+{
+	return (struct vc_move){ .src = gpu, .dst = host,
+				 .op = VC_MOVE_COPY | (c->gpu.cipher ? VC_MOVE_DECRYPT : 0),
+				 .tweak = page_tweak(c, pno) };
+}
+
 static inline unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
 {
 	return vc_tier_host(c->host, p->slot);
@@ -524,7 +565,7 @@ bool eng_unevictable(const struct vc_pnode *n, void *arg);
 void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop(struct vc_cache *c, struct vc_page *p);
-int eng_move1(struct vc_cache *c, int op, uint64_t src, uint64_t dst);
+int eng_move1(struct vc_cache *c, struct vc_move m);
 int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
 int eng_promote(struct vc_cache *c, struct vc_page *p);

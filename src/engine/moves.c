@@ -66,9 +66,8 @@ void eng_page_drop(struct vc_cache *c, struct vc_page *p)
 }
 
 /* One page move, unlocked: add to the open batch and wait for it. */
-int eng_move1(struct vc_cache *c, int op, uint64_t src, uint64_t dst)
+int eng_move1(struct vc_cache *c, struct vc_move m)
 {
-	struct vc_move m = { .src = src, .dst = dst, .op = (uint32_t)op };
 	struct vc_ticket t;
 	int r = vc_batcher_add(c->gpu.bat, &m, &t);
 	return r < 0 ? r : vc_batcher_wait(c->gpu.bat, &t);
@@ -166,8 +165,7 @@ static int demote_batch(struct vc_cache *c)
 	struct vc_move mv[DEMOTE_BATCH_MAX];
 	for (uint32_t i = 0; i < n; i++) {
 		pol_remove(c, v[i]);
-		mv[i] = (struct vc_move){ .src = slot_addr(c, v[i]), .dst = vc_ls_addr(c->gpu.ls, g[i]),
-					  .op = VC_MOVE_COPY };
+		mv[i] = eng_mv_down(c, slot_addr(c, v[i]), vc_ls_addr(c->gpu.ls, g[i]), v[i]->pno);
 	}
 	c->demoters++;
 	eng_unlock(c);
@@ -223,7 +221,9 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 	}
 }
 
-/* Brings a GPU-tier page (not busy) to the host tier. */
+/* Brings a GPU-tier page (not busy) to the host tier: 0, -EAGAIN (wait
+ * and look again), 1 (look again now: encryption made room first), or
+ * -errno. */
 int eng_promote(struct vc_cache *c, struct vc_page *p)
 {
 	eng_assert_locked(c);
@@ -231,7 +231,19 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	struct vc_page *v = NULL;
 	if (!vc_page_claim(p, VC_ST_BUSY, 0))
 		return -EAGAIN; /* a reader is copying it out in place */
-	if (vc_tier_alloc(c->host, &s) < 0) {
+	const bool slot_free = vc_tier_alloc(c->host, &s) == 0;
+	if (!slot_free && c->gpu.cipher) {
+		/* No SWAP under encryption: the victim's plaintext would go
+		 * down and p's ciphertext up in one move, two tweaks in one
+		 * descriptor. Room comes the way a miss makes it (a demotion
+		 * batch), and the caller looks p up again. */
+		st_clear(c, p, VC_ST_BUSY);
+		int r = eng_host_slot_get(c, &s);
+		if (r < 0)
+			return r;
+		vc_tier_free(c->host, s);
+		return 1;
+	} else if (!slot_free) {
 		v = host_victim(c);
 		if (!v || !vc_page_claim(v, VC_ST_BUSY, 0)) {
 			st_clear(c, p, VC_ST_BUSY);
@@ -243,7 +255,8 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	uint64_t gaddr = slot_addr(c, p);
 	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->host, s);
 	eng_unlock(c);
-	int r = v ? eng_move1(c, VC_MOVE_SWAP, haddr, gaddr) : eng_move1(c, VC_MOVE_COPY, gaddr, haddr);
+	int r = v ? eng_move1(c, (struct vc_move){ .src = haddr, .dst = gaddr, .op = VC_MOVE_SWAP })
+		  : eng_move1(c, eng_mv_up(c, gaddr, haddr, p->pno));
 	eng_lock(c);
 	if (r < 0) {
 		/* The device failed mid-move: the slots' contents are unknown, so

@@ -34,7 +34,7 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	uint64_t pno = p->pno, src = slot_addr(c, p);
 	unsigned char *buf = on_gpu ? vc_tier_host(c->gpu.stage_wb, s) : host_data(c, p);
 	eng_unlock(c);
-	int r = on_gpu ? eng_move1(c, VC_MOVE_COPY, src, vc_tier_addr(c->gpu.stage_wb, s)) : 0;
+	int r = on_gpu ? eng_move1(c, eng_mv_up(c, src, vc_tier_addr(c->gpu.stage_wb, s), pno)) : 0;
 	if (r == 0)
 		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
 	eng_lock(c);
@@ -79,9 +79,7 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 		}
 		for (uint32_t j = 0; j < k; j++) {
 			struct vc_page *p = pages[i + j];
-			mv[j] = (struct vc_move){ .src = slot_addr(c, p),
-						  .dst = vc_tier_addr(stage, st[j]),
-						  .op = VC_MOVE_COPY };
+			mv[j] = eng_mv_up(c, slot_addr(c, p), vc_tier_addr(stage, st[j]), p->pno);
 			io[j] = (struct vc_bio){ .buf = vc_tier_host(stage, st[j]),
 						 .off = page_off(c, p->pno),
 						 .len = page_len(c, p->pno),
@@ -155,9 +153,8 @@ int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
 		if (!j->staged || b->bios[i].result < 0)
 			continue;
 		uint64_t slot = slot_addr(c, j->p), st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
-		b->moves[m++] = (struct vc_move){ .src = to_stage ? slot : st,
-						  .dst = to_stage ? st : slot,
-						  .op = VC_MOVE_COPY };
+		b->moves[m++] = to_stage ? eng_mv_up(c, slot, st, j->p->pno)
+					 : eng_mv_down(c, st, slot, j->p->pno);
 	}
 	if (m == 0)
 		return 0;

@@ -190,6 +190,25 @@ int vc_ls_open(struct vc_device *dev, const struct vc_ls_config *cfg, struct vc_
 	return 0;
 }
 
+/* Overwrites len bytes of device memory at addr with zeros before they
+ * go back to the device, as mem_unmap does for chunks: no cached byte
+ * reaches the memory's next owner. Best effort (close cannot fail): a
+ * device that cannot take the copies has failed anyway. Cost: len bytes
+ * of host-to-device copies, 4 MiB at a time. */
+static void scrub(struct vc_device *d, uint64_t addr, uint64_t len)
+{
+	const size_t step = 4u << 20;
+	void *zero;
+	uint64_t zero_dev;
+	if (d->ops->host_alloc(d, step, &zero, &zero_dev) < 0)
+		return;
+	memset(zero, 0, step);
+	for (uint64_t o = 0; o < len; o += step)
+		if (d->ops->memcpy_sync(d, addr + o, zero_dev, len - o < step ? len - o : step) < 0)
+			break;
+	d->ops->host_free(d, zero);
+}
+
 void vc_ls_close(struct vc_ls *ls)
 {
 	if (!ls)
@@ -200,6 +219,7 @@ void vc_ls_close(struct vc_ls *ls)
 				(void)ls->dev->ops->mem_unmap(ls->dev, chunk_addr(ls, ch), chunk_len(ls, ch));
 		ls->dev->ops->mem_unreserve(ls->dev, ls->base, ls->reserved);
 	} else if (ls->base) {
+		scrub(ls->dev, ls->base, (uint64_t)ls->nseg * ls->seg_bytes);
 		ls->dev->ops->mem_free(ls->dev, ls->base);
 	}
 	free(ls->chunk);

@@ -381,7 +381,7 @@ static bool contiguous_copy(const struct vc_dbatch *b)
 	if (m[0].op != VC_MOVE_COPY)
 		return false;
 	for (uint32_t i = 1; i < b->n; i++) {
-		if (m[i].op != VC_MOVE_COPY || m[i].src != m[i - 1].src + b->page_size ||
+		if (m[i].op != VC_MOVE_COPY || /* a cipher flag breaks the run too */ m[i].src != m[i - 1].src + b->page_size ||
 		    m[i].dst != m[i - 1].dst + b->page_size)
 			return false;
 	}
@@ -396,6 +396,14 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 	if (r < 0)
 		goto out;
 	uint64_t bytes = (uint64_t)b->n * b->page_size;
+	/* The cipher moves decide the kernel: none, encryption only (the
+	 * encryption layout's tables), or any mix. */
+	uint32_t ciph = 0;
+	for (uint32_t i = 0; i < b->n; i++) {
+		if ((r = vc_move_check(&b->moves[i], b->key)) < 0)
+			goto out;
+		ciph |= b->moves[i].op & VC_MOVE_CIPHER;
+	}
 	cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) % NSTREAMS];
 	if (b->n == 0) {
 		__atomic_store_n(&cb->sig, SIG_EVENT, __ATOMIC_RELAXED);
@@ -412,8 +420,14 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		if (r < 0)
 			goto out;
 		uint32_t gen = cb->gen + 1;
-		r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->n, b->page_size, c->max_blocks,
-							 cb->flag_dev, gen, cb->counter, cb->stream));
+		if (ciph)
+			r = CU((cudaError_t)vc_cuda_launch_moves_xts(
+				b->key, ciph == VC_MOVE_ENCRYPT, mdev, b->n, b->page_size,
+				c->xts_max_blocks, cb->flag_dev, gen, cb->counter, cb->stream));
+		else
+			r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->n, b->page_size, c->max_blocks,
+								 cb->flag_dev, gen, cb->counter,
+								 cb->stream));
 		if (r < 0)
 			goto out;
 		__atomic_store_n(&cb->gen, gen, __ATOMIC_RELAXED);
@@ -607,12 +621,13 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	if (r < 0)
 		return r;
 	struct cudaDeviceProp p;
-	int uva = 0, host_ptr = 0, per_sm = 0;
+	int uva = 0, host_ptr = 0, per_sm = 0, xts_per_sm = 0;
 	if ((r = CU(cudaGetDeviceProperties(&p, ordinal))) < 0 ||
 	    (r = CU(cudaDeviceGetAttribute(&uva, cudaDevAttrUnifiedAddressing, ordinal))) < 0 ||
 	    (r = CU(cudaDeviceGetAttribute(&host_ptr, cudaDevAttrCanUseHostPointerForRegisteredMem,
 					   ordinal))) < 0 ||
-	    (r = CU((cudaError_t)vc_cuda_moves_blocks_per_sm(&per_sm))) < 0)
+	    (r = CU((cudaError_t)vc_cuda_moves_blocks_per_sm(&per_sm))) < 0 ||
+	    (r = CU((cudaError_t)vc_cuda_moves_xts_init(&xts_per_sm))) < 0)
 		return r;
 	if (!p.canMapHostMemory)
 		return vc_err(-VC_ENODEVICE, "cuda: %s cannot map host memory", p.name);
@@ -623,6 +638,7 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->ordinal = ordinal;
 	c->host_ptr_ok = uva && host_ptr;
 	c->max_blocks = (uint32_t)(p.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
+	c->xts_max_blocks = (uint32_t)(p.multiProcessorCount * (xts_per_sm > 0 ? xts_per_sm : 1));
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
 	pthread_mutex_init(&c->gc_mu, NULL);

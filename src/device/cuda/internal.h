@@ -56,6 +56,7 @@ struct cu_dev {
 	cudaStream_t streams[NSTREAMS];
 	uint32_t next_stream; /* round robin; atomic: submitters run in parallel */
 	uint32_t max_blocks; /* move-kernel grid cap: SMs x resident blocks per SM */
+	uint32_t xts_max_blocks; /* the same for the cipher move kernel */
 	uint64_t memcpy_min; /* fast-path threshold in bytes; UINT64_MAX = off */
 	bool host_ptr_ok;    /* the GPU reaches host memory at the CPU's address */
 	uint32_t sms;

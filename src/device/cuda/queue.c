@@ -12,9 +12,11 @@
 #include "base/atomics.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/secret.h"
 #include "device/cuda/internal.h"
 #include "device/cuda/kernels/server.h"
 #include "device/queue.h"
+#include "device/xts.h"
 #include "vramcache.h"
 
 /* Rings of the server: 16 blocks hold 16 SMs (of 132 on an H100) while
@@ -56,8 +58,15 @@ static int cu_dq_start(struct vc_dq *q)
 		v.desc[i] = q->rings[i].desc_dev;
 		v.done[i] = q->rings[i].done_dev;
 	}
+	if (q->key) {
+		_Static_assert(sizeof v.key == sizeof *q->key, "the view holds the key");
+		v.cipher = 1;
+		memcpy(&v.key, q->key->bytes, sizeof v.key);
+	}
 	*q->stopw = 0;
-	return CU((cudaError_t)vc_cuda_dq_launch(&v, cq->stream));
+	r = CU((cudaError_t)vc_cuda_dq_launch(&v, cq->stream));
+	vc_secret_zero(&v.key, sizeof v.key); /* the launch took its copy */
+	return r;
 }
 
 static int cu_dq_stop(struct vc_dq *q)

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "device/device.h"
 #include "device/emu/internal.h"
+#include "device/xts.h"
 #include "device/queue.h"
 #include "vramcache.h"
 
@@ -23,6 +24,7 @@ struct emu_batch {
 	struct vc_dbatch *owner;
 	struct emu_batch *next; /* FIFO link while queued */
 	uint64_t submitted, completed; /* generations: done when equal */
+	int err; /* the last run's status */
 };
 
 struct emu {
@@ -36,24 +38,45 @@ struct emu {
 
 #define EMU(d) ((struct emu *)(d))
 
-static void run_moves(const struct vc_dbatch *b)
+/* One move of len bytes (a page, or a queue's piece): a copy, with its
+ * cipher (device.h: units of min(len, 4 KiB), tweaks from m->tweak up),
+ * or an exchange. The cipher runs in place at dst after the copy: dst is
+ * this move's alone. 0, or the cipher's error. */
+static int emu_move(const struct vc_xts_key *key, uint64_t src, uint64_t dst, uint32_t op,
+		    uint64_t tweak, uint32_t len)
 {
+	unsigned char *s = (unsigned char *)(uintptr_t)src;
+	unsigned char *t = (unsigned char *)(uintptr_t)dst;
+	if ((op & VC_MOVE_OP_MASK) == VC_MOVE_COPY) {
+		memcpy(t, s, len);
+		if (!(op & VC_MOVE_CIPHER))
+			return 0;
+		const uint32_t unit = len < VC_XTS_UNIT_MAX ? len : VC_XTS_UNIT_MAX;
+		uint64_t tw[(2u << 20) / VC_XTS_UNIT_MAX];
+		for (uint32_t k = 0; k < len / unit; k++)
+			tw[k] = tweak + k;
+		return vc_emu_xts_pages(key, t, tw, len / unit, unit, (op & VC_MOVE_ENCRYPT) != 0);
+	}
 	unsigned char tmp[4096];
+	for (uint32_t off = 0; off < len; off += sizeof tmp) {
+		size_t k = len - off < sizeof tmp ? len - off : sizeof tmp;
+		memcpy(tmp, s + off, k);
+		memcpy(s + off, t + off, k);
+		memcpy(t + off, tmp, k);
+	}
+	return 0;
+}
+
+static int run_moves(const struct vc_dbatch *b)
+{
+	int err = 0;
 	for (uint32_t i = 0; i < b->n; i++) {
 		const struct vc_move *m = &b->moves[i];
-		unsigned char *s = (unsigned char *)(uintptr_t)m->src;
-		unsigned char *t = (unsigned char *)(uintptr_t)m->dst;
-		if (m->op == VC_MOVE_COPY) {
-			memcpy(t, s, b->page_size);
-			continue;
-		}
-		for (uint32_t off = 0; off < b->page_size; off += sizeof tmp) {
-			size_t k = b->page_size - off < sizeof tmp ? b->page_size - off : sizeof tmp;
-			memcpy(tmp, s + off, k);
-			memcpy(s + off, t + off, k);
-			memcpy(t + off, tmp, k);
-		}
+		int r = emu_move(b->key, m->src, m->dst, m->op, m->tweak, b->page_size);
+		if (r < 0 && err == 0)
+			err = r;
 	}
+	return err;
 }
 
 static void *worker_main(void *arg)
@@ -71,8 +94,9 @@ static void *worker_main(void *arg)
 			e->tail = NULL;
 		uint64_t gen = eb->submitted;
 		pthread_mutex_unlock(&e->mu);
-		run_moves(eb->owner);
+		int err = run_moves(eb->owner);
 		pthread_mutex_lock(&e->mu);
+		eb->err = err < 0 ? -VC_EDEVICE : 0;
 		eb->completed = gen;
 		pthread_cond_broadcast(&e->done);
 	}
@@ -160,6 +184,11 @@ static int emu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 {
 	struct emu *e = EMU(d);
 	struct emu_batch *eb = b->priv;
+	for (uint32_t i = 0; i < b->n; i++) {
+		int r = vc_move_check(&b->moves[i], b->key);
+		if (r < 0)
+			return r;
+	}
 	pthread_mutex_lock(&e->mu);
 	eb->submitted++;
 	eb->next = NULL;
@@ -180,8 +209,9 @@ static int emu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 	pthread_mutex_lock(&e->mu);
 	while (eb->completed != eb->submitted)
 		pthread_cond_wait(&e->done, &e->mu);
+	int r = eb->err;
 	pthread_mutex_unlock(&e->mu);
-	return 0;
+	return r;
 }
 
 static int emu_memcpy_sync(struct vc_device *d, uint64_t dst, uint64_t src, size_t len)
@@ -284,6 +314,7 @@ struct emu_lane {
 
 struct emu_dq {
 	_Atomic bool closing;
+	_Atomic int err; /* sticky: a piece's cipher failed */
 	struct emu_ring rings[VC_DQ_MAX_RINGS];
 	struct emu_lane *lanes;
 	uint32_t nlanes;
@@ -299,19 +330,6 @@ static void nap(pthread_cond_t *cv, pthread_mutex_t *mu)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_cond_timedwait(cv, mu, &ts);
-}
-
-static void emu_piece(uint64_t src, uint64_t dst, uint64_t op, uint32_t len)
-{
-	unsigned char *s = (unsigned char *)(uintptr_t)src, *t = (unsigned char *)(uintptr_t)dst;
-	if (op == VC_MOVE_COPY) {
-		memcpy(t, s, len);
-		return;
-	}
-	unsigned char tmp[VC_DQ_PIECE_MAX];
-	memcpy(tmp, s, len);
-	memcpy(s, t, len);
-	memcpy(t, tmp, len);
 }
 
 static void *emu_lane_main(void *arg)
@@ -331,8 +349,13 @@ static void *emu_lane_main(void *arg)
 		if (op >> VC_DQ_ADDR_BITS == tag) {
 			uint64_t src = atomic_load_explicit(&d->src, memory_order_relaxed);
 			uint64_t dst = atomic_load_explicit(&d->dst, memory_order_relaxed);
-			emu_piece(src & VC_DQ_ADDR_MASK, dst & VC_DQ_ADDR_MASK, op & 0xff, q->piece);
-			atomic_store(&rg->done[t & mask], t + 1); /* seq_cst: see above */
+			uint64_t tw = atomic_load_explicit(&d->tweak, memory_order_relaxed);
+			int r = emu_move(q->key, src & VC_DQ_ADDR_MASK, dst & VC_DQ_ADDR_MASK,
+					 (uint32_t)(op & 0xff), vc_dq_desc_tweak(op, tw), q->piece);
+			if (r < 0) /* sticky, and never done: health fails the waiters */
+				atomic_store(&ed->err, -VC_EDEVICE);
+			else
+				atomic_store(&rg->done[t & mask], t + 1); /* seq_cst: see above */
 			if (atomic_load(&er->waiters)) {
 				pthread_mutex_lock(&er->mu);
 				pthread_cond_broadcast(&er->done);
@@ -383,8 +406,8 @@ static void emu_dq_block(struct vc_dq *q, uint32_t r, uint64_t t)
 
 static int emu_dq_health(struct vc_dq *q)
 {
-	(void)q;
-	return 0;
+	struct emu_dq *ed = q->priv;
+	return atomic_load(&ed->err);
 }
 
 static void emu_dq_fini(struct vc_dq *q)

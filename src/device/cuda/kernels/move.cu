@@ -42,6 +42,7 @@
 #include <cuda_runtime.h>
 
 #include "device/cuda/kernels/piece.cuh"
+#include "device/cuda/kernels/xts.cuh"
 
 #include "device/cuda/kernels/move.h"
 
@@ -51,7 +52,8 @@ constexpr uint32_t WARPS_PER_BLOCK = VC_CUDA_MOVE_THREADS / 32;
 constexpr uint32_t MAX_V = 8; /* uint4 per lane per piece: 8 x 16 B x 32 = 4 KiB */
 constexpr unsigned FULL = 0xffffffffu;
 
-/* Lanes 0..2 load the three 8-byte words of descriptor p (src, dst, op|pad):
+/* Lanes 0..2 load the first three 8-byte words of descriptor p (src, dst,
+ * op|pad; the tweak is read where a cipher needs it):
  * one request instead of three; the others load nothing. */
 __device__ __forceinline__ uint64_t desc_word(const struct vc_move *moves, uint32_t p,
 					      uint32_t lane)
@@ -86,7 +88,8 @@ move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t 
 			const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
 			/* Like emu: anything but COPY exchanges. */
 			vc_move_piece<V, vc_stream_hint>(reinterpret_cast<uint4 *>(src + off),
-				      reinterpret_cast<uint4 *>(dst + off), op != VC_MOVE_COPY);
+				      reinterpret_cast<uint4 *>(dst + off),
+				      (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
 			if (nx >= nitems)
 				break;
 			it = nx;
@@ -107,7 +110,161 @@ move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t 
 	}
 }
 
+/* The same with the cipher on the way (device.h's VC_MOVE_ENCRYPT and
+ * VC_MOVE_DECRYPT; xts.cuh's building blocks). Each block first sets up
+ * its tables and round keys in shared memory (LayoutEnc: the encryption
+ * layout, for batches that only encrypt; otherwise the decryption layout,
+ * which does both). Tweaks as in xts.cu: every 32 pieces a warp encrypts
+ * the tweaks of its next 32 pieces at once, lane l the one of its
+ * (l+1)-th, and takes piece i's from lane i % 32 by shuffle: one AES per
+ * lane per 32 pieces. Moves without a cipher flag move as above. Cost per
+ * block: the setup (a few microseconds, overlapping the first piece's
+ * loads only if the scheduler finds them), then per 4 KiB piece 8 AES per
+ * lane beside the data's bytes; the grid is at most what is resident at
+ * once (67 KiB of shared memory per block). */
+template <int V, bool LayoutEnc>
+__global__ void __launch_bounds__(VC_CUDA_MOVE_THREADS)
+move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ moves, uint32_t nitems,
+		uint32_t shift, volatile uint32_t *flag, uint32_t gen, uint32_t *counter)
+{
+	constexpr uint32_t PIECE = V * 32 * 16;
+	extern __shared__ uint4 move_xts_dyn[];
+	vc_xts_smem &s = *reinterpret_cast<vc_xts_smem *>(move_xts_dyn);
+	vc_xts_setup<LayoutEnc>(s, key);
+
+	const vc_xts_lane L = vc_xts_lane_make(s);
+	const vc_xts_keys_smem ke(s.rk), kd(s.rkd);
+	const uint32_t lane = threadIdx.x & 31;
+	const uint32_t nwarps = gridDim.x * WARPS_PER_BLOCK;
+	const uint32_t mask = (1u << shift) - 1;
+	uint4 mine = make_uint4(0, 0, 0, 0); /* this lane's tweak of the current 32 */
+	uint32_t i = 0;
+	for (uint32_t it = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32; it < nitems;
+	     it += nwarps, i = (i + 1) & 31) {
+		if (i == 0) {
+			const uint64_t q = it + (uint64_t)lane * nwarps;
+			if (q < nitems) {
+				const struct vc_move *m = moves + (q >> shift);
+				if (m->op & VC_MOVE_CIPHER)
+					mine = vc_xts_tweak_encrypt<LayoutEnc>(L, s, m->tweak + (q & mask));
+			}
+		}
+		const uint4 T = make_uint4(__shfl_sync(FULL, mine.x, i), __shfl_sync(FULL, mine.y, i),
+					   __shfl_sync(FULL, mine.z, i), __shfl_sync(FULL, mine.w, i));
+		const uint64_t w = desc_word(moves, it >> shift, lane);
+		const uint64_t src = __shfl_sync(FULL, w, 0);
+		const uint64_t dst = __shfl_sync(FULL, w, 1);
+		const uint32_t op = (uint32_t)__shfl_sync(FULL, w, 2);
+		const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
+		const uint4 *ps = reinterpret_cast<const uint4 *>(src + off);
+		uint4 *pd = reinterpret_cast<uint4 *>(dst + off);
+		if (op & VC_MOVE_ENCRYPT)
+			vc_xts_piece<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, ps, pd);
+		else if (!LayoutEnc && (op & VC_MOVE_DECRYPT))
+			vc_xts_piece<V, false, false, vc_stream_hint>(L, kd, T, ps, pd);
+		else
+			vc_move_piece<V, vc_stream_hint>(const_cast<uint4 *>(ps), pd,
+							 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+	}
+	vc_xts_wipe(s);
+
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence_system();
+		if (atomicAdd(counter, 1u) == gridDim.x - 1) {
+			*counter = 0;
+			__threadfence_system();
+			*flag = gen;
+		}
+	}
+}
+
+template <int V, bool LayoutEnc>
+cudaError_t launch_xts(const vc_xts_kparam &kp, const struct vc_move *moves, uint32_t ni,
+		       uint32_t shift, uint32_t max_blocks, volatile uint32_t *flag, uint32_t gen,
+		       uint32_t *counter, cudaStream_t s)
+{
+	uint64_t blocks = ((uint64_t)ni + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+	if (blocks > max_blocks)
+		blocks = max_blocks;
+	move_xts_kernel<V, LayoutEnc><<<(unsigned)blocks, VC_CUDA_MOVE_THREADS, sizeof(vc_xts_smem), s>>>(
+		kp, moves, ni, shift, flag, gen, counter);
+	return cudaGetLastError();
+}
+
+/* Every instance of the cipher kernel, for setting attributes. */
+template <bool LayoutEnc>
+cudaError_t xts_attr(int *per_sm)
+{
+	const int smem = (int)sizeof(vc_xts_smem);
+	cudaError_t e = cudaSuccess;
+	void (*k[])(const vc_xts_kparam, const struct vc_move *, uint32_t, uint32_t, volatile uint32_t *,
+		    uint32_t, uint32_t *) = { move_xts_kernel<1, LayoutEnc>, move_xts_kernel<2, LayoutEnc>,
+					       move_xts_kernel<4, LayoutEnc>, move_xts_kernel<8, LayoutEnc> };
+	for (auto f : k) {
+		if (e == cudaSuccess)
+			e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+		int b = 0;
+		if (e == cudaSuccess)
+			e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, VC_CUDA_MOVE_THREADS, smem);
+		if (e == cudaSuccess && (*per_sm == 0 || b < *per_sm))
+			*per_sm = b;
+	}
+	return e;
+}
+
 } // namespace
+
+extern "C" int vc_cuda_moves_xts_init(int *blocks_per_sm)
+{
+	*blocks_per_sm = 0;
+	cudaError_t e = xts_attr<true>(blocks_per_sm);
+	if (e == cudaSuccess)
+		e = xts_attr<false>(blocks_per_sm);
+	return (int)e;
+}
+
+extern "C" int vc_cuda_launch_moves_xts(const struct vc_xts_key *key, int layout_enc,
+					const struct vc_move *moves_dev, uint32_t n, uint32_t page_size,
+					uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
+					uint32_t *counter_dev, void *stream)
+{
+	if (n == 0 || max_blocks == 0 || page_size < 512 || page_size > (2u << 20) ||
+	    (page_size & (page_size - 1)) != 0 || !key)
+		return (int)cudaErrorInvalidValue;
+	uint32_t v = MAX_V, shift = 0;
+	if (page_size < 4096)
+		v = page_size / 512;
+	else
+		shift = (uint32_t)__builtin_ctz(page_size / 4096);
+	const uint64_t items = (uint64_t)n << shift;
+	if (items > (1ull << 31))
+		return (int)cudaErrorInvalidValue;
+	vc_xts_kparam kp = vc_xts_kparam_of(key);
+	cudaStream_t s = static_cast<cudaStream_t>(stream);
+	const uint32_t ni = (uint32_t)items;
+	cudaError_t e;
+#define VC_XTS_LAUNCH(V)                                                                          \
+	(layout_enc ? launch_xts<V, true>(kp, moves_dev, ni, shift, max_blocks, flag_dev, gen, counter_dev, s) \
+		    : launch_xts<V, false>(kp, moves_dev, ni, shift, max_blocks, flag_dev, gen, counter_dev, s))
+	switch (v) {
+	case 1:
+		e = VC_XTS_LAUNCH(1);
+		break;
+	case 2:
+		e = VC_XTS_LAUNCH(2);
+		break;
+	case 4:
+		e = VC_XTS_LAUNCH(4);
+		break;
+	default:
+		e = VC_XTS_LAUNCH(8);
+		break;
+	}
+#undef VC_XTS_LAUNCH
+	vc_secret_zero(&kp, sizeof kp);
+	return (int)e;
+}
 
 extern "C" int vc_cuda_moves_blocks_per_sm(int *out)
 {

@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include "device/cuda/kernels/piece.cuh"
+#include "device/cuda/kernels/xts.cuh"
 
 #include "device/cuda/kernels/server.h"
 #include "device/device.h"
@@ -56,7 +57,7 @@ constexpr unsigned IDLE_POLLS = 64;
  * of them in sw; returns how many (0: asked to stop). `busy`: the last
  * round found work, so read the whole window at once. */
 __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_t *desc,
-			 uint64_t h, bool busy, uint64_t (*sw)[3], unsigned &polls)
+			 uint64_t h, bool busy, uint64_t (*sw)[4], unsigned &polls)
 {
 	const uint32_t lane = threadIdx.x & 31, j = lane % 4;
 	const uint64_t mask = (1ull << v.depth_shift) - 1;
@@ -69,7 +70,7 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
 #pragma unroll
 		for (uint32_t k = 0; k < WIN / 8; k++) {
 			const uint64_t d = 8 * k + lane / 4;
-			const bool want = k < chunks && j < 3 && (busy || d == 0);
+			const bool want = k < chunks && (busy || d == 0);
 			wd[k] = want ? desc[((h + d) & mask) * VC_DQ_DESC_WORDS + j] : 0;
 		}
 		/* valid bit d: descriptor h + d is published whole. */
@@ -78,7 +79,7 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
 		for (uint32_t k = 0; k < WIN / 8; k++) {
 			const uint64_t t = h + 8 * k + lane / 4;
 			const uint64_t tag = ((t >> v.depth_shift) + 1) & 0xffff;
-			const uint32_t b = __ballot_sync(FULL, j == 3 || (wd[k] >> VC_DQ_ADDR_BITS) == tag);
+			const uint32_t b = __ballot_sync(FULL, (wd[k] >> VC_DQ_ADDR_BITS) == tag);
 #pragma unroll
 			for (uint32_t dd = 0; dd < 8; dd++)
 				if (((b >> (4 * dd)) & 0xf) == 0xf)
@@ -91,8 +92,8 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
 #pragma unroll
 			for (uint32_t k = 0; k < WIN / 8; k++) {
 				const uint32_t d = 8 * k + lane / 4;
-				if (d < n && j < 3)
-					sw[d][j] = j == 2 ? (wd[k] & 0xff) : (wd[k] & VC_DQ_ADDR_MASK);
+				if (d < n)
+					sw[d][j] = wd[k] & VC_DQ_ADDR_MASK;
 			}
 			return n;
 		}
@@ -105,12 +106,41 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
 	}
 }
 
-template <int V>
+/* The round's tweaks of warp w's pieces (d = w, w + WARPS, ...: at most
+ * WIN / WARPS of them), encrypted at once, lane i the i-th piece's; the
+ * caller takes piece i's by shuffle. One AES per lane per round. */
+__device__ __forceinline__ uint4 round_tweaks(const vc_xts_lane &L, const vc_xts_smem &s,
+					      const uint64_t (*sw)[4], uint32_t w, uint32_t n)
+{
+	const uint32_t lane = threadIdx.x & 31, d = w + lane * WARPS;
+	if (lane >= WIN / WARPS || d >= n || !(sw[d][2] & VC_MOVE_CIPHER))
+		return make_uint4(0, 0, 0, 0);
+	const uint64_t tw = (sw[d][2] >> VC_DQ_OP_BITS & 0xffff) << VC_DQ_ADDR_BITS | sw[d][3];
+	return vc_xts_tweak_encrypt<false>(L, s, tw);
+}
+
+/* Ciph: the variant for queues with a key (v.cipher): each block sets up
+ * the decryption layout (xts.cuh: both directions) in its dynamic shared
+ * memory at launch, once per run of the server, and wipes it at exit. */
+template <int V, bool Ciph>
 __global__ void __launch_bounds__(WARPS * 32)
 server_kernel(const struct vc_cuda_dq_view v)
 {
-	__shared__ uint64_t sw[WIN][3];
+	__shared__ uint64_t sw[WIN][4];
 	__shared__ uint32_t sn;
+	extern __shared__ uint4 server_dyn[];
+	vc_xts_smem &xs = *reinterpret_cast<vc_xts_smem *>(server_dyn);
+	if (Ciph) {
+		vc_xts_kparam kp;
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			const uint64_t a = v.key.w[2 * q], b = v.key.w[2 * q + 1];
+			kp.w[q] = make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
+		}
+		vc_xts_setup<false>(xs, kp);
+	}
+	const vc_xts_lane L = vc_xts_lane_make(xs);
+	const vc_xts_keys_smem ke(xs.rk), kd(xs.rkd);
 	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32, r = blockIdx.x;
 	const volatile uint64_t *desc = reinterpret_cast<const volatile uint64_t *>(v.desc[r]);
 	volatile uint64_t *done = reinterpret_cast<volatile uint64_t *>(v.done[r]);
@@ -130,10 +160,24 @@ server_kernel(const struct vc_cuda_dq_view v)
 		if (n == 0)
 			break;
 		__threadfence(); /* acquire: data other blocks and kernels wrote */
-		for (uint32_t d = w; d < n; d += WARPS) {
+		uint4 mine = make_uint4(0, 0, 0, 0);
+		if (Ciph)
+			mine = round_tweaks(L, xs, sw, w, n);
+		for (uint32_t d = w, i = 0; d < n; d += WARPS, i++) {
 			const uint64_t off = lane * 16u;
-			vc_move_piece<V, vc_l2_hint>(reinterpret_cast<uint4 *>(sw[d][0] + off),
-				      reinterpret_cast<uint4 *>(sw[d][1] + off), sw[d][2] != VC_MOVE_COPY);
+			uint4 *ps = reinterpret_cast<uint4 *>(sw[d][0] + off);
+			uint4 *pd = reinterpret_cast<uint4 *>(sw[d][1] + off);
+			const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
+			if (Ciph && (op & VC_MOVE_CIPHER)) {
+				const uint4 T = make_uint4(__shfl_sync(FULL, mine.x, i), __shfl_sync(FULL, mine.y, i),
+							   __shfl_sync(FULL, mine.z, i), __shfl_sync(FULL, mine.w, i));
+				if (op & VC_MOVE_ENCRYPT)
+					vc_xts_piece<V, false, true, vc_l2_hint>(L, ke, T, ps, pd);
+				else
+					vc_xts_piece<V, false, false, vc_l2_hint>(L, kd, T, ps, pd);
+			} else {
+				vc_move_piece<V, vc_l2_hint>(ps, pd, (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			}
 			__threadfence_system();
 			__syncwarp();
 			if (lane == 0)
@@ -146,6 +190,25 @@ server_kernel(const struct vc_cuda_dq_view v)
 	if (threadIdx.x < v.lanes)
 		pos[threadIdx.x] = h;
 	__threadfence_system();
+	if (Ciph)
+		vc_xts_wipe(xs);
+}
+
+template <int V>
+cudaError_t launch(const struct vc_cuda_dq_view *v, cudaStream_t s)
+{
+	const dim3 grid(v->nrings), block(VC_CUDA_DQ_WARPS * 32);
+	if (!v->cipher) {
+		server_kernel<V, false><<<grid, block, 0, s>>>(*v);
+		return cudaGetLastError();
+	}
+	const int smem = (int)sizeof(vc_xts_smem);
+	cudaError_t e = cudaFuncSetAttribute(server_kernel<V, true>,
+					     cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+	if (e != cudaSuccess)
+		return e;
+	server_kernel<V, true><<<grid, block, smem, s>>>(*v);
+	return cudaGetLastError();
 }
 
 } // namespace
@@ -155,23 +218,17 @@ extern "C" int vc_cuda_dq_launch(const struct vc_cuda_dq_view *v, void *stream)
 	if (v->nrings == 0 || v->nrings > VC_DQ_MAX_RINGS || v->lanes == 0 ||
 	    v->lanes > VC_DQ_MAX_LANES || v->lanes > VC_CUDA_DQ_WARPS * 32)
 		return (int)cudaErrorInvalidValue;
-	const dim3 grid(v->nrings), block(VC_CUDA_DQ_WARPS * 32);
 	cudaStream_t s = static_cast<cudaStream_t>(stream);
 	switch (v->piece) {
 	case 512:
-		server_kernel<1><<<grid, block, 0, s>>>(*v);
-		break;
+		return (int)launch<1>(v, s);
 	case 1024:
-		server_kernel<2><<<grid, block, 0, s>>>(*v);
-		break;
+		return (int)launch<2>(v, s);
 	case 2048:
-		server_kernel<4><<<grid, block, 0, s>>>(*v);
-		break;
+		return (int)launch<4>(v, s);
 	case 4096:
-		server_kernel<8><<<grid, block, 0, s>>>(*v);
-		break;
+		return (int)launch<8>(v, s);
 	default:
 		return (int)cudaErrorInvalidValue;
 	}
-	return (int)cudaGetLastError();
 }

@@ -38,6 +38,13 @@ struct vc_cuda_dq_view {
 	uint32_t nrings, lanes, depth_shift, piece;
 	uint32_t mode;    /* VC_CUDA_DQ_* bits: variants, for measuring */
 	uint32_t nap_ns;  /* longest nap between idle polls */
+	uint32_t cipher;  /* nonzero: key is the queue's, for cipher moves */
+	uint32_t _pad;
+	/* The XTS key (device/xts.h's 64 bytes), a kernel parameter for the
+	 * server's run; the launching host code zeroes its copy after. */
+	struct {
+		uint64_t w[8];
+	} key;
 };
 
 /* Variants of the server loop (VC_CUDA_DQ_MODE), for measuring. */

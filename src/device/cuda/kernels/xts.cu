@@ -49,7 +49,7 @@ xts_kernel(const vc_xts_kparam key, uint4 *__restrict__ pages, const uint64_t *_
 	vc_xts_setup<Enc>(s, key);
 
 	const vc_xts_lane L = vc_xts_lane_make(s);
-	const Keys k(s.rk);
+	const Keys k(Enc ? s.rk : s.rkd);
 	const uint32_t lane = threadIdx.x & 31;
 	const uint64_t nwarps = (uint64_t)gridDim.x * WARPS;
 	uint4 mine = make_uint4(0, 0, 0, 0); /* this lane's tweak of the current 32 */
@@ -106,9 +106,7 @@ extern "C" int vc_cuda_xts_pages_variant(const struct vc_xts_key *key, void *pag
 	}
 	if (n == 0)
 		return 0;
-	vc_xts_kparam kp;
-	static_assert(sizeof kp == sizeof *key, "the key is four uint4");
-	memcpy(&kp, key->bytes, sizeof kp);
+	vc_xts_kparam kp = vc_xts_kparam_of(key);
 	uint4 *pages = static_cast<uint4 *>(pages_dev);
 	const uint32_t nb = page_size / VC_XTS_BLOCK;
 	cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -119,10 +117,7 @@ extern "C" int vc_cuda_xts_pages_variant(const struct vc_xts_key *key, void *pag
 	else
 		e = encrypt ? launch<true, vc_xts_keys_reg>(kp, pages, tweaks_dev, n, nb, s)
 			    : launch<false, vc_xts_keys_reg>(kp, pages, tweaks_dev, n, nb, s);
-	/* The host copy of the key in this frame. */
-	volatile unsigned char *z = reinterpret_cast<volatile unsigned char *>(&kp);
-	for (size_t b = 0; b < sizeof kp; b++)
-		z[b] = 0;
+	vc_secret_zero(&kp, sizeof kp); /* the host copy of the key in this frame */
 	return (int)e;
 }
 

@@ -17,8 +17,9 @@
  * Where key bytes are, and for how long: the 64 key bytes in the kernel's
  * parameter space (constant bank 0) for the launch; the driver stages
  * parameters through its own launch buffers (host and device memory it
- * manages and reuses), which no API lets us zero. The round keys (2 x 240
- * bytes) in the block's shared memory from vc_xts_setup to vc_xts_wipe,
+ * manages and reuses), which no API lets us zero. The round keys (240
+ * bytes each: K1's, K2's, and in the decryption layout K1's inverse) in
+ * the block's shared memory from vc_xts_setup to vc_xts_wipe,
  * which zeroes them; the data key's round keys and the state in registers
  * while the block runs (not cleared at exit: no instruction does). Nothing
  * is written to global or local memory: local memory is device memory, so
@@ -59,7 +60,9 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "base/secret.h"
 #include "device/xts.h"
 
 /* The key as a kernel parameter: read by field with constant indices only,
@@ -68,11 +71,12 @@ struct vc_xts_kparam {
 	uint4 w[4]; /* K1 = w[0], w[1]; K2 = w[2], w[3] */
 };
 
-/* A block's shared memory. The tables and S-boxes are public; rk and tk
+/* A block's shared memory. The tables and S-boxes are public; rk, rkd, tk
  * hold key material from vc_xts_setup to vc_xts_wipe. */
 struct vc_xts_smem {
 	uint32_t tab[256 * 64]; /* entry x: [64x, 64x+32) slot A, [64x+32, 64x+64) slot B */
-	uint4 rk[15];           /* K1's round keys; decryption: the equivalent inverse cipher's */
+	uint4 rk[15];           /* K1's round keys (forward) */
+	uint4 rkd[15];          /* decryption layout: the equivalent inverse cipher's */
 	uint4 tk[15];           /* K2's round keys (forward) */
 	uint32_t stage[2][256]; /* one copy of each slot, while the tables are filled */
 	uint8_t sbox[256], isbox[256];
@@ -169,8 +173,11 @@ __device__ __forceinline__ uint32_t *vc_u4_word(uint4 &v, int c)
 	return c == 0 ? &v.x : c == 1 ? &v.y : c == 2 ? &v.z : &v.w;
 }
 
-/* Fills s for encryption (Enc) or decryption: tables, round keys of K1
- * (decryption: the equivalent inverse cipher's, FIPS-197 5.3.5) and K2.
+/* Fills s for the encryption layout (Enc) or the decryption layout:
+ * tables, K1's round keys (rk; the decryption layout adds the equivalent
+ * inverse cipher's, FIPS-197 5.3.5, in rkd) and K2's (tk). A block set up
+ * with the decryption layout can encrypt too (vc_xts_fwd_dec: a PRMT more
+ * per lookup), so one kernel serves moves both ways.
  * Every thread of the block calls it; blockDim.x >= 256. Cost: ~1000
  * integer instructions per thread for the S-boxes, 64 KiB of shared stores
  * (512 clocks of the SM's shared-memory bandwidth), two serial key
@@ -214,9 +221,8 @@ __device__ __forceinline__ void vc_xts_setup(vc_xts_smem &s, const vc_xts_kparam
 		const int r = (int)(t >> 2), c = (int)(t & 3);
 		if (t < 60)
 			w = *vc_u4_word(s.rk[14 - r], c);
-		__syncthreads();
 		if (t < 60)
-			*vc_u4_word(s.rk[r], c) = (r == 0 || r == 14) ? w : vc_aes_inv_mix_word(w);
+			*vc_u4_word(s.rkd[r], c) = (r == 0 || r == 14) ? w : vc_aes_inv_mix_word(w);
 		__syncthreads();
 	}
 }
@@ -226,8 +232,8 @@ __device__ __forceinline__ void vc_xts_setup(vc_xts_smem &s, const vc_xts_kparam
 __device__ __forceinline__ void vc_xts_wipe(vc_xts_smem &s)
 {
 	__syncthreads();
-	uint32_t *k = reinterpret_cast<uint32_t *>(s.rk); /* rk and tk: 120 words */
-	for (uint32_t i = threadIdx.x; i < 120; i += blockDim.x)
+	uint32_t *k = reinterpret_cast<uint32_t *>(s.rk); /* rk, rkd and tk: 180 words */
+	for (uint32_t i = threadIdx.x; i < 180; i += blockDim.x)
 		k[i] = 0;
 }
 
@@ -375,14 +381,26 @@ __device__ __forceinline__ uint4 vc_xts_tweak_encrypt(const vc_xts_lane &L, cons
 	return vc_aes256_rounds<vc_xts_fwd_dec, 1>(L, k, b);
 }
 
-/* One block of a unit: x with its tweak t (T * alpha^j for block j). */
+/* One block of a unit: x with its tweak t (T * alpha^j for block j),
+ * encrypted (Enc) or decrypted, in a block set up with the encryption
+ * layout (LayoutEnc, which only encrypts) or the decryption layout; k is
+ * rk to encrypt, rkd to decrypt. */
+template <bool LayoutEnc, bool Enc, class K>
+__device__ __forceinline__ uint4 vc_xts_block_in(const vc_xts_lane &L, const K &k, uint4 x, uint4 t)
+{
+	static_assert(Enc || !LayoutEnc, "the encryption layout cannot decrypt");
+	x.x ^= t.x, x.y ^= t.y, x.z ^= t.z, x.w ^= t.w;
+	uint4 y = !Enc ? vc_aes256_rounds<vc_xts_inv, 3>(L, k, x)
+		: LayoutEnc ? vc_aes256_rounds<vc_xts_fwd_enc, 1>(L, k, x)
+			    : vc_aes256_rounds<vc_xts_fwd_dec, 1>(L, k, x);
+	y.x ^= t.x, y.y ^= t.y, y.z ^= t.z, y.w ^= t.w;
+	return y;
+}
+
 template <bool Enc, class K>
 __device__ __forceinline__ uint4 vc_xts_block(const vc_xts_lane &L, const K &k, uint4 x, uint4 t)
 {
-	x.x ^= t.x, x.y ^= t.y, x.z ^= t.z, x.w ^= t.w;
-	uint4 y = Enc ? vc_aes256_rounds<vc_xts_fwd_enc, 1>(L, k, x) : vc_aes256_rounds<vc_xts_inv, 3>(L, k, x);
-	y.x ^= t.x, y.y ^= t.y, y.z ^= t.z, y.w ^= t.w;
-	return y;
+	return vc_xts_block_in<Enc, Enc>(L, k, x, t);
 }
 
 /* One unit (page) of nblocks 16-byte blocks (a power of two, 1..256) from
@@ -416,5 +434,41 @@ __device__ __forceinline__ void vc_xts_unit(const vc_xts_lane &L, const K &k, ui
 		j = jn;
 	}
 }
+
+/* A move's piece with the cipher on the way (move.cu, server.cu): the
+ * unit of V x 512 bytes at src, encrypted (Enc) or decrypted with T, its
+ * encrypted tweak, to dst, by the whole warp. As piece.cuh's move: lane l
+ * owns the 16-byte words l, l + 32, ..., each access covers 512
+ * contiguous bytes, and all V loads are issued before the first cipher
+ * step, so the loads' latency (a PCIe read when src is host memory) is
+ * paid once per piece, and the V blocks' AES are independent work for
+ * the scheduler. Layout: the block's (vc_xts_setup); k: rk to encrypt,
+ * rkd to decrypt. Cost: V AES per lane, ~8 instructions of tweak
+ * arithmetic per block; registers: 4V for the data. */
+template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
+__device__ __forceinline__ void vc_xts_piece(const vc_xts_lane &L, const K &k, uint4 T,
+					     const uint4 *src, uint4 *dst)
+{
+	uint4 a[V];
+#pragma unroll
+	for (int v = 0; v < V; v++)
+		a[v] = Hint::ld(src + 32 * v);
+	vc_xts_u128 t = vc_xts_mul_alpha_pow(vc_xts_from_u4(T), threadIdx.x & 31);
+#pragma unroll
+	for (int v = 0; v < V; v++) {
+		Hint::st(dst + 32 * v, vc_xts_block_in<LayoutEnc, Enc>(L, k, a[v], vc_xts_to_u4(t)));
+		t = vc_xts_mul_alpha_pow(t, 32);
+	}
+}
+
+/* The key as a kernel parameter from the host's key (no other copy). */
+static inline vc_xts_kparam vc_xts_kparam_of(const struct vc_xts_key *key)
+{
+	vc_xts_kparam kp;
+	static_assert(sizeof kp == sizeof *key, "the key is four uint4");
+	memcpy(&kp, key->bytes, sizeof kp);
+	return kp;
+}
+
 
 #endif

@@ -1,0 +1,21 @@
+/* Test hooks into the GPU tier's memory, for the tests that check what
+ * it holds (tests/test_encrypt.c): not part of the public API, not
+ * exported by the shared library (src/vramcache.map); the tests reach
+ * them through the static library. */
+#ifndef VC_ENGINE_DEBUG_H
+#define VC_ENGINE_DEBUG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramcache.h"
+
+/* Copies every byte of GPU memory the GPU tier holds now (its mapped
+ * chunks, in address order) into a new buffer: *out (free() it) of *len
+ * bytes. Under the tier's resize lock, so no chunk comes or goes
+ * meanwhile; moves in flight may be seen half done (call it while the
+ * cache is idle). -ENODEV without a GPU tier. Cost: the tier's size in
+ * device-to-host copies through a pinned bounce. */
+int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len);
+
+#endif
