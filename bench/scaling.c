@@ -89,6 +89,7 @@ struct opts {
 	double seconds;
 	uint64_t host_bytes, gpu_bytes, ws_bytes, miss_bytes; /* 0: default */
 	int gpu_hits; /* enum vc_gpu_hits */
+	int encrypt;  /* enum vc_encrypt */
 	const char *policy; /* vc_config.policy; NULL: the default */
 	bool quick;
 	const char *json;
@@ -539,6 +540,7 @@ static vc_cache *open_cache(struct run *R, double lat_us)
 	cfg.gpu_bytes = R->o->gpu_bytes;
 	cfg.device = R->o->device;
 	cfg.gpu_hits = R->o->gpu_hits;
+	cfg.encrypt = R->o->encrypt;
 	if (R->o->policy)
 		cfg.policy = R->o->policy;
 	cfg.backing_latency_ns = (uint64_t)(lat_us * 1e3);
@@ -731,10 +733,10 @@ static void write_json(const struct run *R, uint64_t file_bytes)
 	FILE *f = bench_json_open(o->json, "scaling", R->desc);
 	fprintf(f, ",\n  \"config\": {\"quick\": %s, \"seconds\": %g, \"page_size\": %u, "
 		   "\"sample_every\": %d, \"host_bytes\": %llu, \"gpu_bytes\": %llu, "
-		   "\"file_bytes\": %llu, \"threads\": ",
+		   "\"file_bytes\": %llu, \"encrypt\": \"%s\", \"threads\": ",
 		o->quick ? "true" : "false", o->seconds, PS, SAMPLE_EVERY,
 		(unsigned long long)o->host_bytes, (unsigned long long)o->gpu_bytes,
-		(unsigned long long)file_bytes);
+		(unsigned long long)file_bytes, o->encrypt ? "xts" : "off");
 	for (int i = 0; i < o->nthreads; i++)
 		fprintf(f, "%s%d", i ? ", " : "[", o->threads[i]);
 	fputs("], \"backing_latencies_us\": [", f);
@@ -791,6 +793,7 @@ static void usage(void)
 		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
 		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
 		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]\n"
+		"               [--encrypt off|xts]\n"
 		"               [--quick] [--json FILE]\n"
 		"sizes take K, M, G suffixes; --latencies in microseconds\n");
 	exit(2);
@@ -888,6 +891,10 @@ static void parse(int argc, char **argv, struct opts *o)
 			if (strcmp(v, "serve") && strcmp(v, "swap"))
 				bad(a, v, "serve or swap");
 			o->gpu_hits = strcmp(v, "swap") == 0 ? VC_GPU_HITS_SWAP : VC_GPU_HITS_SERVE;
+		} else if (strcmp(a, "--encrypt") == 0) {
+			if (strcmp(v, "off") && strcmp(v, "xts"))
+				bad(a, v, "off or xts");
+			o->encrypt = strcmp(v, "xts") == 0 ? VC_ENCRYPT_XTS : VC_ENCRYPT_OFF;
 		} else if (strcmp(a, "--cases") == 0) {
 			if (parse_cases(v, &o->cases) < 0)
 				bad(a, v, "a list of gpu, host, miss");

@@ -10,6 +10,11 @@
  *             baseline; on emu, memcpy_sync)
  *   per-page  one cudaMemcpyAsync per 4 KiB page, same scattered pages
  *   batchAsync  one cudaMemcpyBatchAsync of N pages per batch (CUDA >= 12.8)
+ *   ours+x, kernel+x  ours and kernel with AES-256-XTS on the way (the
+ *             moves encrypt h2d and decrypt d2h, as the engine's do with
+ *             vc_config.encrypt), in the same rotation as the plain ones;
+ *             x/plain is kernel+x / kernel (the issue's goal: >= 0.95 for
+ *             N >= 512 both ways) and ours+x / ours
  * Pages are scattered: move g uses host slot hperm[g] and device slot
  * dperm[g] of two random permutations over pools of --pool pages (64K:
  * 256 MiB pinned host memory, 256 MiB device memory). Each figure is the
@@ -42,6 +47,7 @@
 #include "base/clock.h"
 #include "base/rand.h"
 #include "device/device.h"
+#include "device/xts.h"
 #include "vramcache.h"
 
 #define PAGE 4096u
@@ -67,6 +73,8 @@ struct bench {
 	struct vc_ticket *tk;   /* WINDOW * MAXN */
 	struct vc_move *mv;     /* MAXN: moves of one batch being added */
 	struct vc_dbatch db[WINDOW];
+	struct vc_xts_key key; /* random, for the cipher columns */
+	bool xts;              /* the device can encrypt (emu: OpenSSL built in) */
 #ifdef VC_HAVE_CUDA
 	cudaStream_t s;
 #endif
@@ -76,6 +84,7 @@ struct row {
 	uint32_t n;
 	int dir;
 	double ours, kernel, bulk, per_page, batch_async; /* GB/s; NAN: not measured */
+	double ours_x, kernel_x; /* with the cipher; NAN: not measured */
 	double cpu_ns; /* ours: time in vc_batcher_add + vc_batcher_wait per page */
 };
 
@@ -95,6 +104,18 @@ static struct vc_move move_at(const struct bench *B, int dir, uint64_t g)
 	uint64_t v = B->dev + (uint64_t)B->dperm[g % B->pool] * PAGE;
 	struct vc_move m = { .src = dir == H2D ? h : v, .dst = dir == H2D ? v : h,
 			     .op = VC_MOVE_COPY };
+	return m;
+}
+
+/* The same with the cipher: encrypt on the way down, decrypt on the way
+ * up, the tweak the device slot's number (as a page number would be). */
+static struct vc_move move_x(const struct bench *B, int dir, uint64_t g, bool x)
+{
+	struct vc_move m = move_at(B, dir, g);
+	if (x) {
+		m.op |= dir == H2D ? VC_MOVE_ENCRYPT : VC_MOVE_DECRYPT;
+		m.tweak = B->dperm[g % B->pool];
+	}
 	return m;
 }
 
@@ -119,7 +140,7 @@ static double gbps(uint64_t bytes, uint64_t ns)
 /* *cpu_ns: time spent in add and wait calls per page, less the one wait
  * per batch that blocks on the device. */
 static double one_ours(struct bench *B, struct vc_batcher *bt, int dir, uint32_t n, uint32_t p,
-		       double *cpu_ns)
+		       double *cpu_ns, bool x)
 {
 	uint32_t nb = p / n;
 	uint64_t cpu = 0, t0 = vc_now_ns();
@@ -128,7 +149,7 @@ static double one_ours(struct bench *B, struct vc_batcher *bt, int dir, uint32_t
 			struct vc_ticket *t = &B->tk[(size_t)(b % WINDOW) * n];
 			uint64_t a = vc_now_ns();
 			for (uint32_t i = 0; i < n; i++)
-				B->mv[i] = move_at(B, dir, B->g++);
+				B->mv[i] = move_x(B, dir, B->g++, x);
 			BENCH_OK(vc_batcher_add_n(bt, B->mv, n, t));
 			cpu += vc_now_ns() - a;
 		}
@@ -145,14 +166,14 @@ static double one_ours(struct bench *B, struct vc_batcher *bt, int dir, uint32_t
 /* --- kernel: raw device batches ------------------------------------------ */
 
 static double one_kernel(struct bench *B, struct vc_device *d, struct vc_dbatch *db, int dir,
-			 uint32_t n, uint32_t p, bool contig)
+			 uint32_t n, uint32_t p, bool contig, bool x)
 {
 	uint32_t nb = p / n;
 	uint64_t t0 = vc_now_ns();
 	for (uint32_t b = 0; b < nb + WINDOW - 1; b++) {
 		if (b < nb) {
-			struct vc_dbatch *x = &db[b % WINDOW];
-			x->n = n;
+			struct vc_dbatch *bx = &db[b % WINDOW];
+			bx->n = n;
 			if (contig) {
 				/* run b of n slots, both pools; D2D when dir == NDIRS */
 				uint64_t off = (uint64_t)(b % WINDOW) * n * PAGE;
@@ -160,7 +181,7 @@ static double one_kernel(struct bench *B, struct vc_device *d, struct vc_dbatch 
 				uint64_t v2 = B->dev + (uint64_t)(B->pool / 2) * PAGE + off;
 				for (uint32_t i = 0; i < n; i++) {
 					uint64_t o = (uint64_t)i * PAGE;
-					x->moves[i] = (struct vc_move){
+					bx->moves[i] = (struct vc_move){
 						.src = (dir == H2D ? h : v) + o,
 						.dst = (dir == H2D ? v : dir == D2H ? h : v2) + o,
 						.op = VC_MOVE_COPY
@@ -168,9 +189,9 @@ static double one_kernel(struct bench *B, struct vc_device *d, struct vc_dbatch 
 				}
 			} else {
 				for (uint32_t i = 0; i < n; i++)
-					x->moves[i] = move_at(B, dir, B->g++);
+					bx->moves[i] = move_x(B, dir, B->g++, x);
 			}
-			BENCH_OK(d->ops->batch_submit(d, x));
+			BENCH_OK(d->ops->batch_submit(d, bx));
 		}
 		if (b >= WINDOW - 1)
 			BENCH_OK(d->ops->batch_wait(d, &db[(b - (WINDOW - 1)) % WINDOW]));
@@ -178,7 +199,8 @@ static double one_kernel(struct bench *B, struct vc_device *d, struct vc_dbatch 
 	return gbps((uint64_t)p * PAGE, vc_now_ns() - t0);
 }
 
-static void batches_init(struct vc_device *d, struct vc_dbatch *db, uint32_t cap)
+static void batches_init(struct vc_device *d, struct vc_dbatch *db, uint32_t cap,
+			 const struct vc_xts_key *key)
 {
 	for (uint32_t i = 0; i < WINDOW; i++) {
 		void *mv;
@@ -187,6 +209,7 @@ static void batches_init(struct vc_device *d, struct vc_dbatch *db, uint32_t cap
 		db[i].moves = mv;
 		db[i].cap = cap;
 		db[i].page_size = PAGE;
+		db[i].key = key;
 		BENCH_OK(d->ops->batch_init(d, &db[i]));
 	}
 }
@@ -283,31 +306,45 @@ static double one_batch_async(struct bench *B, int dir, uint32_t n, uint32_t p)
 
 static void measure(struct bench *B, uint32_t n, struct row r[NDIRS])
 {
-	struct vc_batcher *bt;
+	struct vc_batcher *bt, *btx = NULL;
 	BENCH_OK(vc_batcher_create(B->d, PAGE, n, 50, NULL, &bt));
+	if (B->xts)
+		BENCH_OK(vc_batcher_create(B->d, PAGE, n, 50, &B->key, &btx));
 	uint32_t p = pages_per_rep(B, n);
-	double v[6][16];
+	const int nv = B->xts ? 5 : 3;
+	double v[8][16];
 	for (int dir = 0; dir < NDIRS; dir++) {
 		/* warm-up: first touches, launches, module load */
-		one_ours(B, bt, dir, n, n * WINDOW, NULL);
-		one_kernel(B, B->d, B->db, dir, n, n * WINDOW, false);
+		one_ours(B, bt, dir, n, n * WINDOW, NULL, false);
+		one_kernel(B, B->d, B->db, dir, n, n * WINDOW, false, false);
 		one_bulk(B, dir, n, n * WINDOW);
+		if (B->xts) {
+			one_ours(B, btx, dir, n, n * WINDOW, NULL, true);
+			one_kernel(B, B->d, B->db, dir, n, n * WINDOW, false, true);
+		}
 		/* The three fast variants back to back, their order rotating
 		 * from one repetition to the next, so that none always runs
 		 * first after a pause (while the SM clock ramps up from idle,
 		 * as seen at 345 MHz before a run); the slow API baselines,
 		 * which leave the SMs idle for milliseconds, run afterwards. */
 		for (int k = 0; k < B->reps; k++) {
-			for (int j = 0; j < 3; j++) {
-				switch ((j + k) % 3) {
+			v[6][k] = v[7][k] = NAN;
+			for (int j = 0; j < nv; j++) {
+				switch ((j + k) % nv) {
 				case 0:
-					v[0][k] = one_ours(B, bt, dir, n, p, &v[5][k]);
+					v[0][k] = one_ours(B, bt, dir, n, p, &v[5][k], false);
 					break;
 				case 1:
-					v[1][k] = one_kernel(B, B->d, B->db, dir, n, p, false);
+					v[1][k] = one_kernel(B, B->d, B->db, dir, n, p, false, false);
+					break;
+				case 2:
+					v[2][k] = one_bulk(B, dir, n, p);
+					break;
+				case 3:
+					v[6][k] = one_ours(B, btx, dir, n, p, NULL, true);
 					break;
 				default:
-					v[2][k] = one_bulk(B, dir, n, p);
+					v[7][k] = one_kernel(B, B->d, B->db, dir, n, p, false, true);
 					break;
 				}
 			}
@@ -328,8 +365,11 @@ static void measure(struct bench *B, uint32_t n, struct row r[NDIRS])
 		r[dir].bulk = median(v[2], B->reps);
 		r[dir].per_page = isnan(v[3][0]) ? NAN : median(v[3], B->reps);
 		r[dir].batch_async = isnan(v[4][0]) ? NAN : median(v[4], B->reps);
+		r[dir].ours_x = B->xts ? median(v[6], B->reps) : NAN;
+		r[dir].kernel_x = B->xts ? median(v[7], B->reps) : NAN;
 	}
 	vc_batcher_destroy(bt);
+	vc_batcher_destroy(btx);
 }
 
 static double peak(struct bench *B, int dir)
@@ -430,8 +470,8 @@ static int contig_runs(struct bench *B, struct contig *out)
 		unsetenv("VC_CUDA_MEMCPY_MIN");
 	free(saved);
 	struct vc_dbatch bk[WINDOW], bm[WINDOW];
-	batches_init(dk, bk, MAXN);
-	batches_init(dm, bm, MAXN);
+	batches_init(dk, bk, MAXN, NULL);
+	batches_init(dm, bm, MAXN, NULL);
 	int k = 0;
 	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
 		uint32_t n = ns[i];
@@ -440,11 +480,11 @@ static int contig_runs(struct bench *B, struct contig *out)
 		uint32_t p = pages_per_rep(B, n);
 		for (int dir = 0; dir <= NDIRS; dir++) {
 			double a[16], b[16];
-			one_kernel(B, dk, bk, dir, n, n * WINDOW, true);
-			one_kernel(B, dm, bm, dir, n, n * WINDOW, true);
+			one_kernel(B, dk, bk, dir, n, n * WINDOW, true, false);
+			one_kernel(B, dm, bm, dir, n, n * WINDOW, true, false);
 			for (int r = 0; r < B->reps; r++) {
-				a[r] = one_kernel(B, dk, bk, dir, n, p, true);
-				b[r] = one_kernel(B, dm, bm, dir, n, p, true);
+				a[r] = one_kernel(B, dk, bk, dir, n, p, true, false);
+				b[r] = one_kernel(B, dm, bm, dir, n, p, true, false);
 			}
 			out[k++] = (struct contig){ n, dir, median(a, B->reps), median(b, B->reps) };
 		}
@@ -530,7 +570,10 @@ int main(int argc, char **argv)
 		B->dperm[i] = B->dperm[j];
 		B->dperm[j] = t;
 	}
-	batches_init(B->d, B->db, MAXN);
+	for (int i = 0; i < VC_XTS_KEY_BYTES; i++)
+		B->key.bytes[i] = (unsigned char)(vc_rand64(&seed) >> 7);
+	B->xts = B->cuda || vc_emu_xts_pages(&B->key, NULL, NULL, 0, PAGE, 1) == 0;
+	batches_init(B->d, B->db, MAXN, &B->key);
 
 	uint64_t t_start = vc_now_ns();
 	printf("transfer: %s: %s\n", B->d->ops->name, B->d->desc);
@@ -544,8 +587,9 @@ int main(int argc, char **argv)
 
 	struct row rows[2 * 13];
 	int nrows = 0;
-	printf("\n%6s %4s %9s %9s %9s %7s %9s %10s %9s\n", "N", "dir", "ours", "kernel", "bulk",
-	       "ours/b", "per-page", "batchAsync", "cpu ns/pg");
+	printf("\n%6s %4s %9s %9s %9s %7s %9s %10s %9s %9s %9s %8s %8s\n", "N", "dir", "ours",
+	       "kernel", "bulk", "ours/b", "per-page", "batchAsync", "cpu ns/pg", "ours+x", "kernel+x",
+	       "kx/k", "ox/o");
 	for (uint32_t n = 1; n <= MAXN; n *= 2) {
 		measure(B, n, &rows[nrows]);
 		for (int dir = 0; dir < NDIRS; dir++) {
@@ -555,8 +599,10 @@ int main(int argc, char **argv)
 				snprintf(pp, sizeof pp, "%.2f", x->per_page);
 			if (!isnan(x->batch_async))
 				snprintf(ba, sizeof ba, "%.2f", x->batch_async);
-			printf("%6u %4s %9.2f %9.2f %9.2f %7.2f %9s %10s %9.0f\n", n, dir_name[dir],
-			       x->ours, x->kernel, x->bulk, x->ours / x->bulk, pp, ba, x->cpu_ns);
+			printf("%6u %4s %9.2f %9.2f %9.2f %7.2f %9s %10s %9.0f %9.2f %9.2f %8.3f %8.3f\n",
+			       n, dir_name[dir], x->ours, x->kernel, x->bulk, x->ours / x->bulk, pp, ba,
+			       x->cpu_ns, x->ours_x, x->kernel_x, x->kernel_x / x->kernel,
+			       x->ours_x / x->ours);
 		}
 		fflush(stdout);
 		nrows += NDIRS;
@@ -602,6 +648,18 @@ int main(int argc, char **argv)
 		kworst = fmin(kworst, rows[i].kernel / rows[i].bulk);
 	}
 	bool met = worst >= 0.90;
+	/* Issue 13: encrypted batch moves against plain ones, N >= 512. */
+	double xworst = INFINITY, oxworst = INFINITY;
+	for (int i = 0; i < nrows && B->xts; i++) {
+		if (rows[i].n < 512)
+			continue;
+		xworst = fmin(xworst, rows[i].kernel_x / rows[i].kernel);
+		oxworst = fmin(oxworst, rows[i].ours_x / rows[i].ours);
+	}
+	if (B->xts)
+		printf("goal encrypted/plain batch moves >= 0.95 for N >= 512: %s (kernel+x/kernel "
+		       "worst %.3f; ours+x/ours worst %.3f)\n",
+		       xworst >= 0.95 ? "met" : "NOT met", xworst, oxworst);
 	printf("\ngoal ours/bulk >= 0.90 for N >= 512: %s (worst %.2f; kernel/bulk worst %.2f);"
 	       " %.1f s\n",
 	       met ? "met" : "NOT met", worst, kworst, (double)(vc_now_ns() - t_start) / 1e9);
@@ -620,6 +678,11 @@ int main(int argc, char **argv)
 		bench_json_num(f, worst);
 		fprintf(f, ", \"kernel_worst_ratio\": ");
 		bench_json_num(f, kworst);
+		fprintf(f, ", \"xts_rule\": \"kernel+x/kernel >= 0.95 for N >= 512\", \"xts_met\": %s"
+			   ", \"xts_worst_ratio\": ", B->xts && xworst >= 0.95 ? "true" : "false");
+		bench_json_num(f, B->xts ? xworst : NAN);
+		fprintf(f, ", \"ours_xts_worst_ratio\": ");
+		bench_json_num(f, B->xts ? oxworst : NAN);
 		fprintf(f, "},\n  \"peak\": {\"h2d\": ");
 		bench_json_num(f, pk[H2D]);
 		fprintf(f, ", \"d2h\": ");
@@ -631,6 +694,10 @@ int main(int argc, char **argv)
 			bench_json_num(f, x->ours);
 			fprintf(f, ", \"kernel\": ");
 			bench_json_num(f, x->kernel);
+			fprintf(f, ", \"ours_xts\": ");
+			bench_json_num(f, x->ours_x);
+			fprintf(f, ", \"kernel_xts\": ");
+			bench_json_num(f, x->kernel_x);
 			fprintf(f, ", \"bulk\": ");
 			bench_json_num(f, x->bulk);
 			fprintf(f, ", \"ratio\": ");

@@ -64,6 +64,10 @@ static void serve_usage(FILE *f)
 	      "                         and grows back once they let go\n"
 	      "  --release-socket PATH  programs run with libvramcache-shim.so ask here for\n"
 	      "                         GPU memory when an allocation fails (mode 0660)\n"
+	      "  --encrypt              the GPU tier holds ciphertext only: AES-256-XTS\n"
+	      "                         (aes-xts-plain64), a random key per run\n"
+	      "  --key-file FILE        the key instead: 64 raw bytes, mode 0600\n"
+	      "                         (implies --encrypt)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
@@ -385,7 +389,7 @@ int cmd_serve(int argc, char **argv)
 	struct serve_gpu_config gcfg = { 0 };
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
-	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK };
+	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -413,6 +417,8 @@ int cmd_serve(int argc, char **argv)
 		{ "gpu-chunk-bytes", required_argument, 0, O_CHUNK },
 		{ "gpu-keep-free", required_argument, 0, O_KEEPF },
 		{ "release-socket", required_argument, 0, O_RSOCK },
+		{ "encrypt", no_argument, 0, O_ENC },
+		{ "key-file", required_argument, 0, O_KEYF },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -489,6 +495,11 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_SHOWP: show_paths = true; break;
 		case O_CONF: break; /* read by serve_config_apply */
+		case O_ENC: cfg.encrypt = VC_ENCRYPT_XTS; break;
+		case O_KEYF:
+			cfg.encrypt = VC_ENCRYPT_XTS;
+			cfg.key_file = optarg;
+			break;
 		case O_CHUNK:
 			if (vc_wl_parse_bytes(optarg, &cfg.gpu_chunk_bytes) || !cfg.gpu_chunk_bytes)
 				goto bad;
