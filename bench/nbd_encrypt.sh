@@ -10,15 +10,16 @@
 #
 #   bench/nbd_encrypt.sh [--quick] VRAMCACHE_BINARY OUTDIR
 #
-# --quick: 256 MiB working set, 1 round, the emulated device (this
-# machine); else 1 GiB, 3 rounds, the GPU (--device auto).
+# --quick: 256 MiB working set, 1 round of 3 s tests, the emulated device
+# (this machine); else 1 GiB, 2 rounds of 8 s tests, the GPU (--device
+# auto).
 set -euo pipefail
 . "$(dirname "$0")/nbd_lib.sh"
 bench_start nbd_encrypt "fio python3" "$@"
 if [ $quick = 1 ]; then
 	size=256M dev=emu rounds=1
 else
-	size=1G dev=auto rounds=3
+	size=1G dev=auto rounds=2 rt=8
 fi
 tests=("randread-4k-qd128-j1:--rw=randread --bs=4k --iodepth=128 --numjobs=1"
 	"randread-4k-qd128-j4:--rw=randread --bs=4k --iodepth=128 --numjobs=4"
