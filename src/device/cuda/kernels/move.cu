@@ -62,6 +62,41 @@ __device__ __forceinline__ uint64_t desc_word(const struct vc_move *moves, uint3
 	return lane < 3 ? w[lane] : 0;
 }
 
+/* The batch's completion, by every thread of each block at its end: the
+ * last block to count writes gen to the host flag (see the top). */
+__device__ __forceinline__ void batch_done(volatile uint32_t *flag, uint32_t gen, uint32_t *counter)
+{
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence_system();
+		if (atomicAdd(counter, 1u) == gridDim.x - 1) {
+			/* Every other block has fenced and counted: the batch is done.
+			 * The reset is seen by the next launch (stream order). */
+			*counter = 0;
+			__threadfence_system();
+			*flag = gen;
+		}
+	}
+}
+
+/* A batch's shape: pages up to 4 KiB are one piece of v = page_size/512
+ * words per lane; larger ones 2^shift pieces of 4 KiB. false for a batch
+ * no kernel takes (bad sizes, more than 2^31 pieces). */
+static bool batch_shape(uint32_t n, uint32_t page_size, uint32_t max_blocks, uint32_t *v,
+			uint32_t *shift)
+{
+	if (n == 0 || max_blocks == 0 || page_size < 512 || page_size > (2u << 20) ||
+	    (page_size & (page_size - 1)) != 0)
+		return false;
+	*v = MAX_V;
+	*shift = 0;
+	if (page_size < 4096)
+		*v = page_size / 512;
+	else
+		*shift = (uint32_t)__builtin_ctz(page_size / 4096);
+	return ((uint64_t)n << *shift) <= (1ull << 31);
+}
+
 /* nitems = n << shift pieces; piece i is part (i & mask) of page i >> shift.
  * Grid-stride over pieces, one warp each. */
 template <int V>
@@ -97,17 +132,7 @@ move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t 
 		}
 	}
 
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		__threadfence_system();
-		if (atomicAdd(counter, 1u) == gridDim.x - 1) {
-			/* Every other block has fenced and counted: the batch is done.
-			 * The reset is seen by the next launch (stream order). */
-			*counter = 0;
-			__threadfence_system();
-			*flag = gen;
-		}
-	}
+	batch_done(flag, gen, counter);
 }
 
 /* The same with the cipher on the way (device.h's VC_MOVE_ENCRYPT and
@@ -167,16 +192,7 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 							 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
 	}
 	vc_xts_wipe(s);
-
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		__threadfence_system();
-		if (atomicAdd(counter, 1u) == gridDim.x - 1) {
-			*counter = 0;
-			__threadfence_system();
-			*flag = gen;
-		}
-	}
+	batch_done(flag, gen, counter);
 }
 
 template <int V, bool LayoutEnc>
@@ -229,17 +245,10 @@ extern "C" int vc_cuda_launch_moves_xts(const struct vc_xts_key *key, int layout
 					uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
 					uint32_t *counter_dev, void *stream)
 {
-	if (n == 0 || max_blocks == 0 || page_size < 512 || page_size > (2u << 20) ||
-	    (page_size & (page_size - 1)) != 0 || !key)
+	uint32_t v, shift;
+	if (!key || !batch_shape(n, page_size, max_blocks, &v, &shift))
 		return (int)cudaErrorInvalidValue;
-	uint32_t v = MAX_V, shift = 0;
-	if (page_size < 4096)
-		v = page_size / 512;
-	else
-		shift = (uint32_t)__builtin_ctz(page_size / 4096);
 	const uint64_t items = (uint64_t)n << shift;
-	if (items > (1ull << 31))
-		return (int)cudaErrorInvalidValue;
 	vc_xts_kparam kp = vc_xts_kparam_of(key);
 	cudaStream_t s = static_cast<cudaStream_t>(stream);
 	const uint32_t ni = (uint32_t)items;
@@ -277,19 +286,10 @@ extern "C" int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint32_t n,
 				    uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
 				    uint32_t *counter_dev, void *stream)
 {
-	if (n == 0 || max_blocks == 0 || page_size < 512 || page_size > (2u << 20) ||
-	    (page_size & (page_size - 1)) != 0)
+	uint32_t v, shift;
+	if (!batch_shape(n, page_size, max_blocks, &v, &shift))
 		return (int)cudaErrorInvalidValue;
-	/* Pages up to 4 KiB: one piece of V = page_size/512 words per lane.
-	 * Larger: 2^shift pieces of 4 KiB. */
-	uint32_t v = MAX_V, shift = 0;
-	if (page_size < 4096)
-		v = page_size / 512;
-	else
-		shift = (uint32_t)__builtin_ctz(page_size / 4096);
 	const uint64_t items = (uint64_t)n << shift;
-	if (items > (1ull << 31))
-		return (int)cudaErrorInvalidValue;
 	uint64_t blocks = (items + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
 	if (blocks > max_blocks)
 		blocks = max_blocks;
