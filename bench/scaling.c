@@ -736,7 +736,8 @@ static void write_json(const struct run *R, uint64_t file_bytes)
 		   "\"file_bytes\": %llu, \"encrypt\": \"%s\", \"threads\": ",
 		o->quick ? "true" : "false", o->seconds, PS, SAMPLE_EVERY,
 		(unsigned long long)o->host_bytes, (unsigned long long)o->gpu_bytes,
-		(unsigned long long)file_bytes, o->encrypt ? "xts" : "off");
+		(unsigned long long)file_bytes,
+		o->encrypt == VC_ENCRYPT_XTS_GMAC ? "xts-gmac" : o->encrypt ? "xts" : "off");
 	for (int i = 0; i < o->nthreads; i++)
 		fprintf(f, "%s%d", i ? ", " : "[", o->threads[i]);
 	fputs("], \"backing_latencies_us\": [", f);
@@ -793,7 +794,7 @@ static void usage(void)
 		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
 		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
 		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]\n"
-		"               [--encrypt off|xts]\n"
+		"               [--encrypt off|xts|xts-gmac]\n"
 		"               [--quick] [--json FILE]\n"
 		"sizes take K, M, G suffixes; --latencies in microseconds\n");
 	exit(2);
@@ -892,9 +893,11 @@ static void parse(int argc, char **argv, struct opts *o)
 				bad(a, v, "serve or swap");
 			o->gpu_hits = strcmp(v, "swap") == 0 ? VC_GPU_HITS_SWAP : VC_GPU_HITS_SERVE;
 		} else if (strcmp(a, "--encrypt") == 0) {
-			if (strcmp(v, "off") && strcmp(v, "xts"))
-				bad(a, v, "off or xts");
-			o->encrypt = strcmp(v, "xts") == 0 ? VC_ENCRYPT_XTS : VC_ENCRYPT_OFF;
+			if (strcmp(v, "off") && strcmp(v, "xts") && strcmp(v, "xts-gmac"))
+				bad(a, v, "off, xts or xts-gmac");
+			o->encrypt = strcmp(v, "xts") == 0	? VC_ENCRYPT_XTS
+				     : strcmp(v, "xts-gmac") == 0 ? VC_ENCRYPT_XTS_GMAC
+								  : VC_ENCRYPT_OFF;
 		} else if (strcmp(a, "--cases") == 0) {
 			if (parse_cases(v, &o->cases) < 0)
 				bad(a, v, "a list of gpu, host, miss");

@@ -82,6 +82,13 @@ enum vc_encrypt {
 	VC_ENCRYPT_OFF = 0,
 	VC_ENCRYPT_XTS = 1, /* AES-256-XTS (dm-crypt's aes-xts-plain64), the tweak naming the
 			       page: no plaintext of cached data rests in GPU memory */
+	VC_ENCRYPT_XTS_GMAC = 2, /* XTS as above, and every page the GPU tier holds
+				    authenticated: an AES-256-GMAC tag of its content
+				    (fresh nonce per move to the GPU) kept in host memory
+				    and checked on every move back. A page changed in GPU
+				    memory is never returned: the read fails with -EIO
+				    and the page is dropped (vc_stats.integrity_*), so a
+				    read after that comes from the backing store */
 };
 
 /* Versioned configuration. `size` and `version` come first; fields are only
@@ -327,7 +334,7 @@ unsigned vc_aio_inflight(const vc_aio *q);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_LOCK_HIST 16 /* lock-hold buckets: [0, 1 us), [1, 2), [2, 4) ... [16 ms, inf) */
-#define VC_STATS_VERSION 4
+#define VC_STATS_VERSION 5
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -371,6 +378,11 @@ struct vc_stats {
 	uint64_t gpu_shrinks;                  /* calls */
 	uint64_t gpu_shrink_ns_total, gpu_shrink_ns_max, gpu_shrink_ns_last; /* to memory given back */
 	uint64_t gpu_shrink_drop_ns_total; /* forgetting the pages, after (in the background) */
+
+	/* Version 5: the integrity mode (VC_ENCRYPT_XTS_GMAC). */
+	uint64_t integrity_failures;   /* moves out of the GPU tier whose page failed its tag */
+	uint64_t integrity_drops;      /* pages dropped for it */
+	uint64_t integrity_dirty_lost; /* of those, dirty ones: writes the store never got */
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */

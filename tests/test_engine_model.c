@@ -219,7 +219,8 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 		"writebacks %llu, h2d %llu d2h %llu, batches %llu (%llu pages), dirty %llu, "
 		"gc runs %llu moved %llu, segments evicted %llu, early releases %llu, "
 		"fragmentation %.2f\n",
-		vc_device_name(r.c), x && x->encrypt ? " encrypted" : "",
+		vc_device_name(r.c),
+		x && x->encrypt ? (x->encrypt == VC_ENCRYPT_XTS_GMAC ? " encrypted+mac" : " encrypted") : "",
 		write_mode ? "write-back" : "write-through",
 		x && x->gpu_hits == VC_GPU_HITS_SWAP ? " swap" : "", page_size, gv->name,
 		(unsigned long long)st.hits[0], (unsigned long long)st.hits[1],
@@ -253,6 +254,8 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	t_check_file(path, r.shadow, size);
 	CHECK_OK(vc_get_stats(r.c, &st));
 	CHECK(st.dirty_pages == 0);
+	/* Nobody changed GPU memory: no check may have failed. */
+	CHECK(st.integrity_failures == 0 && st.integrity_drops == 0);
 
 	/* Dirty data left in the cache at close is written by vc_close. */
 	unsigned char tail[3000];
@@ -308,6 +311,13 @@ int main(void)
 	}
 	one_run_x(kind, VC_WRITE_BACK, 8192, ops, &gc_default, NULL, &enc);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &enc_swap);
+	/* The integrity mode: every page checked on every move up, under the
+	 * same load (no check may fail: one_run_x asks). */
+	const struct extra mac = { VC_ENCRYPT_XTS_GMAC, VC_GPU_HITS_SERVE };
+	const struct extra mac_swap = { VC_ENCRYPT_XTS_GMAC, VC_GPU_HITS_SWAP };
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &mac);
+	one_run_x(kind, VC_WRITE_THROUGH, 512, ops, &forced[1], NULL, &mac);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, NULL, &mac_swap);
 	fprintf(stderr, "engine model: all runs match\n");
 	return 0;
 }

@@ -68,6 +68,10 @@ static void serve_usage(FILE *f)
 	      "                         (aes-xts-plain64), a random key per run\n"
 	      "  --key-file FILE        the key instead: 64 raw bytes, mode 0600\n"
 	      "                         (implies --encrypt)\n"
+	      "  --integrity            and authenticate every page the GPU tier holds\n"
+	      "                         (AES-256-GMAC, tags in host memory): a page\n"
+	      "                         changed there is never returned (EIO), and\n"
+	      "                         dropped (implies --encrypt)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
@@ -389,7 +393,7 @@ int cmd_serve(int argc, char **argv)
 	struct serve_gpu_config gcfg = { 0 };
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
-	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF };
+	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -419,6 +423,7 @@ int cmd_serve(int argc, char **argv)
 		{ "release-socket", required_argument, 0, O_RSOCK },
 		{ "encrypt", no_argument, 0, O_ENC },
 		{ "key-file", required_argument, 0, O_KEYF },
+		{ "integrity", no_argument, 0, O_INTEG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -495,11 +500,16 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_SHOWP: show_paths = true; break;
 		case O_CONF: break; /* read by serve_config_apply */
-		case O_ENC: cfg.encrypt = VC_ENCRYPT_XTS; break;
+		case O_ENC:
+			if (cfg.encrypt == VC_ENCRYPT_OFF)
+				cfg.encrypt = VC_ENCRYPT_XTS;
+			break;
 		case O_KEYF:
-			cfg.encrypt = VC_ENCRYPT_XTS;
+			if (cfg.encrypt == VC_ENCRYPT_OFF)
+				cfg.encrypt = VC_ENCRYPT_XTS;
 			cfg.key_file = optarg;
 			break;
+		case O_INTEG: cfg.encrypt = VC_ENCRYPT_XTS_GMAC; break;
 		case O_CHUNK:
 			if (vc_wl_parse_bytes(optarg, &cfg.gpu_chunk_bytes) || !cfg.gpu_chunk_bytes)
 				goto bad;

@@ -444,6 +444,8 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	}
 	bool second = !(r1 == 0 && r2 == 0 && half < ng); /* true: nothing left to wait for */
 	size_t pos = 0;
+	struct vc_page *bad = NULL; /* failed its integrity check: dropped once unpinned */
+	uint64_t bad_pno = 0, bad_nonce = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!second && gi[i] >= (int)half) {
 			int e = vc_batcher_wait_n(c->gpu.bat, tk + half, ng - half);
@@ -455,14 +457,23 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 			const unsigned char *src =
 				gi[i] < 0 ? host_data(c, pin[i])
 					  : vc_tier_host(c->gpu.bounce, bounce_slot(c, t, (uint32_t)gi[i]));
-			memcpy(buf + pos, src + in[i], k[i]);
-			eng_note_hit_fast(c, t, pin[i], gi[i] < 0 ? HOST : GPU);
+			if (gi[i] >= 0 && eng_integ(c) &&
+			    (r = eng_check(c, pin[i], src, &bad_nonce)) < 0) {
+				bad = pin[i];
+				bad_pno = pin[i]->pno;
+			}
+			if (r == 0) {
+				memcpy(buf + pos, src + in[i], k[i]);
+				eng_note_hit_fast(c, t, pin[i], gi[i] < 0 ? HOST : GPU);
+			}
 		}
 		pos += k[i];
 		eng_unpin(c, pin[i]);
 	}
 	if (!second)
 		(void)vc_batcher_wait_n(c->gpu.bat, tk + half, ng - half);
+	if (bad)
+		eng_integ_drop_unlocked(c, bad, bad_pno, bad_nonce);
 	return r < 0 ? r : (ssize_t)done;
 }
 
@@ -498,8 +509,9 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		uint32_t in;
 		size_t k = eng_piece(v, off + done, len - done, &pno, &in);
 		struct vc_page *p;
+		eng_integ_failed = false;
 		int r = eng_acquire(c, pno, ACQ_READ, true, serve, &p);
-		if (r < 0 && store_refused(r)) {
+		if (r < 0 && store_refused(r) && !eng_integ_failed) {
 			/* No room: the victims are dirty and the store refuses
 			 * their write-backs (a full file system). The page was
 			 * not cached when looked up, so the store holds it: read
@@ -514,6 +526,8 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		if (r < 0)
 			return r;
 		const unsigned char *src = NULL;
+		uint64_t nonce = 0;
+		bool bad = false;
 		if (p->tier == HOST) { /* stable while pinned */
 			src = host_data(c, p);
 		} else {
@@ -522,10 +536,14 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 						    p->pno));
 			atomic_fetch_add_explicit(&t->d2h, c->page_size, memory_order_relaxed);
 			src = vc_tier_host(c->gpu.bounce, b);
+			if (r == 0 && eng_integ(c))
+				bad = (r = eng_check(c, p, src, &nonce)) < 0;
 		}
 		if (r == 0)
 			memcpy((char *)buf + done, src + in, k);
 		eng_unpin(c, p);
+		if (bad)
+			eng_integ_drop_unlocked(c, p, pno, nonce);
 		if (r < 0)
 			return r;
 		done += k;

@@ -302,12 +302,19 @@ static void dreq_finish(struct vc_aio *q, struct tstate *t, struct dreq *d, int 
 	struct vc_cache *c = q->c;
 	char *buf = d->req->buf;
 	uint32_t pos = 0;
+	struct vc_page *bad = NULL; /* failed its integrity check: dropped once unpinned */
+	uint64_t bad_pno = 0, bad_nonce = 0;
 	for (uint32_t i = 0; i < d->n; pos += d->pg[i++].k) {
 		struct dpage *g = &d->pg[i];
 		if (!g->p)
 			continue;
+		const unsigned char *src = vc_tier_host(q->bounce, g->bounce);
+		if (err == 0 && eng_integ(c) && (err = eng_check(c, g->p, src, &bad_nonce)) < 0) {
+			bad = g->p;
+			bad_pno = g->p->pno;
+		}
 		if (err == 0) {
-			memcpy(buf + pos, (unsigned char *)vc_tier_host(q->bounce, g->bounce) + g->in, g->k);
+			memcpy(buf + pos, src + g->in, g->k);
 			eng_note_hit_fast(c, t, g->p, GPU);
 		}
 	}
@@ -317,6 +324,8 @@ static void dreq_finish(struct vc_aio *q, struct tstate *t, struct dreq *d, int 
 		d->req->result = err;
 	push(&q->ready, &q->ready_tail, d->req);
 	dreq_release(q, d);
+	if (bad)
+		eng_integ_drop_unlocked(c, bad, bad_pno, bad_nonce);
 }
 
 /* The check every request passes before anything runs: 0 or -errno. */

@@ -106,7 +106,8 @@ static int config_check(const struct vc_config *cfg)
 			      cfg->demote_batch);
 	if (cfg->gpu_hits != VC_GPU_HITS_SERVE && cfg->gpu_hits != VC_GPU_HITS_SWAP)
 		return vc_err(-EINVAL, "unknown GPU-hit mode %d", cfg->gpu_hits);
-	if (cfg->encrypt != VC_ENCRYPT_OFF && cfg->encrypt != VC_ENCRYPT_XTS)
+	if (cfg->encrypt != VC_ENCRYPT_OFF && cfg->encrypt != VC_ENCRYPT_XTS &&
+	    cfg->encrypt != VC_ENCRYPT_XTS_GMAC)
 		return vc_err(-EINVAL, "unknown encryption mode %d", cfg->encrypt);
 	if (cfg->key_file && cfg->encrypt == VC_ENCRYPT_OFF)
 		return vc_err(-EINVAL, "a key file (%s) but encryption is off", cfg->key_file);
@@ -270,6 +271,8 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		c->ts[i].idx = i;
 	if (r == 0)
 		r = vc_index_init(&c->ix, host_pages + gpu_pages);
+	if (r == 0 && c->gpu.cipher && cfg.encrypt == VC_ENCRYPT_XTS_GMAC)
+		r = eng_integ_open(c, host_pages + gpu_pages);
 	if (r == 0) {
 		uint64_t cap[VC_TIER_COUNT] = { host_pages, gpu_pages };
 		const struct vc_policy_ops *ops = vc_policy_find(cfg.policy);
@@ -353,6 +356,7 @@ int vc_close(vc_cache *c)
 	vc_tier_close(c->host);
 	vc_device_close(c->gpu.dev);
 	vc_secret_free(c->gpu.key);
+	eng_integ_close(c);
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
 		if (c->vols[i])
 			vol_free(c->vols[i]);
@@ -488,6 +492,9 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.gpu_shrink_ns_max = atomic_load(&c->gpu.rs.shrink_ns_max);
 	st.gpu_shrink_ns_last = atomic_load(&c->gpu.rs.shrink_ns_last);
 	st.gpu_shrink_drop_ns_total = atomic_load(&c->gpu.rs.drop_ns_total);
+	st.integrity_failures = atomic_load(&c->gpu.integ_failures);
+	st.integrity_drops = atomic_load(&c->gpu.integ_drops);
+	st.integrity_dirty_lost = atomic_load(&c->gpu.integ_dirty_lost);
 	memcpy(out, &st, st.size);
 	return 0;
 }

@@ -48,3 +48,38 @@ int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len)
 	*len = at;
 	return 0;
 }
+
+int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask)
+{
+	struct vc_cache *c = v->c;
+	struct vc_device *d = c->gpu.dev;
+	if (off >= v->size)
+		return vc_err(-EINVAL, "poke at %llu: past the end", (unsigned long long)off);
+	const uint64_t pno = v->base + (off >> c->pshift);
+	void *bounce;
+	uint64_t bounce_dev;
+	int r = d->ops->host_alloc(d, c->page_size, &bounce, &bounce_dev);
+	if (r < 0)
+		return r;
+	eng_lock(c);
+	struct vc_page *p = vc_index_find(&c->ix, pno);
+	if (!p || !(st_of(p) & VC_ST_GPU) || p->tier != GPU)
+		r = vc_err(-ENOENT, "poke at %llu: the page is not in the GPU tier",
+			   (unsigned long long)off);
+	else if (!vc_page_claim(p, VC_ST_BUSY, 0))
+		r = vc_err(-EBUSY, "poke at %llu: the page is in use", (unsigned long long)off);
+	const uint64_t addr = r == 0 ? slot_addr_gpu(c, p) : 0;
+	eng_unlock(c);
+	if (r == 0) {
+		r = d->ops->memcpy_sync(d, bounce_dev, addr, c->page_size);
+		((unsigned char *)bounce)[off & (c->page_size - 1)] ^= mask;
+		if (r == 0)
+			r = d->ops->memcpy_sync(d, addr, bounce_dev, c->page_size);
+		eng_lock(c);
+		st_clear(c, p, VC_ST_BUSY);
+		eng_wake(c);
+		eng_unlock(c);
+	}
+	d->ops->host_free(d, bounce);
+	return r;
+}

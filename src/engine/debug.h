@@ -18,4 +18,11 @@
  * device-to-host copies through a pinned bounce. */
 int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len);
 
+/* Tampering, as another user of the GPU's memory could: xors `mask` into
+ * the byte at `off` of volume v as the GPU tier holds it (ciphertext when
+ * encrypted), leaving the cache's records alone. The page is claimed
+ * (BUSY) meanwhile, so no move races with it. -ENOENT when that page is
+ * not settled in the GPU tier, -EBUSY when it is in use. */
+int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask);
+
 #endif

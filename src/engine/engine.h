@@ -99,6 +99,7 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "base/pageno.h"
+#include "base/gmac.h"
 #include "base/secret.h"
 #include "device/device.h"
 #include "device/xts.h"
@@ -204,6 +205,13 @@ struct vc_gpu {
 	uint32_t units_per_page; /* cipher data units per page (tweak stride) */
 	struct vc_secret *key;
 	const struct vc_xts_key *xkey;
+	/* The integrity mode (VC_ENCRYPT_XTS_GMAC; seal.c): a MAC key of its
+	 * own (random per open, locked), and a seal per page id. */
+	struct vc_secret *mac_key;
+	struct vc_gmac *mac;     /* NULL: integrity off */
+	struct eng_seal *seals;  /* [pool entries] */
+	_Atomic uint64_t nonce;  /* the last nonce given out */
+	_Atomic uint64_t integ_failures, integ_drops, integ_dirty_lost;
 };
 
 struct vc_cache {
@@ -277,6 +285,7 @@ struct bulk {
 		struct vc_page *p;
 		uint32_t stage;
 		bool staged; /* holds a staging page */
+		bool bad;    /* came up failing its integrity check (eng_bulk_move) */
 	} *jobs;
 	struct vc_bio *bios;
 	struct vc_move *moves;
@@ -569,6 +578,60 @@ int eng_move1(struct vc_cache *c, struct vc_move m);
 int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
 int eng_promote(struct vc_cache *c, struct vc_page *p);
+
+/* --- seal.c: the integrity mode (VC_ENCRYPT_XTS_GMAC) ---
+ * Every move down (host memory to a GPU slot) seals the page: a fresh
+ * nonce and the GMAC tag of its plaintext, kept in host memory under its
+ * id (c->gpu.seals); every move up (to a host slot, a bounce or a staging
+ * page) checks the plaintext it brought against the seal before anything
+ * uses it. A seal is written only by the holder of the page's BUSY claim
+ * before the page settles in the GPU tier (release), and read by holders
+ * of a pin or of BUSY (acquire): never torn. The tag covers the content;
+ * the nonce (a 64-bit count, never reused under one key) makes every tag
+ * a fresh GMAC, and the tweak already binds ciphertext to its page, so a
+ * page's ciphertext moved into another's slot fails too. On a failed check
+ * the caller fails its request with -EIO and, holding nothing of the page
+ * any more, drops it (eng_integ_drop), unless the page changed since. */
+struct eng_seal {
+	uint64_t nonce;
+	unsigned char tag[16];
+};
+
+static inline bool eng_integ(const struct vc_cache *c)
+{
+	return c->gpu.mac != NULL;
+}
+
+/* Set by eng_check when a check fails on this thread: tells a caller that
+ * an -EIO came from a page's content, not from the store (access.c). */
+extern _Thread_local bool eng_integ_failed;
+
+int eng_integ_open(struct vc_cache *c, uint64_t npool);
+void eng_integ_close(struct vc_cache *c);
+/* Seals page p (its BUSY claim held) over its plaintext at `plain`. */
+int eng_seal(struct vc_cache *c, const struct vc_page *p, const void *plain);
+/* Checks the plaintext a move up brought for p (pinned or BUSY): 0, or
+ * -EIO with a message naming the page; *nonce gets the seal it checked
+ * against (for eng_integ_drop). Counts failures. */
+int eng_check(struct vc_cache *c, const struct vc_page *p, const void *plain, uint64_t *nonce);
+/* Under c->mu: drops page p, which failed eng_check as page pno sealed
+ * with `nonce`, if it still is that (a GPU page of that seal) and nobody
+ * holds it (owned: the caller holds its BUSY claim, and p is that page);
+ * else leaves it to whoever holds it, who checks it too. */
+void eng_integ_drop(struct vc_cache *c, struct vc_page *p, uint64_t pno, uint64_t nonce,
+		    bool owned);
+/* Integrity mode, after a move up into a staging page for write-back
+ * (p BUSY, its plaintext at bio->buf): true if it fails its check, with
+ * bio->result = -EIO so that eng_bios_submit leaves it out. */
+bool eng_stage_bad(struct vc_cache *c, const struct vc_page *p, struct vc_bio *bio);
+/* vc_backing_submit of those of io[0..n) whose result is 0 (in runs; one
+ * call when all are): 0, or the first failure. */
+int eng_bios_submit(struct vc_backing *bk, struct vc_bio *io, unsigned n);
+/* Counts a page dropped for its check (under c->mu, before the drop). */
+void eng_integ_count_drop(struct vc_cache *c, const struct vc_page *p);
+/* Unlocked: takes c->mu for eng_integ_drop. */
+void eng_integ_drop_unlocked(struct vc_cache *c, struct vc_page *p, uint64_t pno,
+			     uint64_t nonce);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);

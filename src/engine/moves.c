@@ -169,8 +169,13 @@ static int demote_batch(struct vc_cache *c)
 	}
 	c->demoters++;
 	eng_unlock(c);
+	/* Sealed unlocked: the victims are ours (BUSY) and their data holds still. */
+	r = 0;
+	for (uint32_t i = 0; eng_integ(c) && r == 0 && i < n; i++)
+		r = eng_seal(c, v[i], host_data(c, v[i]));
 	struct vc_ticket tk[DEMOTE_BATCH_MAX];
-	r = vc_batcher_add_n(c->gpu.bat, mv, n, tk);
+	if (r == 0)
+		r = vc_batcher_add_n(c->gpu.bat, mv, n, tk);
 	if (r == 0)
 		r = vc_batcher_wait_n(c->gpu.bat, tk, n);
 	eng_lock(c);
@@ -257,13 +262,21 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	eng_unlock(c);
 	int r = v ? eng_move1(c, (struct vc_move){ .src = haddr, .dst = gaddr, .op = VC_MOVE_SWAP })
 		  : eng_move1(c, eng_mv_up(c, gaddr, haddr, p->pno));
+	uint64_t nonce = 0;
+	bool bad = false; /* failed its integrity check (no SWAP then: encrypted) */
+	if (r == 0 && !v && eng_integ(c))
+		bad = (r = eng_check(c, p, vc_tier_host(c->host, s), &nonce)) < 0;
 	eng_lock(c);
 	if (r < 0) {
 		/* The device failed mid-move: the slots' contents are unknown, so
-		 * neither page can be trusted. Dirty data in them is lost. */
+		 * neither page can be trusted. Dirty data in them is lost. The
+		 * same for a page whose content fails its check. */
 		if (!v)
 			vc_tier_free(c->host, s);
-		eng_page_drop(c, p);
+		if (bad)
+			eng_integ_drop(c, p, p->pno, nonce, true);
+		else
+			eng_page_drop(c, p);
 		if (v)
 			eng_page_drop(c, v);
 		eng_wake(c);

@@ -18,7 +18,8 @@ static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 }
 
 /* Writes a dirty page that is not busy, pinned or owned to the backing store
- * and marks it clean. It stays cached. -EAGAIN: no staging page free now. */
+ * and marks it clean. It stays cached. -EAGAIN: no staging page free now.
+ * A GPU page that fails its integrity check is dropped, unwritten: -EIO. */
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 {
 	eng_assert_locked(c);
@@ -35,6 +36,10 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	unsigned char *buf = on_gpu ? vc_tier_host(c->gpu.stage_wb, s) : host_data(c, p);
 	eng_unlock(c);
 	int r = on_gpu ? eng_move1(c, eng_mv_up(c, src, vc_tier_addr(c->gpu.stage_wb, s), pno)) : 0;
+	uint64_t nonce = 0;
+	bool bad = false;
+	if (r == 0 && on_gpu && eng_integ(c))
+		bad = (r = eng_check(c, p, buf, &nonce)) < 0;
 	if (r == 0)
 		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
 	eng_lock(c);
@@ -44,6 +49,10 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	}
 	if (r == 0) /* before the release: a lock-free writer may own it next */
 		note_written(c, p, page_len(c, pno));
+	if (bad) {
+		eng_integ_drop(c, p, pno, nonce, true);
+		return r;
+	}
 	st_clear(c, p, VC_ST_BUSY);
 	eng_wake(c);
 	return r;
@@ -52,7 +61,9 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 /* Writes back dirty GPU pages that the caller marked busy, through `cap`
  * pages of `stage` at a time: one device batch to the staging pages, then
  * one backing submission per volume. Unlocked while data moves. done[i]
- * tells which succeeded; returns the first error. Never sleeps holding
+ * tells which the caller drops: those written back, and those that failed
+ * their integrity check (not written: their data is lost, and counted in
+ * vc_stats); returns the first error of the others. Never sleeps holding
  * staging pages (a shared stage may be empty for a while: single-page
  * write-backs hold its pages, and they never wait). */
 int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done,
@@ -62,8 +73,9 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 	struct vc_ticket *tk = malloc(cap * sizeof *tk);
 	struct vc_bio *io = malloc(cap * sizeof *io);
 	uint32_t *st = malloc(cap * sizeof *st);
+	bool *bad = malloc(cap * sizeof *bad);
 	int err = 0;
-	if (!mv || !tk || !io || !st) {
+	if (!mv || !tk || !io || !st || !bad) {
 		err = vc_err(-ENOMEM, "out of memory");
 		for (uint32_t i = 0; i < n; i++)
 			done[i] = false;
@@ -89,21 +101,31 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 		int r = vc_batcher_add_n(c->gpu.bat, mv, k, tk);
 		if (r == 0)
 			r = vc_batcher_wait_n(c->gpu.bat, tk, k);
-		/* One submission per volume: a segment mixes them. */
+		for (uint32_t j = 0; j < k; j++) {
+			io[j].result = 0;
+			bad[j] = r == 0 && eng_integ(c) && eng_stage_bad(c, pages[i + j], &io[j]);
+		}
+		/* One submission per volume (a segment mixes them), of the pages
+		 * that passed their checks. */
 		for (uint32_t j = 0, e; r == 0 && j < k; j = e) {
 			struct vc_volume *v = vol_of(c, pages[i + j]->pno);
 			for (e = j + 1; e < k && vol_of(c, pages[i + e]->pno) == v; e++)
 				;
-			r = vc_backing_submit(v->bk, io + j, e - j);
+			r = eng_bios_submit(v->bk, io + j, e - j);
 		}
 		eng_lock(c);
 		for (uint32_t j = 0; j < k; j++) {
+			struct vc_page *p = pages[i + j];
 			vc_tier_free(stage, st[j]);
 			done[i + j] = r == 0 && io[j].result == 0;
-			if (done[i + j])
-				note_written(c, pages[i + j], io[j].len);
-			else if (!err)
+			if (done[i + j]) {
+				note_written(c, p, io[j].len);
+			} else if (bad[j]) {
+				done[i + j] = true; /* the caller drops it */
+				eng_integ_count_drop(c, p);
+			} else if (!err) {
 				err = r < 0 ? r : io[j].result;
+			}
 		}
 		c->st.d2h += (uint64_t)k * c->page_size;
 		i += k;
@@ -112,6 +134,7 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 	free(tk);
 	free(io);
 	free(st);
+	free(bad);
 	eng_wake(c);
 	return err;
 }
@@ -144,26 +167,40 @@ int eng_bulk_init(struct vc_cache *c, struct bulk *b)
 
 /* Unlocked: moves every staged job whose request has not failed between
  * its GPU slot and its staging page (toward the staging page when
- * to_stage), as one batch. On a device failure every such request fails. */
+ * to_stage), as one batch. On a device failure every such request fails.
+ * Integrity mode: pages going down are sealed first; pages come up
+ * checked, and one that fails gets job.bad and bio result -EIO (its data
+ * is lost: the caller drops it). */
 int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
 {
 	uint32_t m = 0;
+	int r = 0;
+	for (unsigned i = 0; i < b->n && r == 0; i++) {
+		struct bulk_job *j = &b->jobs[i];
+		j->bad = false;
+		if (!j->staged || b->bios[i].result < 0)
+			continue;
+		uint64_t slot = slot_addr(c, j->p), st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
+		if (!to_stage && eng_integ(c))
+			r = eng_seal(c, j->p, vc_tier_host(c->gpu.stage_bulk, j->stage));
+		b->moves[m++] = to_stage ? eng_mv_up(c, slot, st, j->p->pno)
+					 : eng_mv_down(c, st, slot, j->p->pno);
+	}
+	if (r == 0 && m == 0)
+		return 0;
+	if (r == 0)
+		r = vc_batcher_add_n(c->gpu.bat, b->moves, m, b->tickets);
+	if (r == 0)
+		r = vc_batcher_wait_n(c->gpu.bat, b->tickets, m);
 	for (unsigned i = 0; i < b->n; i++) {
 		struct bulk_job *j = &b->jobs[i];
 		if (!j->staged || b->bios[i].result < 0)
 			continue;
-		uint64_t slot = slot_addr(c, j->p), st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
-		b->moves[m++] = to_stage ? eng_mv_up(c, slot, st, j->p->pno)
-					 : eng_mv_down(c, st, slot, j->p->pno);
-	}
-	if (m == 0)
-		return 0;
-	int r = vc_batcher_add_n(c->gpu.bat, b->moves, m, b->tickets);
-	if (r == 0)
-		r = vc_batcher_wait_n(c->gpu.bat, b->tickets, m);
-	for (unsigned i = 0; r < 0 && i < b->n; i++)
-		if (b->jobs[i].staged)
+		if (r < 0)
 			b->bios[i].result = r;
+		else if (to_stage && eng_integ(c))
+			j->bad = eng_stage_bad(c, j->p, &b->bios[i]);
+	}
 	return r;
 }
 
@@ -235,7 +272,7 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 
 	int r = eng_bulk_move(c, b, true);
 	if (r == 0 && b->n)
-		r = vc_backing_submit(v->bk, b->bios, b->n);
+		r = eng_bios_submit(v->bk, b->bios, b->n);
 
 	eng_lock(c);
 	for (unsigned k = 0; k < b->n; k++) {
@@ -248,6 +285,13 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 		if (b->jobs[k].staged) {
 			vc_tier_free(c->gpu.stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;
+			if (b->jobs[k].bad) { /* its write is lost: the flush fails */
+				eng_integ_count_drop(c, p);
+				eng_page_drop(c, p);
+				if (r == 0)
+					r = -EIO;
+				continue;
+			}
 			st_clear(c, p, VC_ST_BUSY);
 		} else {
 			atomic_fetch_sub(&p->st, VC_ST_PIN1);

@@ -66,6 +66,12 @@ static unsigned cache_metrics(const struct vc_stats *st, struct metric *m)
 	  "The last shrink's time to its memory given back.");
 	M("gpu_shrink_max_seconds", NULL, false, (double)st->gpu_shrink_ns_max / 1e9,
 	  "The longest shrink's time to its memory given back.");
+	M("integrity_failures", NULL, true, st->integrity_failures,
+	  "Moves out of the GPU tier whose page failed its integrity tag (--integrity).");
+	M("integrity_drops", NULL, true, st->integrity_drops,
+	  "Pages dropped because GPU memory changed under them.");
+	M("integrity_dirty_lost", NULL, true, st->integrity_dirty_lost,
+	  "Dirty pages among them: writes the backing store never got.");
 #undef M
 	return n;
 }
