@@ -64,6 +64,7 @@
 
 #include "base/secret.h"
 #include "device/xts.h"
+#include "device/cuda/kernels/xts_tables.cuh"
 
 /* The key as a kernel parameter: read by field with constant indices only,
  * so it is never copied to local memory. */
@@ -79,7 +80,7 @@ struct vc_xts_smem {
 	uint4 rkd[15];          /* decryption layout: the equivalent inverse cipher's */
 	uint4 tk[15];           /* K2's round keys (forward) */
 	uint32_t stage[2][256]; /* one copy of each slot, while the tables are filled */
-	uint8_t sbox[256], isbox[256];
+	uint8_t sbox[256];
 };
 
 /* What a lane carries: the tables and its two slot offsets. */
@@ -94,50 +95,11 @@ __device__ __forceinline__ vc_xts_lane vc_xts_lane_make(const vc_xts_smem &s)
 	return { reinterpret_cast<const unsigned char *>(s.tab), l * 4, 128 + l * 4 };
 }
 
-/* --- GF(2^8), for the setup only ------------------------------------- */
+/* --- The setup ------------------------------------------------------- */
 
 __device__ __forceinline__ uint32_t vc_gf8_xtime(uint32_t a)
 {
 	return ((a << 1) ^ ((a & 0x80) ? 0x1b : 0)) & 0xff;
-}
-
-__device__ __forceinline__ uint32_t vc_gf8_mul(uint32_t a, uint32_t b)
-{
-	uint32_t r = 0;
-#pragma unroll
-	for (int i = 0; i < 8; i++, b >>= 1) {
-		if (b & 1)
-			r ^= a;
-		a = vc_gf8_xtime(a);
-	}
-	return r;
-}
-
-/* FIPS-197's S-box from its definition: the inverse x^254 in GF(2^8)
- * (0 for 0), then the affine map. */
-__device__ __forceinline__ uint32_t vc_aes_sbox_of(uint32_t x)
-{
-	uint32_t sq = x, inv = 1;
-#pragma unroll
-	for (int i = 0; i < 7; i++) { /* 254 = 2 + 4 + ... + 128 */
-		sq = vc_gf8_mul(sq, sq);
-		inv = vc_gf8_mul(inv, sq);
-	}
-	uint32_t r = inv ^ 0x63;
-#pragma unroll
-	for (int k = 1; k <= 4; k++)
-		r ^= ((inv << k) | (inv >> (8 - k))) & 0xff;
-	return r;
-}
-
-__device__ __forceinline__ uint32_t vc_aes_inv_mix_word(uint32_t w)
-{
-	const uint32_t a0 = w & 0xff, a1 = (w >> 8) & 0xff, a2 = (w >> 16) & 0xff, a3 = w >> 24;
-	const uint32_t b0 = vc_gf8_mul(a0, 14) ^ vc_gf8_mul(a1, 11) ^ vc_gf8_mul(a2, 13) ^ vc_gf8_mul(a3, 9);
-	const uint32_t b1 = vc_gf8_mul(a0, 9) ^ vc_gf8_mul(a1, 14) ^ vc_gf8_mul(a2, 11) ^ vc_gf8_mul(a3, 13);
-	const uint32_t b2 = vc_gf8_mul(a0, 13) ^ vc_gf8_mul(a1, 9) ^ vc_gf8_mul(a2, 14) ^ vc_gf8_mul(a3, 11);
-	const uint32_t b3 = vc_gf8_mul(a0, 11) ^ vc_gf8_mul(a1, 13) ^ vc_gf8_mul(a2, 9) ^ vc_gf8_mul(a3, 14);
-	return b0 | b1 << 8 | b2 << 16 | b3 << 24;
 }
 
 __device__ __forceinline__ uint32_t vc_aes_sub_word(const uint8_t *sbox, uint32_t w)
@@ -178,33 +140,22 @@ __device__ __forceinline__ uint32_t *vc_u4_word(uint4 &v, int c)
  * inverse cipher's, FIPS-197 5.3.5, in rkd) and K2's (tk). A block set up
  * with the decryption layout can encrypt too (vc_xts_fwd_dec: a PRMT more
  * per lookup), so one kernel serves moves both ways.
- * Every thread of the block calls it; blockDim.x >= 256. Cost: ~1000
- * integer instructions per thread for the S-boxes, 64 KiB of shared stores
- * (512 clocks of the SM's shared-memory bandwidth), two serial key
- * expansions beside them: a few microseconds per block. Inlined, so that
- * key (the kernel's parameter) is read in place, never copied. */
+ * Every thread of the block calls it; blockDim.x >= 256. Cost: 2 KiB of
+ * the public tables (xts_tables.cuh) read from global memory (L2 after
+ * the first launch), 64 KiB of shared stores (512 clocks of the SM's
+ * shared-memory bandwidth), two serial key expansions beside them (~30
+ * dependent shared loads each), and in the decryption layout 13 round
+ * keys through InvMixColumns by table (4 lookups each): about a
+ * microsecond per block. Inlined, so that key (the kernel's parameter) is
+ * read in place, never copied. */
 template <bool Enc>
 __device__ __forceinline__ void vc_xts_setup(vc_xts_smem &s, const vc_xts_kparam &key)
 {
 	const uint32_t t = threadIdx.x, nt = blockDim.x;
 	if (t < 256) {
-		const uint32_t v = vc_aes_sbox_of(t);
-		s.sbox[t] = (uint8_t)v;
-		s.isbox[v] = (uint8_t)t;
-	}
-	__syncthreads();
-	if (t < 256) {
-		const uint32_t sv = s.sbox[t], s2 = vc_gf8_xtime(sv), s3 = s2 ^ sv;
-		if (Enc) {
-			const uint32_t te0 = s2 | sv << 8 | sv << 16 | s3 << 24;
-			s.stage[0][t] = te0;
-			s.stage[1][t] = (te0 << 8) | (te0 >> 24);
-		} else {
-			const uint32_t is = s.isbox[t];
-			s.stage[0][t] = vc_gf8_mul(is, 14) | vc_gf8_mul(is, 9) << 8 |
-					vc_gf8_mul(is, 13) << 16 | vc_gf8_mul(is, 11) << 24;
-			s.stage[1][t] = sv | is << 8 | s2 << 16 | s3 << 24;
-		}
+		s.sbox[t] = vc_aes_sbox_tab[t];
+		s.stage[0][t] = Enc ? vc_xts_enc_a[t] : vc_xts_dec_a[t];
+		s.stage[1][t] = Enc ? vc_xts_enc_b[t] : vc_xts_dec_b[t];
 	}
 	__syncthreads();
 	/* Consecutive threads write consecutive words; a warp reads one
@@ -217,12 +168,23 @@ __device__ __forceinline__ void vc_xts_setup(vc_xts_smem &s, const vc_xts_kparam
 		vc_aes256_expand(key.w[2], key.w[3], s.sbox, s.tk);
 	__syncthreads();
 	if (!Enc) {
-		uint32_t w = 0;
+		/* InvMixColumns of a word by Td0 (stage A): Td0[S[b]] is the
+		 * column that byte b alone in row 0 mixes to, and row k's
+		 * byte's is it rotated left by 8k bits. */
 		const int r = (int)(t >> 2), c = (int)(t & 3);
-		if (t < 60)
-			w = *vc_u4_word(s.rk[14 - r], c);
-		if (t < 60)
-			*vc_u4_word(s.rkd[r], c) = (r == 0 || r == 14) ? w : vc_aes_inv_mix_word(w);
+		if (t < 60) {
+			const uint32_t w = *vc_u4_word(s.rk[14 - r], c);
+			uint32_t m = w;
+			if (r != 0 && r != 14) {
+				m = 0;
+#pragma unroll
+				for (int k = 0; k < 4; k++) {
+					const uint32_t d = s.stage[0][s.sbox[(w >> (8 * k)) & 0xff]];
+					m ^= k ? (d << (8 * k)) | (d >> (32 - 8 * k)) : d;
+				}
+			}
+			*vc_u4_word(s.rkd[r], c) = m;
+		}
 		__syncthreads();
 	}
 }
