@@ -155,13 +155,27 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 	constexpr uint32_t PIECE = V * 32 * 16;
 	extern __shared__ uint4 move_xts_dyn[];
 	vc_xts_smem &s = *reinterpret_cast<vc_xts_smem *>(move_xts_dyn);
+	const uint32_t lane = threadIdx.x & 31;
+	const uint32_t nwarps = gridDim.x * WARPS_PER_BLOCK;
+	const uint32_t mask = (1u << shift) - 1;
+	/* A warp's first piece, when the cipher moves it, is loaded before
+	 * the setup: the load's latency (a PCIe read when encrypting) hides
+	 * under the setup's. have: a[] holds the current piece's words. */
+	uint4 a[V];
+	bool have = false;
+	if (const uint32_t it0 = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32; it0 < nitems) {
+		const uint64_t w = desc_word(moves, it0 >> shift, lane);
+		const uint64_t src = __shfl_sync(FULL, w, 0);
+		if ((uint32_t)__shfl_sync(FULL, w, 2) & VC_MOVE_CIPHER) {
+			vc_xts_piece_ld<V, vc_stream_hint>(
+				reinterpret_cast<const uint4 *>(src + (uint64_t)(it0 & mask) * PIECE + lane * 16u), a);
+			have = true;
+		}
+	}
 	vc_xts_setup<LayoutEnc>(s, key);
 
 	const vc_xts_lane L = vc_xts_lane_make(s);
 	const vc_xts_keys_smem ke(s.rk), kd(s.rkd);
-	const uint32_t lane = threadIdx.x & 31;
-	const uint32_t nwarps = gridDim.x * WARPS_PER_BLOCK;
-	const uint32_t mask = (1u << shift) - 1;
 	uint4 mine = make_uint4(0, 0, 0, 0); /* this lane's tweak of the current 32 */
 	uint32_t i = 0;
 	for (uint32_t it = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32; it < nitems;
@@ -183,10 +197,14 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 		const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
 		const uint4 *ps = reinterpret_cast<const uint4 *>(src + off);
 		uint4 *pd = reinterpret_cast<uint4 *>(dst + off);
-		if (op & VC_MOVE_ENCRYPT)
-			vc_xts_piece<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, ps, pd);
-		else if (!LayoutEnc && (op & VC_MOVE_DECRYPT))
-			vc_xts_piece<V, false, false, vc_stream_hint>(L, kd, T, ps, pd);
+		const bool enc = op & VC_MOVE_ENCRYPT, dec = !LayoutEnc && (op & VC_MOVE_DECRYPT);
+		if ((enc || dec) && !have)
+			vc_xts_piece_ld<V, vc_stream_hint>(ps, a);
+		have = false;
+		if (enc)
+			vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd);
+		else if (dec)
+			vc_xts_piece_run<V, false, false, vc_stream_hint>(L, kd, T, a, pd);
 		else
 			vc_move_piece<V, vc_stream_hint>(const_cast<uint4 *>(ps), pd,
 							 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);

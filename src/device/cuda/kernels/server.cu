@@ -114,11 +114,13 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
  * its V AES per lane in a row: measured on an H100, a warp per piece
  * added 8 us to a lone 4 KiB move, half the IOPS of 16 synchronous
  * readers. The tweaks first: thread d < n encrypts piece d's (warp 0, one
- * AES per lane), into shared memory. Each thread loads its next item
- * before it works on this one, so a PCIe read (encryption: the source is
- * host memory) overlaps the AES. Copies and swaps without a cipher go the
- * same way, 16 bytes a thread. Ends with every store fenced at system
- * scope and a block barrier: the caller then writes the completions. */
+ * AES per lane), into shared memory. A short round's threads load their
+ * first item before the tweaks, and each its next item before it works on
+ * this one, so a load (a PCIe read when encrypting: the source is host
+ * memory) overlaps the AES. Copies and swaps without a cipher go the same
+ * way, 16 bytes a thread. Ends with every store fenced at system scope
+ * (by the warps that stored) and a block barrier: the caller then writes
+ * the completions. */
 template <int V>
 __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_smem &xs,
 					     const uint64_t (*sw)[4], uint32_t n, uint4 *tws)
@@ -126,6 +128,11 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 	constexpr uint32_t NB = V * 32; /* 16-byte blocks per piece */
 	const vc_xts_keys_smem ke(xs.rk), kd(xs.rkd);
 	const uint32_t tid = threadIdx.x;
+	const uint32_t total = n < WARPS ? n * NB : 0; /* a short round's items */
+	uint32_t b = tid;
+	uint4 x = make_uint4(0, 0, 0, 0);
+	if (b < total)
+		x = vc_l2_hint::ld(reinterpret_cast<const uint4 *>(sw[b / NB][0]) + b % NB);
 	if (tid < n && (sw[tid][2] & VC_MOVE_CIPHER)) {
 		const uint64_t tw = (sw[tid][2] >> VC_DQ_OP_BITS & 0xffff) << VC_DQ_ADDR_BITS | sw[tid][3];
 		tws[tid] = vc_xts_tweak_encrypt<false>(L, xs, tw);
@@ -152,11 +159,6 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		__syncthreads();
 		return;
 	}
-	const uint32_t total = n * NB;
-	uint32_t b = tid;
-	uint4 x = make_uint4(0, 0, 0, 0);
-	if (b < total)
-		x = vc_l2_hint::ld(reinterpret_cast<const uint4 *>(sw[b / NB][0]) + b % NB);
 	while (b < total) {
 		const uint32_t d = b / NB, j = b % NB, bn = b + blockDim.x;
 		uint4 xn = x;
@@ -185,7 +187,8 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		x = xn;
 		b = bn;
 	}
-	__threadfence_system();
+	if ((tid & ~31u) < total) /* the warp stored */
+		__threadfence_system();
 	__syncthreads();
 }
 

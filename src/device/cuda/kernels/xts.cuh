@@ -407,20 +407,35 @@ __device__ __forceinline__ void vc_xts_unit(const vc_xts_lane &L, const K &k, ui
  * the scheduler. Layout: the block's (vc_xts_setup); k: rk to encrypt,
  * rkd to decrypt. Cost: V AES per lane, ~8 instructions of tweak
  * arithmetic per block; registers: 4V for the data. */
-template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
-__device__ __forceinline__ void vc_xts_piece(const vc_xts_lane &L, const K &k, uint4 T,
-					     const uint4 *src, uint4 *dst)
+template <int V, class Hint>
+__device__ __forceinline__ void vc_xts_piece_ld(const uint4 *src, uint4 (&a)[V])
 {
-	uint4 a[V];
 #pragma unroll
 	for (int v = 0; v < V; v++)
 		a[v] = Hint::ld(src + 32 * v);
+}
+
+/* vc_xts_piece's cipher and stores, over the words a lane loaded
+ * (vc_xts_piece_ld): a kernel may load a piece before its setup. */
+template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
+__device__ __forceinline__ void vc_xts_piece_run(const vc_xts_lane &L, const K &k, uint4 T,
+						 const uint4 (&a)[V], uint4 *dst)
+{
 	vc_xts_u128 t = vc_xts_mul_alpha_pow(vc_xts_from_u4(T), threadIdx.x & 31);
 #pragma unroll
 	for (int v = 0; v < V; v++) {
 		Hint::st(dst + 32 * v, vc_xts_block_in<LayoutEnc, Enc>(L, k, a[v], vc_xts_to_u4(t)));
 		t = vc_xts_mul_alpha_pow(t, 32);
 	}
+}
+
+template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
+__device__ __forceinline__ void vc_xts_piece(const vc_xts_lane &L, const K &k, uint4 T,
+					     const uint4 *src, uint4 *dst)
+{
+	uint4 a[V];
+	vc_xts_piece_ld<V, Hint>(src, a);
+	vc_xts_piece_run<V, LayoutEnc, Enc, Hint>(L, k, T, a, dst);
 }
 
 /* The key as a kernel parameter from the host's key (no other copy). */
