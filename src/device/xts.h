@@ -44,9 +44,11 @@ extern "C" {
 #define VC_XTS_KEY_BYTES 64
 #define VC_XTS_BLOCK 16
 /* The data unit's bounds. 4 KiB at most: dm-crypt's largest sector, and the
- * move kernel's piece (device/cuda/kernels/move.cu), so that one warp owns
- * one unit; a larger cache page is several units, each with its own tweak
- * (as dm-crypt numbers the sectors of a bio). */
+ * move kernel's largest piece (device/cuda/kernels/move.cu), so that a warp
+ * never spans two units (small batches split a unit over several warps,
+ * each starting its tweak at T * alpha^first block); a larger cache page is
+ * several units, each with its own tweak (as dm-crypt numbers the sectors
+ * of a bio). */
 #define VC_XTS_UNIT_MIN 16u
 #define VC_XTS_UNIT_MAX 4096u
 

@@ -150,7 +150,8 @@ move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t 
 template <int V, bool LayoutEnc>
 __global__ void __launch_bounds__(VC_CUDA_MOVE_THREADS)
 move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ moves, uint32_t nitems,
-		uint32_t shift, volatile uint32_t *flag, uint32_t gen, uint32_t *counter)
+		uint32_t shift, uint32_t subshift, volatile uint32_t *flag, uint32_t gen,
+		uint32_t *counter)
 {
 	constexpr uint32_t PIECE = V * 32 * 16;
 	extern __shared__ uint4 move_xts_dyn[];
@@ -184,8 +185,20 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 			const uint64_t q = it + (uint64_t)lane * nwarps;
 			if (q < nitems) {
 				const struct vc_move *m = moves + (q >> shift);
-				if (m->op & VC_MOVE_CIPHER)
-					mine = vc_xts_tweak_encrypt<LayoutEnc>(L, s, m->tweak + (q & mask));
+				if (m->op & VC_MOVE_CIPHER) {
+					/* Piece q & mask of its page: unit (q & mask) >>
+					 * subshift, from 16-byte block ((q & mask) & submask)
+					 * * V * 32 of that unit: T * alpha^that. */
+					const uint32_t k = (uint32_t)(q & mask);
+					mine = vc_xts_tweak_encrypt<LayoutEnc>(L, s, m->tweak + (k >> subshift));
+					uint32_t j = (k & ((1u << subshift) - 1)) * V * 32;
+					if (j) {
+						vc_xts_u128 t = vc_xts_from_u4(mine);
+						for (; j > 0; j -= j < 56 ? j : 56)
+							t = vc_xts_mul_alpha_pow(t, j < 56 ? j : 56);
+						mine = vc_xts_to_u4(t);
+					}
+				}
 			}
 		}
 		const uint4 T = make_uint4(__shfl_sync(FULL, mine.x, i), __shfl_sync(FULL, mine.y, i),
@@ -215,14 +228,14 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 
 template <int V, bool LayoutEnc>
 cudaError_t launch_xts(const vc_xts_kparam &kp, const struct vc_move *moves, uint32_t ni,
-		       uint32_t shift, uint32_t max_blocks, volatile uint32_t *flag, uint32_t gen,
-		       uint32_t *counter, cudaStream_t s)
+		       uint32_t shift, uint32_t subshift, uint32_t max_blocks, volatile uint32_t *flag,
+		       uint32_t gen, uint32_t *counter, cudaStream_t s)
 {
 	uint64_t blocks = ((uint64_t)ni + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
 	if (blocks > max_blocks)
 		blocks = max_blocks;
 	move_xts_kernel<V, LayoutEnc><<<(unsigned)blocks, VC_CUDA_MOVE_THREADS, sizeof(vc_xts_smem), s>>>(
-		kp, moves, ni, shift, flag, gen, counter);
+		kp, moves, ni, shift, subshift, flag, gen, counter);
 	return cudaGetLastError();
 }
 
@@ -232,8 +245,8 @@ cudaError_t xts_attr(int *per_sm)
 {
 	const int smem = (int)sizeof(vc_xts_smem);
 	cudaError_t e = cudaSuccess;
-	void (*k[])(const vc_xts_kparam, const struct vc_move *, uint32_t, uint32_t, volatile uint32_t *,
-		    uint32_t, uint32_t *) = { move_xts_kernel<1, LayoutEnc>, move_xts_kernel<2, LayoutEnc>,
+	void (*k[])(const vc_xts_kparam, const struct vc_move *, uint32_t, uint32_t, uint32_t,
+		    volatile uint32_t *, uint32_t, uint32_t *) = { move_xts_kernel<1, LayoutEnc>, move_xts_kernel<2, LayoutEnc>,
 					       move_xts_kernel<4, LayoutEnc>, move_xts_kernel<8, LayoutEnc> };
 	for (auto f : k) {
 		if (e == cudaSuccess)
@@ -266,14 +279,27 @@ extern "C" int vc_cuda_launch_moves_xts(const struct vc_xts_key *key, int layout
 	uint32_t v, shift;
 	if (!key || !batch_shape(n, page_size, max_blocks, &v, &shift))
 		return (int)cudaErrorInvalidValue;
+	/* A cipher unit (a page up to 4 KiB, else 4 KiB) is v x 512 bytes;
+	 * a small batch splits units into smaller pieces, 2^subshift a unit,
+	 * until it has a piece for every warp the grid holds (or pieces of
+	 * 512 bytes): each warp then pays fewer AES per lane in a row, and
+	 * every SM takes part (512 pages of 4 KiB: 4096 pieces of 512 bytes,
+	 * not 512 pieces of 4 KiB on 64 blocks). */
+	uint32_t subshift = 0;
+	while (v > 1 && ((uint64_t)n << shift) < (uint64_t)max_blocks * WARPS_PER_BLOCK &&
+	       ((uint64_t)n << (shift + 1)) <= (1ull << 31)) {
+		v /= 2;
+		shift++;
+		subshift++;
+	}
 	const uint64_t items = (uint64_t)n << shift;
 	vc_xts_kparam kp = vc_xts_kparam_of(key);
 	cudaStream_t s = static_cast<cudaStream_t>(stream);
 	const uint32_t ni = (uint32_t)items;
 	cudaError_t e;
 #define VC_XTS_LAUNCH(V)                                                                          \
-	(layout_enc ? launch_xts<V, true>(kp, moves_dev, ni, shift, max_blocks, flag_dev, gen, counter_dev, s) \
-		    : launch_xts<V, false>(kp, moves_dev, ni, shift, max_blocks, flag_dev, gen, counter_dev, s))
+	(layout_enc ? launch_xts<V, true>(kp, moves_dev, ni, shift, subshift, max_blocks, flag_dev, gen, counter_dev, s) \
+		    : launch_xts<V, false>(kp, moves_dev, ni, shift, subshift, max_blocks, flag_dev, gen, counter_dev, s))
 	switch (v) {
 	case 1:
 		e = VC_XTS_LAUNCH(1);
