@@ -157,7 +157,6 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 	extern __shared__ uint4 move_xts_dyn[];
 	vc_xts_smem &s = *reinterpret_cast<vc_xts_smem *>(move_xts_dyn);
 	const uint32_t lane = threadIdx.x & 31;
-	const uint32_t nwarps = gridDim.x * WARPS_PER_BLOCK;
 	const uint32_t mask = (1u << shift) - 1;
 	/* A warp's first piece, when the cipher moves it, is loaded before
 	 * the setup: the load's latency (a PCIe read when encrypting) hides
@@ -177,51 +176,61 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 
 	const vc_xts_lane L = vc_xts_lane_make(s);
 	const vc_xts_keys_smem ke(s.rk), kd(s.rkd);
-	uint4 mine = make_uint4(0, 0, 0, 0); /* this lane's tweak of the current 32 */
-	uint32_t i = 0;
-	for (uint32_t it = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32; it < nitems;
-	     it += nwarps, i = (i + 1) & 31) {
-		if (i == 0) {
-			const uint64_t q = it + (uint64_t)lane * nwarps;
-			if (q < nitems) {
+	/* Rounds: in round r the block's warp w moves item (blockIdx.x + r *
+	 * gridDim.x) * WARPS_PER_BLOCK + w (a grid stride). Per 32 rounds the
+	 * block first encrypts their units' tweaks, one AES per unit, not per
+	 * piece: thread r * WARPS_PER_BLOCK + w takes the item of round r and
+	 * warp w if it is its unit's first piece (a unit's P = 2^subshift
+	 * pieces are consecutive items of one round), into tws; the piece's own
+	 * tweak is then the unit's times alpha^(its first block). tws holds
+	 * key-derived values: zeroed before exit with the round keys. */
+	__shared__ uint4 tws[32][WARPS_PER_BLOCK];
+	static_assert(32 * WARPS_PER_BLOCK == VC_CUDA_MOVE_THREADS, "a tweak a thread");
+	const uint32_t w = threadIdx.x / 32, P = 1u << subshift;
+	for (uint64_t r0 = 0; ((uint64_t)blockIdx.x + r0 * gridDim.x) * WARPS_PER_BLOCK < nitems; r0 += 32) {
+		{
+			const uint32_t r = threadIdx.x / WARPS_PER_BLOCK, wq = threadIdx.x % WARPS_PER_BLOCK;
+			const uint64_t q = ((uint64_t)blockIdx.x + (r0 + r) * gridDim.x) * WARPS_PER_BLOCK + wq;
+			if (q < nitems && (q & (P - 1)) == 0) {
 				const struct vc_move *m = moves + (q >> shift);
-				if (m->op & VC_MOVE_CIPHER) {
-					/* Piece q & mask of its page: unit (q & mask) >>
-					 * subshift, from 16-byte block ((q & mask) & submask)
-					 * * V * 32 of that unit: T * alpha^that. */
-					const uint32_t k = (uint32_t)(q & mask);
-					mine = vc_xts_tweak_encrypt<LayoutEnc>(L, s, m->tweak + (k >> subshift));
-					uint32_t j = (k & ((1u << subshift) - 1)) * V * 32;
-					if (j) {
-						vc_xts_u128 t = vc_xts_from_u4(mine);
-						for (; j > 0; j -= j < 56 ? j : 56)
-							t = vc_xts_mul_alpha_pow(t, j < 56 ? j : 56);
-						mine = vc_xts_to_u4(t);
-					}
-				}
+				if (m->op & VC_MOVE_CIPHER)
+					tws[r][wq] = vc_xts_tweak_encrypt<LayoutEnc>(
+						L, s, m->tweak + ((q & mask) >> subshift));
 			}
 		}
-		const uint4 T = make_uint4(__shfl_sync(FULL, mine.x, i), __shfl_sync(FULL, mine.y, i),
-					   __shfl_sync(FULL, mine.z, i), __shfl_sync(FULL, mine.w, i));
-		const uint64_t w = desc_word(moves, it >> shift, lane);
-		const uint64_t src = __shfl_sync(FULL, w, 0);
-		const uint64_t dst = __shfl_sync(FULL, w, 1);
-		const uint32_t op = (uint32_t)__shfl_sync(FULL, w, 2);
-		const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
-		const uint4 *ps = reinterpret_cast<const uint4 *>(src + off);
-		uint4 *pd = reinterpret_cast<uint4 *>(dst + off);
-		const bool enc = op & VC_MOVE_ENCRYPT, dec = !LayoutEnc && (op & VC_MOVE_DECRYPT);
-		if ((enc || dec) && !have)
-			vc_xts_piece_ld<V, vc_stream_hint>(ps, a);
-		have = false;
-		if (enc)
-			vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd);
-		else if (dec)
-			vc_xts_piece_run<V, false, false, vc_stream_hint>(L, kd, T, a, pd);
-		else
-			vc_move_piece<V, vc_stream_hint>(const_cast<uint4 *>(ps), pd,
-							 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+		__syncthreads();
+		for (uint32_t r = 0; r < 32; r++) {
+			const uint64_t it = ((uint64_t)blockIdx.x + (r0 + r) * gridDim.x) * WARPS_PER_BLOCK + w;
+			if (it >= nitems)
+				break;
+			const uint64_t dw = desc_word(moves, it >> shift, lane);
+			const uint64_t src = __shfl_sync(FULL, dw, 0);
+			const uint64_t dst = __shfl_sync(FULL, dw, 1);
+			const uint32_t op = (uint32_t)__shfl_sync(FULL, dw, 2);
+			const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
+			const uint4 *ps = reinterpret_cast<const uint4 *>(src + off);
+			uint4 *pd = reinterpret_cast<uint4 *>(dst + off);
+			const bool enc = op & VC_MOVE_ENCRYPT, dec = !LayoutEnc && (op & VC_MOVE_DECRYPT);
+			if ((enc || dec) && !have)
+				vc_xts_piece_ld<V, vc_stream_hint>(ps, a);
+			have = false;
+			if (enc || dec) {
+				vc_xts_u128 t = vc_xts_from_u4(tws[r][w & ~(P - 1)]);
+				for (uint32_t j = (uint32_t)(it & (P - 1)) * V * 32; j > 0; j -= j < 56 ? j : 56)
+					t = vc_xts_mul_alpha_pow(t, j < 56 ? j : 56);
+				const uint4 T = vc_xts_to_u4(t);
+				if (enc)
+					vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd);
+				else
+					vc_xts_piece_run<V, false, false, vc_stream_hint>(L, kd, T, a, pd);
+			} else {
+				vc_move_piece<V, vc_stream_hint>(const_cast<uint4 *>(ps), pd,
+								 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			}
+		}
+		__syncthreads(); /* tws is rewritten next */
 	}
+	tws[threadIdx.x / WARPS_PER_BLOCK][threadIdx.x % WARPS_PER_BLOCK] = make_uint4(0, 0, 0, 0);
 	vc_xts_wipe(s);
 	batch_done(flag, gen, counter);
 }
