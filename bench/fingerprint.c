@@ -26,13 +26,11 @@
  * Usage: fingerprint [--device auto|cuda|emu] [--gib N] [--reps R]
  *                    [--threads T] [--cpu-seconds S] [--quick] [--json FILE] */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #define BENCH_NAME "fingerprint"
 #include "bench.h"
-#include "base/clock.h"
+#include "cores.h"
 #include "base/rand.h"
 #include "device/device.h"
 #include "device/fp.h"
@@ -55,85 +53,46 @@ struct result {
 
 /* --- CPU: every core ---------------------------------------------------- */
 
-struct cpu_job {
-	pthread_t th;
-	int cpu;
+struct cpu_arg {
 	uint32_t algo, bs;
-	double seconds;
-	unsigned char *buf;
-	struct vc_fp_digest *out;
-	pthread_barrier_t *start;
-	uint64_t bytes;
-	int err;
+	unsigned char **bufs;       /* a CPU_BUF buffer per thread */
+	struct vc_fp_digest **outs; /* a call's digests per thread */
 };
 
-static void *cpu_worker(void *arg)
+static uint64_t cpu_loop(void *p, int t, uint64_t until, int *err)
 {
-	struct cpu_job *j = arg;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(j->cpu, &set);
-	(void)pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-	const uint32_t per_call = CPU_CALL / j->bs;
-	/* Untimed: one call, so that first touches and the library's set-up
-	 * fall outside the figure. */
-	if (j->algo == VC_FP_MD5)
-		j->err = vc_fp_md5_openssl(j->buf, per_call, j->bs, j->out);
-	pthread_barrier_wait(j->start);
-	if (j->err)
-		return NULL;
-	const uint64_t until = vc_now_ns() + (uint64_t)(j->seconds * 1e9);
-	uint64_t off = 0;
-	while (vc_now_ns() < until) {
-		if (j->algo == VC_FP_MD5) {
-			int r = vc_fp_md5_openssl(j->buf + off, per_call, j->bs, j->out);
-			if (r < 0) {
-				j->err = r;
+	const struct cpu_arg *a = p;
+	const uint32_t per_call = CPU_CALL / a->bs;
+	uint64_t off = 0, bytes = 0;
+	do {
+		const unsigned char *buf = a->bufs[t] + off;
+		if (a->algo == VC_FP_MD5) {
+			if ((*err = vc_fp_md5_openssl(buf, per_call, a->bs, a->outs[t])) < 0)
 				break;
-			}
 		} else {
 			for (uint32_t i = 0; i < per_call; i++)
-				vc_fp_block(j->algo, j->buf + off + (size_t)i * j->bs, j->bs, &j->out[i]);
+				vc_fp_block(a->algo, buf + (size_t)i * a->bs, a->bs, &a->outs[t][i]);
 		}
-		j->bytes += CPU_CALL;
+		bytes += CPU_CALL;
 		off = (off + CPU_CALL) % CPU_BUF;
-	}
-	return NULL;
+	} while (vc_now_ns() < until);
+	return bytes;
 }
 
 /* Aggregate GB/s of nthreads threads; NAN where OpenSSL has no MD5. */
 static double cpu_gbs(uint32_t algo, uint32_t bs, int nthreads, double seconds, unsigned char **bufs,
 		      struct vc_fp_digest **outs)
 {
-	struct cpu_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
-	pthread_barrier_t start;
-	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
-	for (int t = 0; t < nthreads; t++) {
-		jobs[t] = (struct cpu_job){ .cpu = t, .algo = algo, .bs = bs, .seconds = seconds,
-					    .buf = bufs[t], .out = outs[t], .start = &start };
-		if (pthread_create(&jobs[t].th, NULL, cpu_worker, &jobs[t]) != 0)
-			bench_die("pthread_create", -EAGAIN);
-	}
-	const uint64_t t0 = vc_now_ns();
-	pthread_barrier_wait(&start);
-	uint64_t bytes = 0;
-	int err = 0;
-	for (int t = 0; t < nthreads; t++) {
-		pthread_join(jobs[t].th, NULL);
-		bytes += jobs[t].bytes;
-		if (jobs[t].err)
-			err = jobs[t].err;
-	}
-	const double secs = (double)(vc_now_ns() - t0) / 1e9;
-	pthread_barrier_destroy(&start);
-	free(jobs);
+	struct cpu_arg a = { .algo = algo, .bs = bs, .bufs = bufs, .outs = outs };
+	int err;
+	const double gbs = bench_cores_gbs(nthreads, seconds, cpu_loop, &a, &err);
 	if (err == -VC_ENOTBUILT || err == -EIO) {
 		fprintf(stderr, BENCH_NAME ": no CPU MD5 baseline: %s\n", vc_last_error());
 		return NAN;
 	}
 	if (err < 0)
 		bench_die("vc_fp_md5_openssl", err);
-	return (double)bytes / secs / 1e9;
+	return gbs;
 }
 
 /* --- the device -------------------------------------------------------- */
@@ -184,30 +143,25 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	double gib = 4, cpu_seconds = 1;
-	int reps = 5, nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN), kind = VC_DEVICE_AUTO;
-	const char *json = NULL;
+	struct bench_cores_opts o = bench_cores_defaults();
+	int kind = VC_DEVICE_AUTO;
 	for (int i = 1; i < argc; i++) {
+		if (bench_cores_opt(&o, argc, argv, &i))
+			continue;
 		if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
 			if ((kind = vc_device_parse(argv[++i])) < 0)
 				usage();
-		} else if (strcmp(argv[i], "--gib") == 0 && i + 1 < argc)
-			gib = atof(argv[++i]);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			nthreads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--cpu-seconds") == 0 && i + 1 < argc)
-			cpu_seconds = atof(argv[++i]);
-		else if (strcmp(argv[i], "--quick") == 0)
-			gib = 1.0 / 32, reps = 3, cpu_seconds = 0.5;
-		else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-			json = argv[++i];
-		else
+		} else if (strcmp(argv[i], "--quick") == 0) {
+			o.gib = 1.0 / 32, o.reps = 3, o.cpu_seconds = 0.5;
+		} else {
 			usage();
+		}
 	}
-	if (!(gib > 0) || reps < 1 || nthreads < 1 || !(cpu_seconds > 0))
+	if (!bench_cores_valid(&o))
 		usage();
+	const double gib = o.gib, cpu_seconds = o.cpu_seconds;
+	const int reps = o.reps, nthreads = o.nthreads;
+	const char *json = o.json;
 
 	int r = vc_device_open(kind, 0, &dev);
 	if (r == -VC_ENODEVICE || r == -VC_ENOTBUILT) {
