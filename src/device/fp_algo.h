@@ -26,6 +26,8 @@
 
 #include <stdint.h>
 
+#include "base/hash.h" /* vc_mix64: MurmurHash3's fmix64 */
+
 #ifdef __CUDACC__
 #define VC_FP_FN static __host__ __device__ __forceinline__
 #else
@@ -195,16 +197,6 @@ VC_FP_FN void vc_fp_mm3_chunk(struct vc_fp_mm3 *s, uint64_t k1, uint64_t k2)
 	s->h2 = h2;
 }
 
-VC_FP_FN uint64_t vc_fp_mm3_fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 /* The finalizer, after every chunk and the tail (len: the message's
  * bytes); the state becomes the digest's two words. */
 VC_FP_FN void vc_fp_mm3_final(struct vc_fp_mm3 *s, uint64_t len)
@@ -212,8 +204,8 @@ VC_FP_FN void vc_fp_mm3_final(struct vc_fp_mm3 *s, uint64_t len)
 	uint64_t h1 = s->h1 ^ len, h2 = s->h2 ^ len;
 	h1 += h2;
 	h2 += h1;
-	h1 = vc_fp_mm3_fmix64(h1);
-	h2 = vc_fp_mm3_fmix64(h2);
+	h1 = vc_mix64(h1);
+	h2 = vc_mix64(h2);
 	h1 += h2;
 	h2 += h1;
 	s->h1 = h1;
