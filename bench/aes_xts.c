@@ -21,14 +21,12 @@
  * Exits 77 without a usable GPU. */
 #include <cuda_runtime_api.h>
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #define BENCH_NAME "aes_xts"
 #include "bench.h"
-#include "base/clock.h"
+#include "cores.h"
 #include "base/rand.h"
 #include "device/cuda/kernels/xts_launch.h"
 #include "device/xts.h"
@@ -47,74 +45,41 @@ struct result {
 
 /* --- CPU: OpenSSL on every core ---------------------------------------- */
 
-struct cpu_job {
-	pthread_t th;
-	int cpu;
+struct cpu_arg {
 	const struct vc_xts_key *key;
 	uint32_t ps;
 	int enc;
-	double seconds;
-	unsigned char *buf;
+	unsigned char **bufs; /* a CPU_BUF buffer per thread */
 	uint64_t *tweaks;
-	pthread_barrier_t *start;
-	uint64_t bytes;
-	int err;
 };
 
-static void *cpu_worker(void *arg)
+static uint64_t cpu_loop(void *p, int t, uint64_t until, int *err)
 {
-	struct cpu_job *j = arg;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(j->cpu, &set);
-	(void)pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-	const uint32_t per_call = CPU_CALL / j->ps;
-	pthread_barrier_wait(j->start);
-	const uint64_t t0 = vc_now_ns(), until = t0 + (uint64_t)(j->seconds * 1e9);
-	uint64_t off = 0;
-	while (vc_now_ns() < until) {
-		int r = vc_emu_xts_pages(j->key, j->buf + off, j->tweaks, per_call, j->ps, j->enc);
-		if (r < 0) {
-			j->err = r;
+	const struct cpu_arg *a = p;
+	const uint32_t per_call = CPU_CALL / a->ps;
+	uint64_t off = 0, bytes = 0;
+	do {
+		if ((*err = vc_emu_xts_pages(a->key, a->bufs[t] + off, a->tweaks, per_call, a->ps,
+					     a->enc)) < 0)
 			break;
-		}
-		j->bytes += CPU_CALL;
+		bytes += CPU_CALL;
 		off = (off + CPU_CALL) % CPU_BUF;
-	}
-	return NULL;
+	} while (vc_now_ns() < until);
+	return bytes;
 }
 
 /* Aggregate GB/s of nthreads OpenSSL threads, or NAN without OpenSSL. */
 static double cpu_gbs(const struct vc_xts_key *key, uint32_t ps, int enc, int nthreads, double seconds,
 		      unsigned char **bufs, uint64_t *tweaks)
 {
-	struct cpu_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
-	pthread_barrier_t start;
-	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
-	for (int t = 0; t < nthreads; t++) {
-		jobs[t] = (struct cpu_job){ .cpu = t, .key = key, .ps = ps, .enc = enc, .seconds = seconds,
-					    .buf = bufs[t], .tweaks = tweaks, .start = &start };
-		if (pthread_create(&jobs[t].th, NULL, cpu_worker, &jobs[t]) != 0)
-			bench_die("pthread_create", -EAGAIN);
-	}
-	const uint64_t t0 = vc_now_ns();
-	pthread_barrier_wait(&start);
-	uint64_t bytes = 0;
-	int err = 0;
-	for (int t = 0; t < nthreads; t++) {
-		pthread_join(jobs[t].th, NULL);
-		bytes += jobs[t].bytes;
-		if (jobs[t].err)
-			err = jobs[t].err;
-	}
-	const double secs = (double)(vc_now_ns() - t0) / 1e9;
-	pthread_barrier_destroy(&start);
-	free(jobs);
+	struct cpu_arg a = { .key = key, .ps = ps, .enc = enc, .bufs = bufs, .tweaks = tweaks };
+	int err;
+	const double gbs = bench_cores_gbs(nthreads, seconds, cpu_loop, &a, &err);
 	if (err == -VC_ENOTBUILT)
 		return NAN;
 	if (err < 0)
 		bench_die("vc_emu_xts_pages", err);
-	return (double)bytes / secs / 1e9;
+	return gbs;
 }
 
 /* --- GPU: the kernel over pages in device memory ------------------------ */
@@ -165,27 +130,20 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	double gib = 4, cpu_seconds = 1;
-	int reps = 5, nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	const char *json = NULL;
+	struct bench_cores_opts o = bench_cores_defaults();
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--gib") == 0 && i + 1 < argc)
-			gib = atof(argv[++i]);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			nthreads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--cpu-seconds") == 0 && i + 1 < argc)
-			cpu_seconds = atof(argv[++i]);
-		else if (strcmp(argv[i], "--quick") == 0)
-			gib = 0.5, reps = 3, cpu_seconds = 0.3;
-		else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-			json = argv[++i];
+		if (bench_cores_opt(&o, argc, argv, &i))
+			continue;
+		if (strcmp(argv[i], "--quick") == 0)
+			o.gib = 0.5, o.reps = 3, o.cpu_seconds = 0.3;
 		else
 			usage();
 	}
-	if (!(gib > 0) || reps < 1 || nthreads < 1 || !(cpu_seconds > 0))
+	if (!bench_cores_valid(&o))
 		usage();
+	const double gib = o.gib, cpu_seconds = o.cpu_seconds;
+	const int reps = o.reps, nthreads = o.nthreads;
+	const char *json = o.json;
 
 	struct cudaDeviceProp prop;
 	if (!bench_cuda_open(&prop))

@@ -1,14 +1,22 @@
-/* 64-bit key mixing, shared by every hash table and by SHARDS sampling. */
+/* 64-bit key mixing, shared by every hash table, SHARDS sampling and the
+ * MurmurHash3 block fingerprints (device/fp_algo.h, which nvcc also
+ * compiles for device code: hence VC_HASH_FN). */
 #ifndef VC_HASH_H
 #define VC_HASH_H
 
 #include <stdint.h>
 
+#ifdef __CUDACC__
+#define VC_HASH_FN static __host__ __device__ __forceinline__
+#else
+#define VC_HASH_FN static inline
+#endif
+
 /* murmur3's fmix64: a bijection in which every key bit reaches every hash
  * bit, so consecutive page numbers spread evenly. SHARDS relies on the
  * output being close to uniform for "hash mod P < T" to sample a rate of
  * T/P of the keys. */
-static inline uint64_t vc_mix64(uint64_t k)
+VC_HASH_FN uint64_t vc_mix64(uint64_t k)
 {
 	k ^= k >> 33;
 	k *= 0xff51afd7ed558ccdull;

@@ -140,6 +140,8 @@ struct vc_gc_job {
  * nothing has changed. */
 int vc_gc_check(const struct vc_gc_job *job);
 
+struct vc_fp_job;
+
 struct vc_device_ops {
 	const char *name;
 	void (*close)(struct vc_device *d);
@@ -167,6 +169,11 @@ struct vc_device_ops {
 
 	/* Runs a cleaning job (struct vc_gc_job) to completion. */
 	int (*gc_run)(struct vc_device *d, struct vc_gc_job *job);
+
+	/* Fingerprints a job's blocks to completion (device/fp.h, which says
+	 * what the job holds; callers use vc_fp_run, which checks it first).
+	 * NULL: the backend has none. */
+	int (*fp_run)(struct vc_device *d, const struct vc_fp_job *job);
 
 	/* Device queues (device/queue.h): sets q->ops, q->lanes, q->spin_ns,
 	 * q->nrings where it is 0, and q->priv. NULL: the backend has none. */

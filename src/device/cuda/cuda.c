@@ -549,6 +549,7 @@ static const struct vc_device_ops cu_ops = {
 	.batch_wait = cu_batch_wait,
 	.memcpy_sync = cu_memcpy_sync,
 	.gc_run = vc_cu_gc_run,
+	.fp_run = vc_cu_fp_run,
 	.dq_init = vc_cu_dq_init,
 	.mem_reserve = vc_cu_mem_reserve,
 	.mem_unreserve = vc_cu_mem_unreserve,

@@ -4,6 +4,7 @@
  *   gc.c     cleaning jobs (kernels/gc.cu)
  *   queue.c  device-queue servers (kernels/server.cu)
  *   vmem.c   memory that shrinks and grows (virtual memory management)
+ *   fp.c     block fingerprints (kernels/fp.cu)
  *
  * Every CUDA call goes through CU(), which records a message naming the
  * call and maps the result to our codes. The runtime keeps the current
@@ -104,6 +105,9 @@ int vc_cu_mem_unmap_n(struct vc_device *d, const uint64_t *dev_addr, const uint6
 		      uint32_t n);
 int vc_cu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_cu_uuid(struct vc_device *d, unsigned char out[16]);
+
+/* fp.c: fingerprints (device/fp.h). */
+int vc_cu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
 
 /* queue.c */
 int vc_cu_dq_init(struct vc_device *d, struct vc_dq *q);

@@ -19,4 +19,8 @@ int vc_emu_mem_unmap_n(struct vc_device *d, const uint64_t *dev_addr, const uint
 int vc_emu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_emu_uuid(struct vc_device *d, unsigned char out[16]);
 
+/* fp.c: fingerprints (device/fp.h), on the caller's thread. */
+struct vc_fp_job;
+int vc_emu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
+
 #endif

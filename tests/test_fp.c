@@ -1,0 +1,293 @@
+/* Block fingerprints (device/fp.h) on a backend: the emulated device's host
+ * path, or the CUDA kernel (device/cuda/kernels/fp.cu).
+ *
+ *   MD5 KAT       RFC 1321 appendix A.5's seven vectors (host reference)
+ *   MD5 OpenSSL   every length 0 .. 300 and the four block sizes, random
+ *                 bytes: our MD5 equals OpenSSL's (where this build has it)
+ *   Murmur3       SMHasher's verification value for MurmurHash3_x64_128,
+ *                 0x6384BA69 (keys {}, {0}, {0,1}, ... of 0..255 bytes
+ *                 with seed 256 - length, their digests hashed with seed
+ *                 0, the first 4 bytes little-endian): every tail length
+ *                 and, in the last hash, a 4096-byte block
+ *   device        random blocks of every block size and both algorithms,
+ *                 at shuffled, repeated and unaligned addresses in device
+ *                 memory and in mapped host memory, SM caps 1, 13 and all:
+ *                 the backend's digests equal the host reference's byte
+ *                 for byte, and nothing past the n digests is written
+ *   refusals      unknown algorithm, bad block sizes, misaligned or absent
+ *                 arrays, a backend without fingerprints
+ *
+ * VC_TEST_DEVICE=emu|cuda picks the backend; cuda skips without a GPU
+ * (the reason on stderr). VC_TEST_QUICK shrinks the CUDA jobs. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device.h"
+#include "device/fp.h"
+#include "testutil.h"
+#include "vramcache.h"
+
+static int hexval(int c)
+{
+	return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+static void expect_hex(const struct vc_fp_digest *d, const char *hex, const char *what)
+{
+	for (int i = 0; i < 16; i++) {
+		const int want = hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]);
+		if (d->b[i] != want) {
+			fprintf(stderr, "%s: byte %d is %02x, want %02x (digest %s)\n", what, i, d->b[i],
+				want, hex);
+			exit(1);
+		}
+	}
+}
+
+static void fill_rand(unsigned char *p, size_t len, uint64_t *seed)
+{
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t v = t_rand(seed);
+		memcpy(p + i, &v, len - i < 8 ? len - i : 8);
+	}
+}
+
+/* --- known answers ------------------------------------------------------ */
+
+static void test_md5_rfc1321(void)
+{
+	static const struct {
+		const char *msg, *md5;
+	} v[] = {
+		{ "", "d41d8cd98f00b204e9800998ecf8427e" },
+		{ "a", "0cc175b9c0f1b6a831c399e269772661" },
+		{ "abc", "900150983cd24fb0d6963f7d28e17f72" },
+		{ "message digest", "f96b697d7cb7938d525a2f31aaf161d0" },
+		{ "abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b" },
+		{ "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+		  "d174ab98d277d9f5a5611c2c9f419d9f" },
+		{ "1234567890123456789012345678901234567890"
+		  "1234567890123456789012345678901234567890",
+		  "57edf4a22be3c955ac49da2e2107b67a" },
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct vc_fp_digest d;
+		vc_fp_md5(v[i].msg, strlen(v[i].msg), &d);
+		char what[128];
+		snprintf(what, sizeof what, "MD5(\"%.40s\")", v[i].msg);
+		expect_hex(&d, v[i].md5, what);
+	}
+}
+
+/* Returns false where this build has no OpenSSL (or it refuses MD5). */
+static bool test_md5_openssl(void)
+{
+	uint64_t seed = 0x3d5;
+	static unsigned char buf[VC_FP_BLOCK_MAX];
+	fill_rand(buf, sizeof buf, &seed);
+	struct vc_fp_digest ours, theirs;
+	int r = vc_fp_md5_openssl(buf, 1, 0, &theirs);
+	if (r < 0) {
+		fprintf(stderr, "note: MD5 not checked against OpenSSL: %s\n", vc_last_error());
+		return false;
+	}
+	for (size_t len = 0; len <= VC_FP_BLOCK_MAX; len = len < 300 ? len + 1 : len * 2) {
+		vc_fp_md5(buf, len, &ours);
+		CHECK_OK(vc_fp_md5_openssl(buf, 1, len, &theirs));
+		if (memcmp(ours.b, theirs.b, 16) != 0) {
+			fprintf(stderr, "MD5 of %zu random bytes differs from OpenSSL's\n", len);
+			exit(1);
+		}
+	}
+	return true;
+}
+
+static void test_murmur3_verification(void)
+{
+	uint8_t key[256], hashes[256 * 16];
+	for (int i = 0; i < 256; i++) {
+		key[i] = (uint8_t)i; /* key i is bytes 0 .. i-1 */
+		struct vc_fp_digest d;
+		vc_fp_murmur3(key, (size_t)i, 256u - (uint32_t)i, &d);
+		memcpy(hashes + 16 * i, d.b, 16);
+	}
+	struct vc_fp_digest f;
+	vc_fp_murmur3(hashes, sizeof hashes, 0, &f);
+	const uint32_t v = (uint32_t)f.b[0] | (uint32_t)f.b[1] << 8 | (uint32_t)f.b[2] << 16 |
+			   (uint32_t)f.b[3] << 24;
+	if (v != 0x6384BA69u) {
+		fprintf(stderr, "MurmurHash3_x64_128 verification value %#010x, SMHasher's 0x6384ba69\n",
+			v);
+		exit(1);
+	}
+	/* The job's hash of a block is MurmurHash3 with seed 0. */
+	struct vc_fp_digest b;
+	vc_fp_block(VC_FP_MURMUR3, hashes, sizeof hashes, &b);
+	CHECK(memcmp(b.b, f.b, 16) == 0);
+}
+
+/* --- the backend --------------------------------------------------------- */
+
+static struct vc_device *dev;
+
+/* Fingerprints n random blocks of bs bytes with algo on the backend and
+ * compares every digest with the host reference's. The blocks sit in one
+ * region (device memory, or mapped host memory with host_mem) at
+ * addresses in random order, some repeated, and every 7th at an offset
+ * that is no multiple of 16. The address array is in the other kind of
+ * memory, so both are read by the device from each. */
+static void check_device(uint32_t algo, uint32_t bs, uint32_t n, uint32_t max_sms, bool host_mem,
+			 uint64_t *seed)
+{
+	const size_t region = (size_t)n * bs + 64;
+	unsigned char *data = malloc(region);
+	uint64_t *addr = malloc((size_t)n * 8);
+	uint64_t *offs = malloc((size_t)n * 8);
+	struct vc_fp_digest *got = malloc((size_t)(n + 1) * 16), *want = malloc((size_t)n * 16);
+	CHECK(data && addr && offs && got && want);
+	fill_rand(data, region, seed);
+
+	void *host_data = NULL, *host_addr = NULL;
+	uint64_t data_dev, addr_dev, out_dev;
+	if (host_mem) {
+		CHECK_OK(dev->ops->host_alloc(dev, region, &host_data, &data_dev));
+		memcpy(host_data, data, region);
+		CHECK_OK(dev->ops->mem_alloc(dev, (size_t)n * 8, &addr_dev));
+	} else {
+		CHECK_OK(dev->ops->mem_alloc(dev, region, &data_dev));
+		CHECK_OK(dev->ops->memcpy_sync(dev, data_dev, (uint64_t)(uintptr_t)data, region));
+		CHECK_OK(dev->ops->host_alloc(dev, (size_t)n * 8, &host_addr, &addr_dev));
+	}
+	CHECK_OK(dev->ops->mem_alloc(dev, (size_t)(n + 1) * 16, &out_dev));
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t off = (t_rand(seed) % n) * bs; /* random order, repeats */
+		if (i % 7 == 3)
+			off += 1 + t_rand(seed) % 63; /* unaligned: the byte-load path */
+		else if (i % 7 == 5)
+			off += 16 * (1 + t_rand(seed) % 3); /* 16-aligned, not block-aligned */
+		offs[i] = off;
+		addr[i] = data_dev + off;
+		vc_fp_block(algo, data + off, bs, &want[i]);
+	}
+	if (host_mem)
+		CHECK_OK(dev->ops->memcpy_sync(dev, addr_dev, (uint64_t)(uintptr_t)addr, (size_t)n * 8));
+	else
+		memcpy(host_addr, addr, (size_t)n * 8);
+	/* A canary past the last digest. */
+	memset(got, 0xa5, (size_t)(n + 1) * 16);
+	CHECK_OK(dev->ops->memcpy_sync(dev, out_dev, (uint64_t)(uintptr_t)got, (size_t)(n + 1) * 16));
+
+	const struct vc_fp_job job = { .blocks_dev = addr_dev, .out_dev = out_dev, .n = n,
+				       .block_size = bs, .algo = algo, .max_sms = max_sms };
+	CHECK_OK(vc_fp_run(dev, &job));
+	CHECK_OK(dev->ops->memcpy_sync(dev, (uint64_t)(uintptr_t)got, out_dev, (size_t)(n + 1) * 16));
+	for (uint32_t i = 0; i < n; i++)
+		if (memcmp(got[i].b, want[i].b, 16) != 0) {
+			fprintf(stderr, "%s, %u-byte blocks, %u SMs, data in %s memory: digest %u "
+					"(block at offset %llu) differs from the host reference\n",
+				algo == VC_FP_MD5 ? "MD5" : "MurmurHash3", bs, max_sms,
+				host_mem ? "host" : "device", i, (unsigned long long)offs[i]);
+			exit(1);
+		}
+	for (int b = 0; b < 16; b++)
+		CHECK(got[n].b[b] == 0xa5);
+
+	if (host_mem) {
+		dev->ops->host_free(dev, host_data);
+		dev->ops->mem_free(dev, addr_dev);
+	} else {
+		dev->ops->mem_free(dev, data_dev);
+		dev->ops->host_free(dev, host_addr);
+	}
+	dev->ops->mem_free(dev, out_dev);
+	free(data);
+	free(addr);
+	free(offs);
+	free(got);
+	free(want);
+}
+
+static void test_device(void)
+{
+	const bool cuda = t_device_kind() == VC_DEVICE_CUDA;
+	const bool quick = getenv("VC_TEST_QUICK") != NULL;
+	uint64_t seed = 0xf1f2f3f4ull;
+	for (uint32_t algo = 0; algo < VC_FP_ALGOS; algo++)
+		for (uint32_t bs = VC_FP_BLOCK_MIN; bs <= VC_FP_BLOCK_MAX; bs *= 2) {
+			check_device(algo, bs, 1, 0, false, &seed);
+			check_device(algo, bs, 33, 13, true, &seed);
+			check_device(algo, bs, 777, 0, false, &seed);
+			if (cuda) {
+				/* One SM: a 1024-thread block looping over n. */
+				check_device(algo, bs, quick ? 3000 : 20000, 1, false, &seed);
+				/* More blocks than 132 SMs x 1024 threads. */
+				if (bs == 512 && !quick)
+					check_device(algo, bs, 300000, 0, false, &seed);
+			}
+		}
+}
+
+/* --- refusals ------------------------------------------------------------ */
+
+static void test_refusals(void)
+{
+	uint64_t out_dev = 0, addr_dev = 0;
+	CHECK_OK(dev->ops->mem_alloc(dev, 4096, &out_dev));
+	CHECK_OK(dev->ops->mem_alloc(dev, 4096, &addr_dev));
+	struct vc_fp_job ok = { .blocks_dev = addr_dev, .out_dev = out_dev, .n = 1, .block_size = 4096,
+				.algo = VC_FP_MURMUR3 };
+	CHECK(vc_fp_check(&ok) == 0);
+	struct vc_fp_job j = ok;
+	j.algo = 2;
+	CHECK(vc_fp_run(dev, &j) == -EINVAL && strstr(vc_last_error(), "algorithm"));
+	static const uint32_t bad_bs[] = { 0, 256, 1000, 3072, 8192 };
+	for (size_t i = 0; i < sizeof bad_bs / sizeof bad_bs[0]; i++) {
+		j = ok;
+		j.block_size = bad_bs[i];
+		CHECK(vc_fp_run(dev, &j) == -EINVAL && strstr(vc_last_error(), "power of two"));
+	}
+	j = ok;
+	j.out_dev += 8;
+	CHECK(vc_fp_run(dev, &j) == -EINVAL && strstr(vc_last_error(), "16-byte"));
+	j = ok;
+	j.blocks_dev += 4;
+	CHECK(vc_fp_run(dev, &j) == -EINVAL && strstr(vc_last_error(), "8-byte"));
+	j = ok;
+	j.out_dev = 0;
+	CHECK(vc_fp_run(dev, &j) == -EINVAL);
+	j = (struct vc_fp_job){ .block_size = 512 }; /* n = 0: nothing to read or write */
+	CHECK(vc_fp_run(dev, &j) == 0);
+	CHECK(vc_fp_check(NULL) == -EINVAL);
+	/* A backend without the op says so. */
+	struct vc_device_ops none = *dev->ops;
+	none.fp_run = NULL;
+	struct vc_device fake = *dev;
+	fake.ops = &none;
+	CHECK(vc_fp_run(&fake, &ok) == -VC_ENOTBUILT);
+	dev->ops->mem_free(dev, out_dev);
+	dev->ops->mem_free(dev, addr_dev);
+}
+
+int main(void)
+{
+	test_md5_rfc1321();
+	const bool openssl = test_md5_openssl();
+	test_murmur3_verification();
+	const int kind = t_device_kind();
+	const int r = vc_device_open(kind, 0, &dev);
+	if (kind == VC_DEVICE_CUDA)
+		t_skip_if_absent(r, "fingerprint kernel on CUDA");
+	CHECK_OK(r);
+	test_device();
+	test_refusals();
+	vc_device_close(dev);
+	printf("test_fp (%s): MD5 RFC 1321 A.5%s, MurmurHash3 verification 0x6384BA69, device "
+	       "digests of 512..4096-byte blocks equal the host reference: ok\n",
+	       kind == VC_DEVICE_CUDA ? "cuda" : "emu", openssl ? " and OpenSSL" : "");
+	return 0;
+}
