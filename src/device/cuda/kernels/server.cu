@@ -123,7 +123,7 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
  * the completions. */
 template <int V>
 __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_smem &xs,
-					     const uint64_t (*sw)[4], uint32_t n, uint4 *tws)
+					     const uint64_t (*sw)[4], uint32_t n, uint4 *tws, uint4 *one)
 {
 	constexpr uint32_t NB = V * 32; /* 16-byte blocks per piece */
 	const vc_xts_keys_smem ke(xs.rk), kd(xs.rkd);
@@ -175,8 +175,12 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 				k -= step;
 			}
 			const uint4 tt = vc_xts_to_u4(t);
-			vc_l2_hint::st(dst, (op & VC_MOVE_ENCRYPT) ? vc_xts_block_in<false, true>(L, ke, x, tt)
-								   : vc_xts_block_in<false, false>(L, kd, x, tt));
+			const uint4 y = (op & VC_MOVE_ENCRYPT) ? vc_xts_block_in<false, true>(L, ke, x, tt)
+							       : vc_xts_block_in<false, false>(L, kd, x, tt);
+			if (n == 1)
+				one[j] = y;
+			else
+				vc_l2_hint::st(dst, y);
 		} else if ((op & VC_MOVE_OP_MASK) != VC_MOVE_COPY) {
 			const uint4 y = vc_l2_hint::ld(dst);
 			vc_l2_hint::st(src, y);
@@ -187,8 +191,23 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		x = xn;
 		b = bn;
 	}
-	if ((tid & ~31u) < total) /* the warp stored */
+	if (n == 1 && (sw[0][2] & VC_MOVE_CIPHER)) {
+		/* A lone piece: its blocks were worked by NB / 32 warps, and
+		 * each would fence its stores at system scope; they go through
+		 * shared memory to warp 0, which stores the piece and fences
+		 * once (a fence per warp of the piece measured as part of the
+		 * lone hit's latency). */
+		__syncthreads();
+		if (tid < 32) {
+			uint4 *dst = reinterpret_cast<uint4 *>(sw[0][1]);
+#pragma unroll
+			for (int k = 0; k < V; k++)
+				vc_l2_hint::st(dst + tid + 32 * k, one[tid + 32 * k]);
+			__threadfence_system();
+		}
+	} else if ((tid & ~31u) < total) { /* the warp stored */
 		__threadfence_system();
+	}
 	__syncthreads();
 }
 
@@ -213,6 +232,7 @@ server_kernel(const struct vc_cuda_dq_view v)
 		vc_xts_setup<false>(xs, kp);
 	}
 	__shared__ uint4 tws[WIN]; /* Ciph: the round's encrypted tweaks */
+	__shared__ uint4 one[Ciph ? V * 32 : 1]; /* Ciph: a lone piece's result (cipher_round) */
 	const vc_xts_lane L = vc_xts_lane_make(xs);
 	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32, r = blockIdx.x;
 	const volatile uint64_t *desc = reinterpret_cast<const volatile uint64_t *>(v.desc[r]);
@@ -234,7 +254,7 @@ server_kernel(const struct vc_cuda_dq_view v)
 			break;
 		__threadfence(); /* acquire: data other blocks and kernels wrote */
 		if (Ciph) {
-			cipher_round<V>(L, xs, sw, n, tws);
+			cipher_round<V>(L, xs, sw, n, tws, one);
 			if (threadIdx.x < n)
 				done[(h + threadIdx.x) & mask] = h + threadIdx.x + 1;
 		}
@@ -256,8 +276,15 @@ server_kernel(const struct vc_cuda_dq_view v)
 	if (threadIdx.x < v.lanes)
 		pos[threadIdx.x] = h;
 	__threadfence_system();
-	if (Ciph)
+	if (Ciph) {
+		/* The last round's tweaks and lone result: key-derived and
+		 * plaintext (a decryption's) left in shared memory. */
+		for (uint32_t i = threadIdx.x; i < WIN; i += blockDim.x)
+			tws[i] = make_uint4(0, 0, 0, 0);
+		for (uint32_t i = threadIdx.x; i < V * 32; i += blockDim.x)
+			one[i] = make_uint4(0, 0, 0, 0);
 		vc_xts_wipe(xs);
+	}
 }
 
 template <int V>
