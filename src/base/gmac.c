@@ -14,7 +14,7 @@
 #include "vramcache.h"
 
 #ifdef VC_HAVE_OPENSSL
-#include <openssl/err.h>
+#include "base/ssl_error.h"
 #include <openssl/evp.h>
 
 /* Contexts in the pool: more than the threads that tag at once, so a
@@ -31,15 +31,6 @@ struct vc_gmac {
 
 /* The slot this thread took last: where it looks first. */
 static _Thread_local unsigned hint = UINT32_MAX;
-
-static int ssl_fail(const char *what)
-{
-	char buf[256];
-	unsigned long e = ERR_get_error();
-	ERR_error_string_n(e, buf, sizeof buf);
-	ERR_clear_error();
-	return vc_err(-EIO, "GMAC: OpenSSL %s failed: %s", what, e ? buf : "no reason given");
-}
 
 int vc_gmac_open(const unsigned char key[VC_GMAC_KEY_BYTES], struct vc_gmac **out)
 {
@@ -73,7 +64,7 @@ static int slot_key(struct vc_gmac *g, struct gslot *s)
 	    EVP_EncryptInit_ex(s->ctx, NULL, NULL, g->key, NULL) != 1) {
 		EVP_CIPHER_CTX_free(s->ctx);
 		s->ctx = NULL;
-		return ssl_fail("key setup");
+		return vc_ssl_fail("GMAC", "key setup");
 	}
 	return 0;
 }
@@ -102,7 +93,7 @@ int vc_gmac_tag(struct vc_gmac *g, const unsigned char iv[VC_GMAC_IV_BYTES], con
 		       (len && EVP_EncryptUpdate(s->ctx, NULL, &outl, data, (int)len) != 1) ||
 		       EVP_EncryptFinal_ex(s->ctx, none, &outl) != 1 ||
 		       EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_GCM_GET_TAG, VC_GMAC_TAG_BYTES, tag) != 1))
-		r = ssl_fail("tag");
+		r = vc_ssl_fail("GMAC", "tag");
 	atomic_flag_clear_explicit(&s->busy, memory_order_release);
 	return r;
 }

@@ -87,6 +87,15 @@ VC_XTS_FN struct vc_xts_u128 vc_xts_mul_alpha_pow(struct vc_xts_u128 t, unsigned
 	return r;
 }
 
+/* t * alpha^j for any j: steps of at most 56. Cost: ceil(j / 56) of the
+ * above (a block's offset in a 4 KiB unit, j < 256: at most 5). */
+VC_XTS_FN struct vc_xts_u128 vc_xts_mul_alpha_any(struct vc_xts_u128 t, uint32_t j)
+{
+	for (; j > 56; j -= 56)
+		t = vc_xts_mul_alpha_pow(t, 56);
+	return vc_xts_mul_alpha_pow(t, j);
+}
+
 /* Checks what both backends require before touching data: a key whose two
  * halves differ (IEEE 1619-2018 and NIST SP 800-38E require independent
  * K1 and K2; OpenSSL refuses equal ones) and a page size as above. 0, or

@@ -622,11 +622,8 @@ void eng_integ_drop(struct vc_cache *c, struct vc_page *p, uint64_t pno, uint64_
 		    bool owned);
 /* Integrity mode, after a move up into a staging page for write-back
  * (p BUSY, its plaintext at bio->buf): true if it fails its check, with
- * bio->result = -EIO so that eng_bios_submit leaves it out. */
+ * bio->result = -EIO so that the write-back leaves it out (writeback.c). */
 bool eng_stage_bad(struct vc_cache *c, const struct vc_page *p, struct vc_bio *bio);
-/* vc_backing_submit of those of io[0..n) whose result is 0 (in runs; one
- * call when all are): 0, or the first failure. */
-int eng_bios_submit(struct vc_backing *bk, struct vc_bio *io, unsigned n);
 /* Counts a page dropped for its check (under c->mu, before the drop). */
 void eng_integ_count_drop(struct vc_cache *c, const struct vc_page *p);
 /* Unlocked: takes c->mu for eng_integ_drop. */

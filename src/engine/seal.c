@@ -104,21 +104,6 @@ bool eng_stage_bad(struct vc_cache *c, const struct vc_page *p, struct vc_bio *b
 	return true;
 }
 
-int eng_bios_submit(struct vc_backing *bk, struct vc_bio *io, unsigned n)
-{
-	int err = 0;
-	for (unsigned j = 0, e; j < n; j = e) {
-		for (; j < n && io[j].result < 0; j++)
-			;
-		for (e = j; e < n && io[e].result == 0; e++)
-			;
-		int r = e > j ? vc_backing_submit(bk, io + j, e - j) : 0;
-		if (r < 0 && err == 0)
-			err = r;
-	}
-	return err;
-}
-
 void eng_integ_drop_unlocked(struct vc_cache *c, struct vc_page *p, uint64_t pno, uint64_t nonce)
 {
 	eng_lock(c);

@@ -58,6 +58,24 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	return r;
 }
 
+/* vc_backing_submit of those of io[0..n) whose result is 0 (in runs; one
+ * call when all are, as without the integrity mode): 0, or the first
+ * failure. The others failed their integrity check (eng_stage_bad). */
+static int bios_submit(struct vc_backing *bk, struct vc_bio *io, unsigned n)
+{
+	int err = 0;
+	for (unsigned j = 0, e; j < n; j = e) {
+		for (; j < n && io[j].result < 0; j++)
+			;
+		for (e = j; e < n && io[e].result == 0; e++)
+			;
+		int r = e > j ? vc_backing_submit(bk, io + j, e - j) : 0;
+		if (r < 0 && err == 0)
+			err = r;
+	}
+	return err;
+}
+
 /* Writes back dirty GPU pages that the caller marked busy, through `cap`
  * pages of `stage` at a time: one device batch to the staging pages, then
  * one backing submission per volume. Unlocked while data moves. done[i]
@@ -111,7 +129,7 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 			struct vc_volume *v = vol_of(c, pages[i + j]->pno);
 			for (e = j + 1; e < k && vol_of(c, pages[i + e]->pno) == v; e++)
 				;
-			r = eng_bios_submit(v->bk, io + j, e - j);
+			r = bios_submit(v->bk, io + j, e - j);
 		}
 		eng_lock(c);
 		for (uint32_t j = 0; j < k; j++) {
@@ -272,7 +290,7 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 
 	int r = eng_bulk_move(c, b, true);
 	if (r == 0 && b->n)
-		r = eng_bios_submit(v->bk, b->bios, b->n);
+		r = bios_submit(v->bk, b->bios, b->n);
 
 	eng_lock(c);
 	for (unsigned k = 0; k < b->n; k++) {
@@ -286,8 +304,7 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 			vc_tier_free(c->gpu.stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;
 			if (b->jobs[k].bad) { /* its write is lost: the flush fails */
-				eng_integ_count_drop(c, p);
-				eng_page_drop(c, p);
+				eng_integ_drop(c, p, p->pno, 0, true);
 				if (r == 0)
 					r = -EIO;
 				continue;

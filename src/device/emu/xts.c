@@ -16,18 +16,8 @@
 #include "vramcache.h"
 
 #ifdef VC_HAVE_OPENSSL
-#include <openssl/err.h>
+#include "base/ssl_error.h"
 #include <openssl/evp.h>
-
-/* OpenSSL's reason for the last failure, for the message. */
-static int ssl_fail(const char *what)
-{
-	char buf[256];
-	unsigned long e = ERR_get_error();
-	ERR_error_string_n(e, buf, sizeof buf);
-	ERR_clear_error();
-	return vc_err(-EIO, "XTS: OpenSSL %s failed: %s", what, e ? buf : "no reason given");
-}
 
 int vc_emu_xts_pages(const struct vc_xts_key *key, void *pages, const uint64_t *tweaks,
 		     uint32_t n, uint32_t page_size, int encrypt)
@@ -42,7 +32,7 @@ int vc_emu_xts_pages(const struct vc_xts_key *key, void *pages, const uint64_t *
 		return vc_err(-ENOMEM, "XTS: no memory for an OpenSSL context");
 	const int enc = encrypt ? 1 : 0;
 	if (EVP_CipherInit_ex(ctx, EVP_aes_256_xts(), NULL, key->bytes, NULL, enc) != 1) {
-		r = ssl_fail("key setup");
+		r = vc_ssl_fail("XTS", "key setup");
 		goto out;
 	}
 	unsigned char *p = pages;
@@ -54,7 +44,7 @@ int vc_emu_xts_pages(const struct vc_xts_key *key, void *pages, const uint64_t *
 		if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, -1) != 1 ||
 		    EVP_CipherUpdate(ctx, p, &outl, p, (int)page_size) != 1 ||
 		    outl != (int)page_size) {
-			r = ssl_fail(enc ? "encryption" : "decryption");
+			r = vc_ssl_fail("XTS", enc ? "encryption" : "decryption");
 			goto out;
 		}
 	}

@@ -215,10 +215,8 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 				vc_xts_piece_ld<V, vc_stream_hint>(ps, a);
 			have = false;
 			if (enc || dec) {
-				vc_xts_u128 t = vc_xts_from_u4(tws[r][w & ~(P - 1)]);
-				for (uint32_t j = (uint32_t)(it & (P - 1)) * V * 32; j > 0; j -= j < 56 ? j : 56)
-					t = vc_xts_mul_alpha_pow(t, j < 56 ? j : 56);
-				const uint4 T = vc_xts_to_u4(t);
+				const uint4 T = vc_xts_to_u4(vc_xts_mul_alpha_any(
+					vc_xts_from_u4(tws[r][w & ~(P - 1)]), (uint32_t)(it & (P - 1)) * V * 32));
 				if (enc)
 					vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd);
 				else

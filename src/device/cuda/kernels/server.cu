@@ -168,13 +168,7 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		uint4 *dst = reinterpret_cast<uint4 *>(sw[d][1]) + j;
 		const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
 		if (op & VC_MOVE_CIPHER) {
-			vc_xts_u128 t = vc_xts_from_u4(tws[d]);
-			for (uint32_t k = j; k > 0;) { /* T * alpha^j */
-				const uint32_t step = k < 56 ? k : 56;
-				t = vc_xts_mul_alpha_pow(t, step);
-				k -= step;
-			}
-			const uint4 tt = vc_xts_to_u4(t);
+			const uint4 tt = vc_xts_to_u4(vc_xts_mul_alpha_any(vc_xts_from_u4(tws[d]), j));
 			const uint4 y = (op & VC_MOVE_ENCRYPT) ? vc_xts_block_in<false, true>(L, ke, x, tt)
 							       : vc_xts_block_in<false, false>(L, kd, x, tt);
 			if (n == 1)
