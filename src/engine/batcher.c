@@ -237,19 +237,45 @@ int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_tick
 	return vc_batcher_add_n(b, m, 1, t);
 }
 
-/* The queue path: one submission on the caller's home ring plus `ring`. */
+static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
+
+/* A ring's server block takes up to this many pieces a round (the CUDA
+ * server's window); a submission of more is spread over several rings. */
+#define DQ_SPREAD_PIECES 32u
+
+/* The queue path: the caller's home ring plus `ring` takes the moves, or,
+ * when there are more than DQ_SPREAD_PIECES pieces, that ring and the next
+ * ones take consecutive shares of at least DQ_SPREAD_PIECES pieces each,
+ * one submission per ring. Why: one ring is one server block on one SM,
+ * which moves about 9 GB/s plain and 2-3 GB/s through the cipher
+ * (measured on an H100, bench/transfer); shares run on as many SMs as
+ * there are rings. Other threads' moves on those rings wait at most the
+ * share's rounds. A failed submission (a bad move: checked per share)
+ * waits for the shares already submitted before it returns the error, so
+ * a failed add leaves nothing in flight, as on one ring. */
 static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
 		    struct vc_ticket *t)
 {
-	struct vc_dq_span sp;
-	int r = vc_dq_submit(b->dq, (vc_dq_home(b->dq) + ring) % b->dq->nrings, m, n, &sp);
-	if (r < 0)
-		return r;
-	uint32_t ppp = b->dq->pieces_per_page;
+	const uint32_t ppp = b->dq->pieces_per_page, nr = b->dq->nrings;
+	uint64_t per = ((uint64_t)n + nr - 1) / nr; /* pages a share */
+	const uint32_t min_pages = (DQ_SPREAD_PIECES + ppp - 1) / ppp;
+	if (per < min_pages)
+		per = min_pages;
 	atomic_fetch_add_explicit(&b->q_hist[hist_bucket(n)], 1, memory_order_relaxed);
-	for (uint32_t i = 0; i < n; i++)
-		t[i] = (struct vc_ticket){ .slot = VC_TICKET_QUEUE | sp.ring,
-					   .seq = sp.first + (uint64_t)(i + 1) * ppp - 1 };
+	const uint32_t home = vc_dq_home(b->dq);
+	for (uint32_t k = 0, j = 0; k < n || (n == 0 && j == 0); j++) {
+		const uint32_t take = n - k < per ? n - k : (uint32_t)per;
+		struct vc_dq_span sp;
+		int r = vc_dq_submit(b->dq, (home + ring + j) % nr, m + k, take, &sp);
+		if (r < 0) {
+			dq_wait_n(b, t, k);
+			return r;
+		}
+		for (uint32_t i = 0; i < take; i++)
+			t[k + i] = (struct vc_ticket){ .slot = VC_TICKET_QUEUE | sp.ring,
+						       .seq = sp.first + (uint64_t)(i + 1) * ppp - 1 };
+		k += take;
+	}
 	return 0;
 }
 
