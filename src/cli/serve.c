@@ -72,6 +72,11 @@ static void serve_usage(FILE *f)
 	      "                         (AES-256-GMAC, tags in host memory): a page\n"
 	      "                         changed there is never returned (EIO), and\n"
 	      "                         dropped (implies --encrypt)\n"
+	      "  --dedup off|on|adaptive  store equal blocks of the GPU tier once\n"
+	      "                         (default off; adaptive: per export, while a\n"
+	      "                         sampled estimate says it pays)\n"
+	      "  --dedup-degree D       blocks per page: 1, 2, 4 or 8 (default 4)\n"
+	      "  --dedup-hash murmur3|md5  the blocks' fingerprint (default murmur3)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
@@ -393,7 +398,8 @@ int cmd_serve(int argc, char **argv)
 	struct serve_gpu_config gcfg = { 0 };
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
-	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG };
+	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG,
+	       O_DEDUP, O_DDEG, O_DALGO };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -424,6 +430,9 @@ int cmd_serve(int argc, char **argv)
 		{ "encrypt", no_argument, 0, O_ENC },
 		{ "key-file", required_argument, 0, O_KEYF },
 		{ "integrity", no_argument, 0, O_INTEG },
+		{ "dedup", required_argument, 0, O_DEDUP },
+		{ "dedup-degree", required_argument, 0, O_DDEG },
+		{ "dedup-hash", required_argument, 0, O_DALGO },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -510,6 +519,31 @@ int cmd_serve(int argc, char **argv)
 			cfg.key_file = optarg;
 			break;
 		case O_INTEG: cfg.encrypt = VC_ENCRYPT_XTS_GMAC; break;
+		case O_DEDUP:
+			if (strcmp(optarg, "off") == 0)
+				cfg.dedup = VC_DEDUP_OFF;
+			else if (strcmp(optarg, "on") == 0)
+				cfg.dedup = VC_DEDUP_ON;
+			else if (strcmp(optarg, "adaptive") == 0)
+				cfg.dedup = VC_DEDUP_ADAPTIVE;
+			else
+				goto bad;
+			break;
+		case O_DDEG: {
+			uint64_t d;
+			if (cli_u64(optarg, &d) || (d != 1 && d != 2 && d != 4 && d != 8))
+				goto bad;
+			cfg.dedup_degree = (uint32_t)d;
+			break;
+		}
+		case O_DALGO:
+			if (strcmp(optarg, "murmur3") == 0)
+				cfg.dedup_algo = VC_DEDUP_MURMUR3;
+			else if (strcmp(optarg, "md5") == 0)
+				cfg.dedup_algo = VC_DEDUP_MD5;
+			else
+				goto bad;
+			break;
 		case O_CHUNK:
 			if (vc_wl_parse_bytes(optarg, &cfg.gpu_chunk_bytes) || !cfg.gpu_chunk_bytes)
 				goto bad;
