@@ -15,6 +15,7 @@
  *                flushes of ranges walking the volume's dirty set
  *   range.c      drop, prefetch and extent over byte ranges
  *   batcher.c    page moves through the device queue (or launched batches)
+ *   dedup.c      block deduplication of the GPU tier (vc_config.dedup)
  *   index.c      the entry pool and the page index over it (page.h)
  *
  * The data path:
