@@ -123,6 +123,16 @@ static void serve_usage(FILE *f)
 	      f);
 }
 
+/* The index of s among names[0..n) (an option's words, in their enum's
+ * order), or -1. */
+static int name_index(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 static volatile sig_atomic_t stop_flag;
 static int stop_pipe[2] = { -1, -1 };
 
@@ -519,16 +529,13 @@ int cmd_serve(int argc, char **argv)
 			cfg.key_file = optarg;
 			break;
 		case O_INTEG: cfg.encrypt = VC_ENCRYPT_XTS_GMAC; break;
-		case O_DEDUP:
-			if (strcmp(optarg, "off") == 0)
-				cfg.dedup = VC_DEDUP_OFF;
-			else if (strcmp(optarg, "on") == 0)
-				cfg.dedup = VC_DEDUP_ON;
-			else if (strcmp(optarg, "adaptive") == 0)
-				cfg.dedup = VC_DEDUP_ADAPTIVE;
-			else
+		case O_DEDUP: {
+			/* In enum vc_dedup's order. */
+			static const char *const modes[] = { "off", "on", "adaptive" };
+			if ((cfg.dedup = name_index(optarg, modes, 3)) < 0)
 				goto bad;
 			break;
+		}
 		case O_DDEG: {
 			uint64_t d;
 			if (cli_u64(optarg, &d) || (d != 1 && d != 2 && d != 4 && d != 8))
@@ -536,14 +543,13 @@ int cmd_serve(int argc, char **argv)
 			cfg.dedup_degree = (uint32_t)d;
 			break;
 		}
-		case O_DALGO:
-			if (strcmp(optarg, "murmur3") == 0)
-				cfg.dedup_algo = VC_DEDUP_MURMUR3;
-			else if (strcmp(optarg, "md5") == 0)
-				cfg.dedup_algo = VC_DEDUP_MD5;
-			else
+		case O_DALGO: {
+			/* In enum vc_dedup_algo's order. */
+			static const char *const algos[] = { "murmur3", "md5" };
+			if ((cfg.dedup_algo = name_index(optarg, algos, 2)) < 0)
 				goto bad;
 			break;
+		}
 		case O_CHUNK:
 			if (vc_wl_parse_bytes(optarg, &cfg.gpu_chunk_bytes) || !cfg.gpu_chunk_bytes)
 				goto bad;
