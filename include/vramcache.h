@@ -93,7 +93,7 @@ enum vc_encrypt {
 
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 5
+#define VC_CONFIG_VERSION 6
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -167,6 +167,34 @@ struct vc_config {
 	 * zeroed at close. */
 	int encrypt;
 	const char *key_file;
+
+	/* Version 6: block deduplication in the GPU tier (DEDU; enum
+	 * vc_dedup, default off; docs/DEDUP.md). A page going down is split
+	 * into dedup_degree blocks (1, 2, 4 or 8; 0: 4, a placeholder until
+	 * measured on the GPU machine), each fingerprinted (dedup_algo, enum
+	 * vc_dedup_algo) and,
+	 * when an equal block is already stored (fingerprint match, then a
+	 * byte compare), shared instead of stored again. Blocks (page size /
+	 * degree) must be 512 B to 4 KiB.
+	 * Not with vc_gpu_shrink/grow yet (-EOPNOTSUPP there). */
+	int dedup;
+	uint32_t dedup_degree;
+	int dedup_algo;
+};
+
+/* vc_config.dedup. */
+enum vc_dedup {
+	VC_DEDUP_OFF = 0,
+	VC_DEDUP_ON = 1,       /* every volume, always */
+	VC_DEDUP_ADAPTIVE = 2, /* per volume, on while a sampled estimate says it pays
+				  (dedup factor >= ~1.15 and update ratio <= ~0.35),
+				  off below ~1.05 or above ~0.5 */
+};
+
+/* vc_config.dedup_algo: the fingerprint (docs/DEDUP.md). */
+enum vc_dedup_algo {
+	VC_DEDUP_MURMUR3 = 0, /* MurmurHash3_x64_128: the default */
+	VC_DEDUP_MD5 = 1,     /* as the DEDU paper */
 };
 
 void vc_config_init(struct vc_config *cfg);
@@ -334,7 +362,7 @@ unsigned vc_aio_inflight(const vc_aio *q);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_LOCK_HIST 16 /* lock-hold buckets: [0, 1 us), [1, 2), [2, 4) ... [16 ms, inf) */
-#define VC_STATS_VERSION 5
+#define VC_STATS_VERSION 6
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -383,6 +411,20 @@ struct vc_stats {
 	uint64_t integrity_failures;   /* moves out of the GPU tier whose page failed its tag */
 	uint64_t integrity_drops;      /* pages dropped for it */
 	uint64_t integrity_dirty_lost; /* of those, dirty ones: writes the store never got */
+
+	/* Version 6: block deduplication (vc_config.dedup). With it on,
+	 * pages_cached[GPU] counts logical pages and pages_capacity[GPU] the
+	 * blocks' worth of pages the tier holds without sharing. */
+	uint64_t dedup_pages;        /* now: logical pages in the GPU tier */
+	uint64_t dedup_blocks;       /* now: physical blocks stored */
+	double dedup_factor;         /* now: block uses / blocks stored (1: no sharing) */
+	uint64_t dedup_blocks_in;    /* blocks fingerprinted on their way down */
+	uint64_t dedup_hits;         /* of those, shared with a stored block */
+	uint64_t dedup_collisions;   /* fingerprint matches whose bytes differed */
+	double dedup_est_factor;     /* sampled estimate (SHARDS-style), all volumes */
+	double dedup_est_update_ratio; /* sampled writes / accesses, all volumes */
+	uint64_t dedup_volumes_on;   /* volumes deduplicating now */
+	uint64_t dedup_switches;     /* adaptive on/off changes */
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */

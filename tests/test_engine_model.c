@@ -12,6 +12,10 @@
  * watermarks, low fragmentation thresholds) under both cleaning policies,
  * and switched off.
  * After each run the backing file itself must equal the shadow.
+ * With dedup on, the file's contents repeat (pool_byte: whole pages and
+ * 512-byte blocks drawn from a pool of four), and a third of the writes
+ * put a range back to its pool bytes, so blocks are shared, unshared by
+ * the random writes and shared again, while cleaning and tail eviction run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +24,8 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "base/hash.h"
+#include "engine/debug.h"
 #include "policy/policy.h"
 #include "testutil.h"
 
@@ -28,6 +34,7 @@
 
 struct run {
 	vc_cache *c;
+	bool pool; /* dedup runs: contents repeat (pool_byte) */
 	unsigned char *shadow;
 	uint64_t size;
 	int ops;
@@ -40,6 +47,19 @@ struct worker {
 	int id;
 	uint64_t seed;
 };
+
+#define POOL 4
+static unsigned char pool[POOL][512];
+
+/* Byte o of a repeating file: 512-byte chunks from the pool, all chunks
+ * of a 4 KiB page from one pool entry in even pages (whole pages repeat),
+ * chunk by chunk in odd ones (blocks repeat in new combinations). */
+static unsigned char pool_byte(uint64_t o)
+{
+	uint64_t ch = o / 512, pg = ch / 8;
+	uint64_t k = pg % 2 == 0 ? vc_mix64(pg) % POOL : vc_mix64(ch) % POOL;
+	return pool[k][o % 512];
+}
 
 static uint64_t nregions(const struct run *r)
 {
@@ -67,7 +87,13 @@ static void *worker_main(void *arg)
 			b = t;
 		}
 		uint64_t off = base + a, len = b - a + 1;
-		if (t_rand(&w->seed) % 3 == 0) {
+		if (r->pool && t_rand(&w->seed) % 3 == 0) {
+			/* Back to the pool's bytes: blocks turn shared again. */
+			for (uint64_t i = 0; i < len; i++)
+				buf[i] = pool_byte(off + i);
+			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
+			memcpy(r->shadow + off, buf, len);
+		} else if (t_rand(&w->seed) % 3 == 0) {
 			for (uint64_t i = 0; i < len; i++)
 				buf[i] = (unsigned char)t_rand(&w->seed);
 			ssize_t n = vc_write(r->c, buf, len, off);
@@ -153,6 +179,9 @@ static void big_ops(struct run *r, uint64_t *seed)
 struct extra {
 	int encrypt;
 	int gpu_hits;
+	int dedup;          /* enum vc_dedup: the run's file repeats (pool_byte) */
+	uint32_t degree;
+	bool collide;       /* every fingerprint equal (eng_debug_dedup_collide) */
 };
 
 static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
@@ -165,6 +194,18 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	t_make_file(path, sizeof path, size, seed);
 	struct run r = { .size = size, .ops = ops, .write_mode = write_mode };
 	r.shadow = t_read_file(path, size);
+	if (x && x->dedup) {
+		uint64_t ps = seed;
+		for (int k = 0; k < POOL; k++)
+			for (int b = 0; b < 512; b++)
+				pool[k][b] = (unsigned char)t_rand(&ps);
+		for (uint64_t o = 0; o < size; o++)
+			r.shadow[o] = pool_byte(o);
+		FILE *f = fopen(path, "r+b");
+		CHECK(f && fwrite(r.shadow, 1, size, f) == size);
+		fclose(f);
+		r.pool = true;
+	}
 
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -185,6 +226,8 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	if (x) {
 		cfg.encrypt = x->encrypt;
 		cfg.gpu_hits = x->gpu_hits;
+		cfg.dedup = x->dedup;
+		cfg.dedup_degree = x->degree;
 	}
 	int e = vc_open(&cfg, &r.c);
 	if (e == -VC_ENOTBUILT) {
@@ -193,6 +236,8 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	}
 	t_skip_if_absent(e, "engine model test on CUDA");
 	CHECK_OK(e);
+	if (x && x->collide)
+		CHECK_OK(eng_debug_dedup_collide(r.c, true));
 
 	pthread_t th[NTHREADS], chaos;
 	struct worker w[NTHREADS];
@@ -236,7 +281,28 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	CHECK(st.evictions[VC_TIER_HOST] > 0 && st.evictions[VC_TIER_GPU] > 0);
 	CHECK(st.h2d_bytes > 0 && st.d2h_bytes > 0 && st.batches > 0);
 	CHECK(st.pages_cached[VC_TIER_HOST] <= st.pages_capacity[VC_TIER_HOST]);
-	CHECK(st.pages_cached[VC_TIER_GPU] <= st.pages_capacity[VC_TIER_GPU]);
+	if (x && x->dedup) {
+		/* Logical pages may pass the capacity (that is the point);
+		 * blocks may not. */
+		const uint32_t d = x->degree ? x->degree : 4;
+		fprintf(stderr, "  dedup degree %u: pages %llu blocks %llu factor %.2f, in %llu hits "
+				"%llu collisions %llu, est factor %.2f update %.2f, on %llu, switches %llu\n",
+			d, (unsigned long long)st.dedup_pages, (unsigned long long)st.dedup_blocks,
+			st.dedup_factor, (unsigned long long)st.dedup_blocks_in,
+			(unsigned long long)st.dedup_hits, (unsigned long long)st.dedup_collisions,
+			st.dedup_est_factor, st.dedup_est_update_ratio,
+			(unsigned long long)st.dedup_volumes_on, (unsigned long long)st.dedup_switches);
+		CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * d);
+		CHECK(st.dedup_pages == st.pages_cached[VC_TIER_GPU]);
+		if (ops >= 1000 && x->dedup == VC_DEDUP_ON)
+			CHECK(st.dedup_hits > 0 && st.dedup_blocks_in > 0);
+		if (x->collide && ops >= 1000)
+			CHECK(st.dedup_collisions > 0);
+		else if (!x->collide)
+			CHECK(st.dedup_collisions == 0);
+	} else {
+		CHECK(st.pages_cached[VC_TIER_GPU] <= st.pages_capacity[VC_TIER_GPU]);
+	}
 	CHECK(st.gpu_segments_evicted > 0 && st.gpu_segments_free <= st.gpu_segments);
 	CHECK(st.gpu_segments * (gv->seg_pages ? gv->seg_pages : 4) == st.pages_capacity[VC_TIER_GPU]);
 	if (gv->policy == VC_GC_OFF)
@@ -284,6 +350,9 @@ int main(void)
 		{ "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25, 0.01 },
 		{ "off", 2, VC_GC_OFF, 4, 0.2, 0.0 },
 	};
+	/* VC_MODEL_DEDUP_ONLY=1: only the dedup runs (sanitizer builds). */
+	if (getenv("VC_MODEL_DEDUP_ONLY"))
+		goto dedup;
 	for (int wm = 0; wm < 2; wm++) {
 		one_run(kind, wm, 4096, ops, &gc_default, NULL);
 		one_run(kind, wm, 512, ops, &gc_default, NULL);
@@ -303,8 +372,8 @@ int main(void)
 	 * cipher unit (4 KiB), smaller (512 B) and of two units (8 KiB),
 	 * and GRAM's swap mode, which makes room instead of swapping. Last:
 	 * the emulated device skips them where the build has no OpenSSL. */
-	const struct extra enc = { VC_ENCRYPT_XTS, VC_GPU_HITS_SERVE };
-	const struct extra enc_swap = { VC_ENCRYPT_XTS, VC_GPU_HITS_SWAP };
+	const struct extra enc = { .encrypt = VC_ENCRYPT_XTS, .gpu_hits = VC_GPU_HITS_SERVE };
+	const struct extra enc_swap = { .encrypt = VC_ENCRYPT_XTS, .gpu_hits = VC_GPU_HITS_SWAP };
 	for (int wm = 0; wm < 2; wm++) {
 		one_run_x(kind, wm, 4096, ops, &forced[0], NULL, &enc);
 		one_run_x(kind, wm, 512, ops, &forced[1], NULL, &enc);
@@ -313,11 +382,38 @@ int main(void)
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &enc_swap);
 	/* The integrity mode: every page checked on every move up, under the
 	 * same load (no check may fail: one_run_x asks). */
-	const struct extra mac = { VC_ENCRYPT_XTS_GMAC, VC_GPU_HITS_SERVE };
-	const struct extra mac_swap = { VC_ENCRYPT_XTS_GMAC, VC_GPU_HITS_SWAP };
+	const struct extra mac = { .encrypt = VC_ENCRYPT_XTS_GMAC, .gpu_hits = VC_GPU_HITS_SERVE };
+	const struct extra mac_swap = { .encrypt = VC_ENCRYPT_XTS_GMAC, .gpu_hits = VC_GPU_HITS_SWAP };
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &mac);
 	one_run_x(kind, VC_WRITE_THROUGH, 512, ops, &forced[1], NULL, &mac);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, NULL, &mac_swap);
+	/* Dedup (the file repeats: pool_byte): degrees 1 to 8, both write
+	 * modes, cleaning forced and off, GRAM's swap mode (which makes room
+	 * instead), the adaptive mode, encryption and integrity (the host-side
+	 * fingerprints and compares), and the collision hook, where only the
+	 * byte compare keeps blocks apart. */
+dedup:;
+	const struct extra dd4 = { .dedup = VC_DEDUP_ON, .degree = 4 };
+	const struct extra dd8 = { .dedup = VC_DEDUP_ON, .degree = 8 };
+	const struct extra dd1 = { .dedup = VC_DEDUP_ON, .degree = 1 };
+	const struct extra dd2_swap = { .gpu_hits = VC_GPU_HITS_SWAP, .dedup = VC_DEDUP_ON, .degree = 2 };
+	const struct extra dd_adapt = { .dedup = VC_DEDUP_ADAPTIVE, .degree = 4 };
+	const struct extra dd_collide = { .dedup = VC_DEDUP_ON, .degree = 4, .collide = true };
+	const struct extra dd_enc = { .encrypt = VC_ENCRYPT_XTS, .dedup = VC_DEDUP_ON, .degree = 4 };
+	const struct extra dd_mac = { .encrypt = VC_ENCRYPT_XTS_GMAC, .dedup = VC_DEDUP_ON, .degree = 8 };
+	const struct extra dd_enc_collide = { .encrypt = VC_ENCRYPT_XTS, .dedup = VC_DEDUP_ON,
+					      .degree = 2, .collide = true };
+	for (int wm = 0; wm < 2; wm++) {
+		one_run_x(kind, wm, 4096, ops, &forced[0], NULL, &dd4);
+		one_run_x(kind, wm, 4096, ops, &forced[1], NULL, &dd8);
+	}
+	one_run_x(kind, VC_WRITE_BACK, 512, ops, &forced[1], NULL, &dd1);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[2], NULL, &dd2_swap);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, NULL, &dd_adapt);
+	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops, &forced[0], NULL, &dd_collide);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &dd_enc);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[1], NULL, &dd_mac);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &dd_enc_collide);
 	fprintf(stderr, "engine model: all runs match\n");
 	return 0;
 }

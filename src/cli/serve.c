@@ -72,6 +72,11 @@ static void serve_usage(FILE *f)
 	      "                         (AES-256-GMAC, tags in host memory): a page\n"
 	      "                         changed there is never returned (EIO), and\n"
 	      "                         dropped (implies --encrypt)\n"
+	      "  --dedup off|on|adaptive  store equal blocks of the GPU tier once\n"
+	      "                         (default off; adaptive: per export, while a\n"
+	      "                         sampled estimate says it pays)\n"
+	      "  --dedup-degree D       blocks per page: 1, 2, 4 or 8 (default 4)\n"
+	      "  --dedup-hash murmur3|md5  the blocks' fingerprint (default murmur3)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
@@ -116,6 +121,16 @@ static void serve_usage(FILE *f)
 	      "`nbdinfo [ vramcache serve FILE ]`, it serves the inherited socket (fd 3)\n"
 	      "in the foreground.\n",
 	      f);
+}
+
+/* The index of s among names[0..n) (an option's words, in their enum's
+ * order), or -1. */
+static int name_index(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -393,7 +408,8 @@ int cmd_serve(int argc, char **argv)
 	struct serve_gpu_config gcfg = { 0 };
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
-	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG };
+	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG,
+	       O_DEDUP, O_DDEG, O_DALGO };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -424,6 +440,9 @@ int cmd_serve(int argc, char **argv)
 		{ "encrypt", no_argument, 0, O_ENC },
 		{ "key-file", required_argument, 0, O_KEYF },
 		{ "integrity", no_argument, 0, O_INTEG },
+		{ "dedup", required_argument, 0, O_DEDUP },
+		{ "dedup-degree", required_argument, 0, O_DDEG },
+		{ "dedup-hash", required_argument, 0, O_DALGO },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -510,6 +529,27 @@ int cmd_serve(int argc, char **argv)
 			cfg.key_file = optarg;
 			break;
 		case O_INTEG: cfg.encrypt = VC_ENCRYPT_XTS_GMAC; break;
+		case O_DEDUP: {
+			/* In enum vc_dedup's order. */
+			static const char *const modes[] = { "off", "on", "adaptive" };
+			if ((cfg.dedup = name_index(optarg, modes, 3)) < 0)
+				goto bad;
+			break;
+		}
+		case O_DDEG: {
+			uint64_t d;
+			if (cli_u64(optarg, &d) || (d != 1 && d != 2 && d != 4 && d != 8))
+				goto bad;
+			cfg.dedup_degree = (uint32_t)d;
+			break;
+		}
+		case O_DALGO: {
+			/* In enum vc_dedup_algo's order. */
+			static const char *const algos[] = { "murmur3", "md5" };
+			if ((cfg.dedup_algo = name_index(optarg, algos, 2)) < 0)
+				goto bad;
+			break;
+		}
 		case O_CHUNK:
 			if (vc_wl_parse_bytes(optarg, &cfg.gpu_chunk_bytes) || !cfg.gpu_chunk_bytes)
 				goto bad;

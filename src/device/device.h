@@ -141,6 +141,7 @@ struct vc_gc_job {
 int vc_gc_check(const struct vc_gc_job *job);
 
 struct vc_fp_job;
+struct vc_cmp_job;
 
 struct vc_device_ops {
 	const char *name;
@@ -174,6 +175,10 @@ struct vc_device_ops {
 	 * what the job holds; callers use vc_fp_run, which checks it first).
 	 * NULL: the backend has none. */
 	int (*fp_run)(struct vc_device *d, const struct vc_fp_job *job);
+
+	/* Compares a job's block pairs to completion (device/cmp.h; callers
+	 * use vc_cmp_run, which checks it first). NULL: the backend has none. */
+	int (*cmp_run)(struct vc_device *d, const struct vc_cmp_job *job);
 
 	/* Device queues (device/queue.h): sets q->ops, q->lanes, q->spin_ns,
 	 * q->nrings where it is 0, and q->priv. NULL: the backend has none. */

@@ -405,8 +405,9 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 {
 	struct vc_cache *c = v->c;
 	struct vc_page *pin[RUN_MAX];
-	struct vc_move mv[RUN_MAX];
-	struct vc_ticket tk[RUN_MAX];
+	struct vc_move mv[RUN_MAX * DD_DEGREE_MAX]; /* eng_mpp(c) a GPU page */
+	struct vc_ticket tk[RUN_MAX * DD_DEGREE_MAX];
+	const uint32_t mpp = eng_mpp(c);
 	uint32_t in[RUN_MAX], n = 0, ng = 0;
 	int gi[RUN_MAX];
 	size_t k[RUN_MAX], done = 0;
@@ -420,8 +421,8 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 			break;
 		gi[n] = -1;
 		if (tier == GPU) {
-			mv[ng] = eng_mv_up(c, slot_addr_gpu(c, p),
-					   vc_tier_addr(c->gpu.bounce, bounce_slot(c, t, ng)), pno);
+			eng_mv_page(c, p, vc_tier_addr(c->gpu.bounce, bounce_slot(c, t, ng)), true,
+				    mv + (size_t)ng * mpp);
 			gi[n] = (int)ng++;
 		}
 		pin[n] = p;
@@ -434,10 +435,11 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	const uint32_t half = ng >= SPLIT_MIN ? ng / 2 : ng;
 	int r1 = 0, r2 = 0, r = 0;
 	if (ng) {
-		r1 = vc_batcher_add_n(c->gpu.bat, mv, half, tk);
+		r1 = vc_batcher_add_n(c->gpu.bat, mv, half * mpp, tk);
 		if (r1 == 0 && half < ng)
-			r2 = vc_batcher_add_n_on(c->gpu.bat, 1, mv + half, ng - half, tk + half);
-		r = r1 ? r1 : vc_batcher_wait_n(c->gpu.bat, tk, half);
+			r2 = vc_batcher_add_n_on(c->gpu.bat, 1, mv + half * mpp, (ng - half) * mpp,
+						 tk + half * mpp);
+		r = r1 ? r1 : vc_batcher_wait_n(c->gpu.bat, tk, half * mpp);
 		if (r == 0)
 			r = r2;
 		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
@@ -448,7 +450,7 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	uint64_t bad_pno = 0, bad_nonce = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!second && gi[i] >= (int)half) {
-			int e = vc_batcher_wait_n(c->gpu.bat, tk + half, ng - half);
+			int e = vc_batcher_wait_n(c->gpu.bat, tk + half * mpp, (ng - half) * mpp);
 			if (r == 0)
 				r = e;
 			second = true;
@@ -471,7 +473,7 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 		eng_unpin(c, pin[i]);
 	}
 	if (!second)
-		(void)vc_batcher_wait_n(c->gpu.bat, tk + half, ng - half);
+		(void)vc_batcher_wait_n(c->gpu.bat, tk + half * mpp, (ng - half) * mpp);
 	if (bad)
 		eng_integ_drop_unlocked(c, bad, bad_pno, bad_nonce);
 	return r < 0 ? r : (ssize_t)done;
@@ -493,6 +495,9 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > v->size - off)
 		len = (size_t)(v->size - off);
+	if (len)
+		eng_dd_note(v, v->base + (off >> c->pshift),
+			    ((off + len - 1) >> c->pshift) - (off >> c->pshift) + 1, false);
 	struct tstate *t = eng_tstate(c);
 	const bool serve = c->gpu.serve && t && t->idx < c->gpu.bounce_threads;
 	size_t done = 0;
@@ -532,8 +537,7 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 			src = host_data(c, p);
 		} else {
 			uint32_t b = bounce_slot(c, t, 0);
-			r = eng_move1(c, eng_mv_up(c, slot_addr_gpu(c, p), vc_tier_addr(c->gpu.bounce, b),
-						    p->pno));
+			r = eng_move_up(c, p, vc_tier_addr(c->gpu.bounce, b));
 			atomic_fetch_add_explicit(&t->d2h, c->page_size, memory_order_relaxed);
 			src = vc_tier_host(c->gpu.bounce, b);
 			if (r == 0 && eng_integ(c))
@@ -563,6 +567,9 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 				       "(%llu bytes)", len, (unsigned long long)off,
 			      (unsigned long long)v->size);
 	bool wb = c->write_mode == VC_WRITE_BACK;
+	if (len)
+		eng_dd_note(v, v->base + (off >> c->pshift),
+			    ((off + len - 1) >> c->pshift) - (off >> c->pshift) + 1, true);
 	struct tstate *t = eng_tstate(c);
 	size_t done = 0;
 	while (done < len) {

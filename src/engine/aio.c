@@ -247,7 +247,9 @@ static bool try_fast(struct vc_aio *q, struct tstate *t, struct vc_aio_req *r, s
 		uint32_t in;
 		size_t k = eng_piece(v, r->off + done, (size_t)(len - done), &pno, &in);
 		int tier;
-		bool gpu_ok = q->bounce && q->nbfree > d->ng;
+		/* With dedup a GPU page is D moves: its requests go to the
+		 * helpers (read in place there), not the one-move-a-page path. */
+		bool gpu_ok = q->bounce && q->nbfree > d->ng && !eng_dd(c);
 		struct vc_page *p = eng_pin_fast(c, pno, gpu_ok, &tier);
 		if (!p) {
 			ok = false;

@@ -111,6 +111,17 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "unknown encryption mode %d", cfg->encrypt);
 	if (cfg->key_file && cfg->encrypt == VC_ENCRYPT_OFF)
 		return vc_err(-EINVAL, "a key file (%s) but encryption is off", cfg->key_file);
+	if (cfg->dedup != VC_DEDUP_OFF && cfg->dedup != VC_DEDUP_ON && cfg->dedup != VC_DEDUP_ADAPTIVE)
+		return vc_err(-EINVAL, "unknown dedup mode %d", cfg->dedup);
+	if (cfg->dedup_algo != VC_DEDUP_MURMUR3 && cfg->dedup_algo != VC_DEDUP_MD5)
+		return vc_err(-EINVAL, "unknown dedup hash %d", cfg->dedup_algo);
+	uint32_t dd = cfg->dedup_degree ? cfg->dedup_degree : 4;
+	if (cfg->dedup_degree && dd != 1 && dd != 2 && dd != 4 && dd != 8)
+		return vc_err(-EINVAL, "dedup degree %u: 1, 2, 4 or 8 blocks per page", dd);
+	if (cfg->dedup && (ps / dd < VC_FP_BLOCK_MIN || ps / dd > VC_FP_BLOCK_MAX))
+		return vc_err(-EINVAL, "dedup blocks of %u bytes (page %u / degree %u): must be %u B "
+				       "to %u KiB", ps / dd, ps, dd, VC_FP_BLOCK_MIN,
+			      VC_FP_BLOCK_MAX >> 10);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
 		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
 	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)
@@ -137,7 +148,8 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, u
 	if (!v)
 		return vc_err(-ENOMEM, "out of memory");
 	*v = (struct vc_volume){ .c = c, .id = id, .base = (uint64_t)id << VC_PNO_VOL_SHIFT,
-				 .readonly = flags & VC_OPEN_READONLY };
+				 .readonly = flags & VC_OPEN_READONLY, .dd_on = true,
+				 .dd_est_factor = 1 };
 	int r = vc_dset_create(&v->dirty);
 	if (r == 0)
 		r = vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
@@ -161,6 +173,13 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, u
 	return 0;
 }
 
+/* The size of every device move: a page, or with dedup a block (the
+ * cipher's data unit then, its tweak the block's). */
+static uint32_t move_size(const struct vc_cache *c)
+{
+	return c->dd.mode ? c->page_size / c->dd.D : c->page_size;
+}
+
 /* The GPU tier's key (vc_config.encrypt): from the key file or random,
  * in locked memory (base/secret.h), checked as the cipher requires. */
 static int key_open(struct vc_cache *c, const struct vc_config *cfg)
@@ -173,7 +192,7 @@ static int key_open(struct vc_cache *c, const struct vc_config *cfg)
 	if (r < 0)
 		return r;
 	c->gpu.xkey = (const struct vc_xts_key *)c->gpu.key->bytes;
-	r = vc_xts_check(c->gpu.xkey, c->page_size < VC_XTS_UNIT_MAX ? c->page_size : VC_XTS_UNIT_MAX);
+	r = vc_xts_check(c->gpu.xkey, move_size(c) < VC_XTS_UNIT_MAX ? move_size(c) : VC_XTS_UNIT_MAX);
 	if (r < 0 && cfg->key_file) {
 		char why[256];
 		snprintf(why, sizeof why, "%s", vc_last_error());
@@ -210,6 +229,10 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->gpu.gc_policy = cfg.gc_policy;
 	c->gpu.gc_segments = cfg.gc_segments;
 	c->gpu.gc_frag = cfg.gc_fragmentation;
+	if (cfg.dedup && cfg.gpu_bytes) { /* the degree for move_size; eng_dd_open the rest */
+		c->dd.mode = cfg.dedup;
+		c->dd.D = cfg.dedup_degree ? cfg.dedup_degree : 4;
+	}
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
 	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;
 
@@ -221,29 +244,35 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	/* The emulated device encrypts with OpenSSL, which a build may lack:
 	 * a cipher call of no pages says so. */
 	if (r == 0 && c->gpu.cipher && strcmp(c->gpu.dev->ops->name, "emu") == 0)
-		r = vc_emu_xts_pages(c->gpu.xkey, NULL, NULL, 0, c->page_size < VC_XTS_UNIT_MAX ?
-							 c->page_size : VC_XTS_UNIT_MAX, 1);
+		r = vc_emu_xts_pages(c->gpu.xkey, NULL, NULL, 0, move_size(c) < VC_XTS_UNIT_MAX ?
+							 move_size(c) : VC_XTS_UNIT_MAX, 1);
 	if (r == 0)
 		r = vc_tier_open(c->gpu.dev, HOST, host_pages, c->page_size, &c->host);
 	if (r == 0 && cfg.gpu_bytes) {
-		struct vc_ls_config lc = { .page_size = c->page_size,
+		struct vc_ls_config lc = { .page_size = move_size(c),
 					   .seg_bytes = seg_bytes(&cfg),
 					   .total_bytes = cfg.gpu_bytes,
 					   .free_watermark = cfg.gc_watermark,
 					   .early_release = cfg.early_release,
-					   /* page ids: the pool, sized below */
-					   .owners = (uint32_t)(host_pages + gpu_pages),
+					   /* page ids: the pool, sized below; or
+					    * block ids: a block a slot */
+					   .owners = (uint32_t)(c->dd.mode ? cfg.gpu_bytes / move_size(c)
+									  : host_pages + gpu_pages),
 					   .chunk_bytes = chunk_bytes(&cfg, c->gpu.dev) };
 		r = vc_ls_open(c->gpu.dev, &lc, &c->gpu.ls);
 		if (r == 0)
 			gpu_pages = vc_ls_capacity(c->gpu.ls);
+		if (r == 0)
+			r = eng_dd_open(c, &cfg, host_pages);
+		if (r == 0 && eng_dd(c))
+			gpu_pages = c->dd.page_cap; /* logical pages: the pool's share */
 	}
 	if (r == 0)
 		r = vc_tier_open(c->gpu.dev, HOST, WB_STAGING_PAGES, c->page_size, &c->gpu.stage_wb);
 	if (r == 0)
 		r = vc_tier_open(c->gpu.dev, HOST, cfg.batch_pages, c->page_size, &c->gpu.stage_bulk);
 	if (r == 0)
-		r = vc_batcher_create(c->gpu.dev, c->page_size, cfg.batch_pages, cfg.batch_timeout_us,
+		r = vc_batcher_create(c->gpu.dev, move_size(c), cfg.batch_pages, cfg.batch_timeout_us,
 				      c->gpu.xkey, &c->gpu.bat);
 	c->gpu.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->gpu.ls;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
@@ -264,6 +293,8 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	}
 	if (r == 0 && c->gpu.ls) {
 		uint64_t held = (uint64_t)c->gpu.gc_segments * vc_ls_slots_per_seg(c->gpu.ls);
+		/* With dedup a segment's blocks have any number of pages:
+		 * eng_dd_claim allocates for each step instead. */
 		if (!(c->gpu.gc_held = malloc(held * sizeof *c->gpu.gc_held)))
 			r = vc_err(-ENOMEM, "out of memory");
 	}
@@ -352,6 +383,7 @@ int vc_close(vc_cache *c)
 	free(c->gpu.gc_held);
 	vc_tier_close(c->gpu.stage_bulk);
 	vc_tier_close(c->gpu.stage_wb);
+	eng_dd_close(c);
 	vc_ls_close(c->gpu.ls);
 	vc_tier_close(c->host);
 	vc_device_close(c->gpu.dev);
@@ -421,6 +453,33 @@ const char *vc_device_desc(const vc_cache *c)
 	return c->gpu.dev->desc;
 }
 
+/* Under c->mu: the dedup figures (vc_stats v6); blocks: live slots. */
+static void dd_stats(struct vc_cache *c, uint64_t blocks, struct vc_stats *st)
+{
+	const struct eng_dedup *d = &c->dd;
+	st->dedup_pages = d->pages;
+	st->dedup_blocks = blocks;
+	st->dedup_factor = blocks ? (double)(d->pages * d->D) / (double)blocks : 1;
+	st->dedup_blocks_in = d->blocks_in;
+	st->dedup_hits = d->hits;
+	st->dedup_collisions = d->collisions;
+	st->dedup_switches = d->switches;
+	/* The volumes' estimates, weighted by their windows' sampled blocks. */
+	double f = 0, u = 0, w = 0;
+	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++) {
+		const struct vc_volume *v = c->vols[i];
+		if (!v)
+			continue;
+		st->dedup_volumes_on += v->dd_on || d->mode == VC_DEDUP_ON;
+		double wv = (double)v->dd_in + 1;
+		f += wv * v->dd_est_factor;
+		u += wv * v->dd_est_upd;
+		w += wv;
+	}
+	st->dedup_est_factor = w ? f / w : 1;
+	st->dedup_est_update_ratio = w ? u / w : 0;
+}
+
 int vc_get_stats(vc_cache *c, struct vc_stats *out)
 {
 	if (!c || !out || out->size < offsetof(struct vc_stats, hits))
@@ -443,8 +502,10 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	if (c->gpu.ls) {
 		struct vc_ls_stats ls;
 		vc_ls_get_stats(c->gpu.ls, &ls);
-		st.pages_cached[GPU] = ls.slots_live;
-		st.pages_capacity[GPU] = vc_ls_capacity(c->gpu.ls);
+		st.pages_cached[GPU] = eng_dd(c) ? c->dd.pages : ls.slots_live;
+		st.pages_capacity[GPU] = vc_ls_capacity(c->gpu.ls) / eng_mpp(c);
+		if (eng_dd(c))
+			dd_stats(c, ls.slots_live, &st);
 		st.gpu_segments = ls.segs_total;
 		st.gpu_segments_free = ls.segs_free;
 		st.gpu_fragmentation = ls.fragmentation;

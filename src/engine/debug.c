@@ -68,13 +68,24 @@ int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask)
 			   (unsigned long long)off);
 	else if (!vc_page_claim(p, VC_ST_BUSY, 0))
 		r = vc_err(-EBUSY, "poke at %llu: the page is in use", (unsigned long long)off);
-	const uint64_t addr = r == 0 ? slot_addr_gpu(c, p) : 0;
+	/* The stored unit that holds the byte: the page's slot, or with
+	 * dedup its block (shared or not: every page using it sees it). */
+	uint32_t len = c->page_size, at = (uint32_t)(off & (c->page_size - 1));
+	uint64_t addr = 0;
+	if (r == 0 && eng_dd(c)) {
+		uint32_t b = c->dd.res[(uint64_t)page_id(c, p) * c->dd.D + at / c->dd.bsize];
+		addr = vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+		len = c->dd.bsize;
+		at %= c->dd.bsize;
+	} else if (r == 0) {
+		addr = slot_addr_gpu(c, p);
+	}
 	eng_unlock(c);
 	if (r == 0) {
-		r = d->ops->memcpy_sync(d, bounce_dev, addr, c->page_size);
-		((unsigned char *)bounce)[off & (c->page_size - 1)] ^= mask;
+		r = d->ops->memcpy_sync(d, bounce_dev, addr, len);
+		((unsigned char *)bounce)[at] ^= mask;
 		if (r == 0)
-			r = d->ops->memcpy_sync(d, addr, bounce_dev, c->page_size);
+			r = d->ops->memcpy_sync(d, addr, bounce_dev, len);
 		eng_lock(c);
 		st_clear(c, p, VC_ST_BUSY);
 		eng_wake(c);
@@ -82,4 +93,14 @@ int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask)
 	}
 	d->ops->host_free(d, bounce);
 	return r;
+}
+
+int eng_debug_dedup_collide(vc_cache *c, bool on)
+{
+	if (!eng_dd(c))
+		return vc_err(-EINVAL, "dedup is off");
+	eng_lock(c);
+	c->dd.fp_same = on;
+	eng_unlock(c);
+	return 0;
 }

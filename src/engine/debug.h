@@ -5,6 +5,7 @@
 #ifndef VC_ENGINE_DEBUG_H
 #define VC_ENGINE_DEBUG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,5 +25,11 @@ int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len);
  * (BUSY) meanwhile, so no move races with it. -ENOENT when that page is
  * not settled in the GPU tier, -EBUSY when it is in use. */
 int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask);
+
+/* Dedup's collision hook: while on, every block's fingerprint is the same
+ * (zero), so every block going down matches a stored one and only the
+ * byte compare keeps unequal blocks apart (tests/test_dedup.c). -EINVAL
+ * when dedup is off. */
+int eng_debug_dedup_collide(vc_cache *c, bool on);
 
 #endif

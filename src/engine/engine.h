@@ -15,6 +15,7 @@
  *                flushes of ranges walking the volume's dirty set
  *   range.c      drop, prefetch and extent over byte ranges
  *   batcher.c    page moves through the device queue (or launched batches)
+ *   dedup.c      block deduplication of the GPU tier (vc_config.dedup)
  *   index.c      the entry pool and the page index over it (page.h)
  *
  * The data path:
@@ -102,6 +103,7 @@
 #include "base/gmac.h"
 #include "base/secret.h"
 #include "device/device.h"
+#include "device/fp.h"
 #include "device/xts.h"
 #include "engine/batcher.h"
 #include "engine/page.h"
@@ -145,6 +147,14 @@ struct vc_volume {
 	bool readonly;
 	uint64_t ndirty; /* its dirty pages (under c->mu) */
 	struct vc_dset *dirty; /* their page indexes (pno - base): see the lock rules */
+	/* Dedup (dedup.c): whether this volume's pages are deduplicated now
+	 * (read without the lock by nobody; written under c->mu), and the
+	 * sampled estimate's window. Reads and writes of sampled pages are
+	 * counted without the lock (atomics); the rest under c->mu. */
+	bool dd_on;
+	_Atomic uint64_t dd_reads, dd_writes;
+	uint64_t dd_in, dd_dup;          /* sampled blocks in, of those shared */
+	double dd_est_factor, dd_est_upd; /* the last window's estimates */
 };
 
 /* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
@@ -214,6 +224,44 @@ struct vc_gpu {
 	_Atomic uint64_t integ_failures, integ_drops, integ_dirty_lost;
 };
 
+/* Block deduplication of the GPU tier (vc_config.dedup; dedup.c, which
+ * says more). With it on the log store's slots are blocks of page / D
+ * bytes and its owners block ids; a GPU page is D uses, use u = page id *
+ * D + j naming block res[u]. Everything here is under c->mu. */
+#define DD_NIL UINT32_MAX
+#define DD_DEGREE_MAX 8
+
+struct eng_blk {
+	struct vc_fp_digest fp; /* of its plaintext, once merged (indexed or not) */
+	uint64_t tweak;         /* cipher: its unit number, a serial never reused */
+	uint32_t refs;          /* its uses (on its list) */
+	uint32_t head;          /* its first use, DD_NIL: none */
+	bool indexed;           /* the fingerprint table names it */
+};
+
+struct eng_dedup {
+	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
+	uint32_t D, bsize; /* blocks per page, bytes per block */
+	uint32_t algo;     /* enum vc_fp_algo */
+	uint32_t max_sms;  /* the fingerprint job's SM cap */
+	uint32_t nblocks;  /* block ids < nblocks: the log store's owners */
+	struct eng_blk *blk;
+	uint32_t *free_ids, nfree; /* stack of free block ids */
+	uint32_t *res, *next, *prev; /* [pool x D]: a use's block and its list links */
+	uint32_t *tab;     /* fingerprint -> block id (open addressing, DD_NIL: empty) */
+	uint32_t tab_mask;
+	uint32_t *mark, mark_gen; /* per page id: claimed by the current walk (eng_dd_claim) */
+	uint64_t pages, page_cap; /* logical GPU pages (resident or going down), their bound */
+	uint64_t tweak_next;
+	/* The merge's scratch, device-visible (host_alloc): block addresses,
+	 * digests, pairs, results, and with encryption a plaintext bounce. */
+	void *scr;
+	uint64_t scr_dev;
+	uint32_t scr_blocks;
+	uint64_t blocks_in, hits, collisions, switches;
+	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
+};
+
 struct vc_cache {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* page flags or resources changed */
@@ -241,6 +289,7 @@ struct vc_cache {
 	struct vc_volume *vols[VC_VOLUMES_MAX];
 	struct vc_tiermem *host;
 	struct vc_gpu gpu; /* one GPU now; an array of them later */
+	struct eng_dedup dd;
 	struct vc_policy *pol;
 	struct vc_index ix;
 
@@ -430,6 +479,27 @@ static inline uint64_t slot_addr_gpu(const struct vc_cache *c, const struct vc_p
 	return vc_ls_addr(c->gpu.ls, gpu_slot(c, p));
 }
 
+/* Dedup on (the GPU tier stores blocks; dedup.c). */
+static inline bool eng_dd(const struct vc_cache *c)
+{
+	return c->dd.mode != 0;
+}
+
+/* Device moves per page between a host buffer and the GPU tier: D with
+ * dedup (a block each), else 1. */
+static inline uint32_t eng_mpp(const struct vc_cache *c)
+{
+	return eng_dd(c) ? c->dd.D : 1;
+}
+
+/* The slot of a GPU page's first block (its page's own slot without
+ * dedup): where the tail eviction looks for its segment. */
+static inline uint32_t gpu_slot0(const struct vc_cache *c, const struct vc_page *p)
+{
+	return eng_dd(c) ? vc_ls_where(c->gpu.ls, c->dd.res[(uint64_t)page_id(c, p) * c->dd.D])
+			 : gpu_slot(c, p);
+}
+
 /* Moves between the tiers (device.h). With encryption on (c->gpu.cipher)
  * the GPU tier holds ciphertext only: a move down (host memory to a GPU
  * slot) encrypts, a move up (a GPU slot to host memory: a host slot, a
@@ -461,6 +531,14 @@ static inline struct vc_move eng_mv_up(const struct vc_cache *c, uint64_t gpu, u
 				 .op = VC_MOVE_COPY | (c->gpu.cipher ? VC_MOVE_DECRYPT : 0),
 				 .tweak = page_tweak(c, pno) };
 }
+
+/* Fills mv[0 .. eng_mpp(c)) with the moves of GPU page p (pinned, BUSY,
+ * or under c->mu) between its GPU residence and the host buffer at `host`
+ * (up: to the host, decrypting; else down, encrypting): one move, or with
+ * dedup one per block, at host + j x block size, with the block's tweak.
+ * Returns how many. */
+uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t host, bool up,
+		     struct vc_move *mv);
 
 static inline unsigned char *host_data(const struct vc_cache *c, const struct vc_page *p)
 {
@@ -575,6 +653,9 @@ void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop(struct vc_cache *c, struct vc_page *p);
 int eng_move1(struct vc_cache *c, struct vc_move m);
+/* Unlocked: GPU page p (pinned or BUSY) up to host address `host`, as one
+ * or D moves (eng_mv_page), waited for. */
+int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host);
 int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
 int eng_promote(struct vc_cache *c, struct vc_page *p);
@@ -629,6 +710,34 @@ void eng_integ_count_drop(struct vc_cache *c, const struct vc_page *p);
 /* Unlocked: takes c->mu for eng_integ_drop. */
 void eng_integ_drop_unlocked(struct vc_cache *c, struct vc_page *p, uint64_t pno,
 			     uint64_t nonce);
+
+/* --- dedup.c: block deduplication --- */
+int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_pages);
+void eng_dd_close(struct vc_cache *c);
+/* Under c->mu: reserves GPU residence at the log's head for n pages (BUSY,
+ * not yet GPU): their slots, or with dedup D fresh blocks each. 0, or
+ * -ENOSPC with nothing reserved. */
+int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages);
+/* Under c->mu: page p leaves the GPU tier (or never reached it): its
+ * slot is orphaned, or with dedup its uses released (a block left with
+ * none is freed and its slot orphaned). */
+void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
+/* Under c->mu, after the move down of pages[0..n) (BUSY) completed:
+ * fingerprints their blocks, and points each block equal to a stored one
+ * (fingerprint match, then bytes compared) at that one. plain[i]: page
+ * i's plaintext in host memory, unchanged meanwhile. No-op without dedup.
+ * Never fails: a failed fingerprint or compare leaves the blocks unique. */
+void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		  const unsigned char *const *plain);
+/* Unlocked: counts an access to page pno of v for the sampled update
+ * ratio (a hash test, one atomic add for sampled pages). */
+void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write);
+/* Under c->mu: claims (BUSY) every page that uses a block of the
+ * segments, each once: *held (malloc'ed, the caller frees) and *nheld.
+ * false (nothing claimed, *held NULL) when one cannot be claimed or on
+ * memory failure. */
+bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page ***held,
+		  uint32_t *nheld);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);

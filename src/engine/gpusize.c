@@ -103,6 +103,9 @@ static int resizable(struct vc_cache *c, const char *what)
 		return vc_err(-EINVAL, "%s: NULL cache", what);
 	if (!c->gpu.ls)
 		return vc_err(-EINVAL, "%s: the cache has no GPU tier", what);
+	if (eng_dd(c))
+		return vc_err(-EOPNOTSUPP, "%s: not with dedup on yet (a block's pages may lie in "
+					   "several chunks: docs/DEDUP.md)", what);
 	if (!vc_ls_resizable(c->gpu.ls))
 		return vc_err(-EOPNOTSUPP, "%s: the device cannot map memory by chunks (no virtual "
 					   "memory management), so the GPU tier has a fixed size", what);

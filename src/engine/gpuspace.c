@@ -36,7 +36,7 @@ static int evict_tail(struct vc_cache *c, uint64_t *evicted)
 	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
 	if (!n)
 		return -EAGAIN;
-	uint32_t seg = gpu_slot(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->gpu.ls);
+	uint32_t seg = gpu_slot0(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->gpu.ls);
 	if (vc_ls_take(c->gpu.ls, seg) < 0)
 		return -EAGAIN;
 	return eng_evict_seg(c, seg, evicted);
@@ -47,12 +47,25 @@ static int evict_tail(struct vc_cache *c, uint64_t *evicted)
  * a page that cannot be claimed makes it -EAGAIN with nothing changed. */
 int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 {
-	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls), n = 0, nh = 0, nd = 0;
+	struct vc_page **held = NULL;
+	if (eng_dd(c)) {
+		/* Every page of every block here, each once, in one hold:
+		 * O(uses of the segment's blocks). */
+		if (!eng_dd_claim(c, 1, &seg, &held, &nh)) {
+			vc_ls_unpick(c->gpu.ls, 1, &seg);
+			return -EAGAIN;
+		}
+		per = nh > per ? nh : per;
+	}
 	uint32_t *g = malloc(per * sizeof *g);
 	struct vc_page **dirty = malloc(per * sizeof *dirty);
-	struct vc_page **held = malloc(per * sizeof *held);
+	if (!held)
+		held = malloc(per * sizeof *held);
 	bool *done = malloc(per * sizeof *done);
 	if (!g || !dirty || !held || !done) {
+		while (eng_dd(c) && nh > 0)
+			st_clear(c, held[--nh], VC_ST_BUSY);
 		vc_ls_unpick(c->gpu.ls, 1, &seg);
 		free(g);
 		free(dirty);
@@ -60,7 +73,8 @@ int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 		free(done);
 		return vc_err(-ENOMEM, "out of memory");
 	}
-	uint32_t n = vc_ls_live(c->gpu.ls, seg, g, per), nd = 0, nh = 0;
+	if (!eng_dd(c))
+		n = vc_ls_live(c->gpu.ls, seg, g, per);
 	int r = 0;
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		/* Read now, not when listed: across a pause the page may have
@@ -166,15 +180,19 @@ static int gc_step_locked(struct vc_cache *c)
 	if (n == 0)
 		return -EAGAIN;
 	uint32_t nheld = 0;
-	if (!eng_segs_claim(c, n, segs, c->gpu.gc_held, &nheld)) {
+	struct vc_page **held = c->gpu.gc_held;
+	if (eng_dd(c) ? !eng_dd_claim(c, n, segs, &held, &nheld)
+		      : !eng_segs_claim(c, n, segs, held, &nheld)) {
 		vc_ls_unpick(c->gpu.ls, n, segs);
 		return -EAGAIN;
 	}
 	int r = vc_ls_clean(c->gpu.ls, n, segs);
 	if (r == -ENOSPC) {
 		for (uint32_t i = 0; i < nheld; i++)
-			st_clear(c, c->gpu.gc_held[i], VC_ST_BUSY);
+			st_clear(c, held[i], VC_ST_BUSY);
 		vc_ls_unpick(c->gpu.ls, n, segs);
+		if (held != c->gpu.gc_held)
+			free(held);
 		return -EAGAIN;
 	}
 	if (r < 0) {
@@ -182,14 +200,21 @@ static int gc_step_locked(struct vc_cache *c)
 		 * current is unknown. Forget them (dirty data in them is lost,
 		 * as in promote) and demote nothing more. */
 		vc_opq_drain(c->opq);
-		for (uint32_t i = 0; i < nheld; i++) /* the segments' live pages, all claimed */
-			eng_page_forget(c, c->gpu.gc_held[i], true);
+		for (uint32_t i = 0; i < nheld; i++) { /* the segments' live pages, all claimed */
+			if (eng_dd(c)) /* their blocks die with them: no block lives past the device's fault */
+				eng_gpu_release(c, held[i]);
+			eng_page_forget(c, held[i], true);
+		}
 		c->gpu.off = true;
+		if (held != c->gpu.gc_held)
+			free(held);
 		eng_wake(c);
 		return r;
 	}
 	for (uint32_t i = 0; i < nheld; i++)
-		st_clear(c, c->gpu.gc_held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
+		st_clear(c, held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
+	if (held != c->gpu.gc_held)
+		free(held);
 	eng_wake(c);
 	return 0;
 }
@@ -239,8 +264,11 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 		if (r < 0 && r != -EAGAIN)
 			return r;
 	}
-	while (vc_ls_room(c->gpu.ls) < need) {
-		if (vc_ls_capacity(c->gpu.ls) < need)
+	/* With dedup: need pages of D fresh blocks, and page entries. */
+	const uint64_t slots = (uint64_t)need * eng_mpp(c);
+	while (vc_ls_room(c->gpu.ls) < slots ||
+	       (eng_dd(c) && c->dd.pages + need > c->dd.page_cap)) {
+		if (vc_ls_capacity(c->gpu.ls) < slots)
 			return -ENOSPC; /* shrunk below it: nothing to wait for */
 		uint64_t ev = 0;
 		int r = reclaim(c, &ev);

@@ -54,7 +54,7 @@ void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained)
 void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained)
 {
 	if (p->tier == GPU)
-		vc_ls_orphan(c->gpu.ls, gpu_slot(c, p));
+		eng_gpu_release(c, p);
 	else
 		vc_tier_free(c->host, p->slot);
 	eng_page_forget(c, p, drained);
@@ -71,6 +71,15 @@ int eng_move1(struct vc_cache *c, struct vc_move m)
 	struct vc_ticket t;
 	int r = vc_batcher_add(c->gpu.bat, &m, &t);
 	return r < 0 ? r : vc_batcher_wait(c->gpu.bat, &t);
+}
+
+int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host)
+{
+	struct vc_move mv[DD_DEGREE_MAX];
+	struct vc_ticket tk[DD_DEGREE_MAX];
+	uint32_t k = eng_mv_page(c, p, host, true, mv);
+	int r = vc_batcher_add_n(c->gpu.bat, mv, k, tk);
+	return r < 0 ? r : vc_batcher_wait_n(c->gpu.bat, tk, k);
 }
 
 /* Loads page pno from the backing store into buf (unlocked); the part past
@@ -150,22 +159,32 @@ static int demote_batch(struct vc_cache *c)
 	if (r < 0)
 		return r;
 	struct vc_page *v[DEMOTE_BATCH_MAX];
-	uint32_t key[DEMOTE_BATCH_MAX], g[DEMOTE_BATCH_MAX];
-	uint64_t room = vc_ls_room(c->gpu.ls);
+	uint32_t key[DEMOTE_BATCH_MAX];
+	uint64_t room = vc_ls_room(c->gpu.ls) / eng_mpp(c);
+	if (eng_dd(c) && room > c->dd.page_cap - c->dd.pages)
+		room = c->dd.page_cap - c->dd.pages;
 	struct victims vs = { c, v, key, 0 };
 	uint32_t n = vc_opq_victims(c->opq, HOST, eng_unevictable, NULL, take_victim, &vs,
 				    (unsigned)(room < c->demote_batch ? room : c->demote_batch));
 	if (n == 0)
 		return -EAGAIN;
-	if (vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g) < 0) {
-		while (n > 0) /* not reached: the room was there under this hold */
+	const uint32_t mpp = eng_mpp(c);
+	struct vc_move *mv = malloc((size_t)n * mpp * sizeof *mv);
+	struct vc_ticket *tk = malloc((size_t)n * mpp * sizeof *tk);
+	if (!mv || !tk || eng_gpu_append(c, n, v) < 0) {
+		/* The append is not reached: the room was there under this hold. */
+		free(mv);
+		free(tk);
+		while (n > 0)
 			st_clear(c, v[--n], VC_ST_BUSY);
 		return -EAGAIN;
 	}
-	struct vc_move mv[DEMOTE_BATCH_MAX];
+	/* GPU residence recorded, tier still HOST: its data is the host slot's. */
+	const unsigned char *plain[DEMOTE_BATCH_MAX];
 	for (uint32_t i = 0; i < n; i++) {
 		pol_remove(c, v[i]);
-		mv[i] = eng_mv_down(c, slot_addr(c, v[i]), vc_ls_addr(c->gpu.ls, g[i]), v[i]->pno);
+		eng_mv_page(c, v[i], slot_addr(c, v[i]), false, mv + (size_t)i * mpp);
+		plain[i] = host_data(c, v[i]);
 	}
 	c->demoters++;
 	eng_unlock(c);
@@ -173,22 +192,25 @@ static int demote_batch(struct vc_cache *c)
 	r = 0;
 	for (uint32_t i = 0; eng_integ(c) && r == 0 && i < n; i++)
 		r = eng_seal(c, v[i], host_data(c, v[i]));
-	struct vc_ticket tk[DEMOTE_BATCH_MAX];
 	if (r == 0)
-		r = vc_batcher_add_n(c->gpu.bat, mv, n, tk);
+		r = vc_batcher_add_n(c->gpu.bat, mv, n * mpp, tk);
 	if (r == 0)
-		r = vc_batcher_wait_n(c->gpu.bat, tk, n);
+		r = vc_batcher_wait_n(c->gpu.bat, tk, n * mpp);
+	free(mv);
+	free(tk);
 	eng_lock(c);
 	c->demoters--;
+	if (r == 0)
+		eng_dd_merge(c, n, v, plain); /* before the host slots go */
 	for (uint32_t i = 0; i < n; i++) {
 		if (r < 0) {
-			vc_ls_orphan(c->gpu.ls, g[i]);
+			eng_gpu_release(c, v[i]);
 			pol_insert(c, v[i], HOST);
 			st_clear(c, v[i], VC_ST_BUSY);
 			continue;
 		}
 		vc_tier_free(c->host, v[i]->slot);
-		v[i]->tier = GPU; /* at slot g[i]: vc_ls_append recorded it */
+		v[i]->tier = GPU; /* eng_gpu_append recorded where */
 		/* Published last (ours till now: BUSY, no pins). */
 		st_settle(c, v[i], VC_ST_GPU);
 		pol_insert(c, v[i], GPU);
@@ -237,11 +259,12 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	if (!vc_page_claim(p, VC_ST_BUSY, 0))
 		return -EAGAIN; /* a reader is copying it out in place */
 	const bool slot_free = vc_tier_alloc(c->host, &s) == 0;
-	if (!slot_free && c->gpu.cipher) {
+	if (!slot_free && (c->gpu.cipher || eng_dd(c))) {
 		/* No SWAP under encryption: the victim's plaintext would go
 		 * down and p's ciphertext up in one move, two tweaks in one
-		 * descriptor. Room comes the way a miss makes it (a demotion
-		 * batch), and the caller looks p up again. */
+		 * descriptor; nor with dedup, where p's blocks may be shared.
+		 * Room comes the way a miss makes it (a demotion batch), and
+		 * the caller looks p up again. */
 		st_clear(c, p, VC_ST_BUSY);
 		int r = eng_host_slot_get(c, &s);
 		if (r < 0)
@@ -257,11 +280,11 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 		pol_remove(c, v);
 	}
 	pol_remove(c, p);
-	uint64_t gaddr = slot_addr(c, p);
+	uint64_t gaddr = v ? slot_addr(c, p) : 0;
 	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->host, s);
 	eng_unlock(c);
 	int r = v ? eng_move1(c, (struct vc_move){ .src = haddr, .dst = gaddr, .op = VC_MOVE_SWAP })
-		  : eng_move1(c, eng_mv_up(c, gaddr, haddr, p->pno));
+		  : eng_move_up(c, p, haddr);
 	uint64_t nonce = 0;
 	bool bad = false; /* failed its integrity check (no SWAP then: encrypted) */
 	if (r == 0 && !v && eng_integ(c))
@@ -296,7 +319,7 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 		c->st.h2d += c->page_size;
 		s = hs;
 	} else {
-		vc_ls_orphan(c->gpu.ls, gpu_slot(c, p));
+		eng_gpu_release(c, p);
 	}
 	p->tier = HOST;
 	p->slot = s;

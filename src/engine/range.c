@@ -83,7 +83,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 			(*pno)++;
 			continue;
 		}
-		uint32_t s, g;
+		uint32_t s;
 		if (vc_tier_alloc(c->gpu.stage_bulk, &s) < 0) {
 			if (b.n)
 				break;
@@ -115,14 +115,13 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 			}
 			break;
 		}
-		uint32_t key = page_id(c, p);
-		if (vc_ls_append(c->gpu.ls, 1, &key, ++c->gpu.clock, &g) < 0) {
+		if (eng_gpu_append(c, 1, &p) < 0) {
 			vc_index_remove(&c->ix, p); /* not reached: room was made under this hold */
 			eng_wake_page(c, *pno);
 			vc_tier_free(c->gpu.stage_bulk, s);
 			break;
 		}
-		/* At slot g: vc_ls_append recorded it. */
+		/* Its GPU residence: eng_gpu_append recorded it. */
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
 		io->buf = vc_tier_host(c->gpu.stage_bulk, s);
@@ -138,6 +137,21 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
 	int dev_r = eng_bulk_move(c, &b, false);
 	eng_lock(c);
+	if (eng_dd(c) && dev_r == 0 && b.n) {
+		/* Dedup of the round's pages that arrived, while their
+		 * plaintext is still in the staging pages. */
+		struct vc_page **pg = malloc(b.n * sizeof *pg);
+		const unsigned char **pl = malloc(b.n * sizeof *pl);
+		uint32_t k = 0;
+		for (unsigned i = 0; pg && pl && i < b.n; i++)
+			if (b.bios[i].result >= 0) {
+				pg[k] = b.jobs[i].p;
+				pl[k++] = vc_tier_host(c->gpu.stage_bulk, b.jobs[i].stage);
+			}
+		eng_dd_merge(c, k, pg, pl); /* k = 0 without memory: left unshared */
+		free(pg);
+		free(pl);
+	}
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
 		vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);

@@ -32,10 +32,10 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 			vc_tier_free(c->gpu.stage_wb, s);
 		return -EAGAIN;
 	}
-	uint64_t pno = p->pno, src = slot_addr(c, p);
+	uint64_t pno = p->pno;
 	unsigned char *buf = on_gpu ? vc_tier_host(c->gpu.stage_wb, s) : host_data(c, p);
 	eng_unlock(c);
-	int r = on_gpu ? eng_move1(c, eng_mv_up(c, src, vc_tier_addr(c->gpu.stage_wb, s), pno)) : 0;
+	int r = on_gpu ? eng_move_up(c, p, vc_tier_addr(c->gpu.stage_wb, s)) : 0;
 	uint64_t nonce = 0;
 	bool bad = false;
 	if (r == 0 && on_gpu && eng_integ(c))
@@ -87,8 +87,9 @@ static int bios_submit(struct vc_backing *bk, struct vc_bio *io, unsigned n)
 int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done,
 			  struct vc_tiermem *stage, uint32_t cap)
 {
-	struct vc_move *mv = malloc(cap * sizeof *mv);
-	struct vc_ticket *tk = malloc(cap * sizeof *tk);
+	const uint32_t mpp = eng_mpp(c);
+	struct vc_move *mv = malloc((size_t)cap * mpp * sizeof *mv);
+	struct vc_ticket *tk = malloc((size_t)cap * mpp * sizeof *tk);
 	struct vc_bio *io = malloc(cap * sizeof *io);
 	uint32_t *st = malloc(cap * sizeof *st);
 	bool *bad = malloc(cap * sizeof *bad);
@@ -109,16 +110,16 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 		}
 		for (uint32_t j = 0; j < k; j++) {
 			struct vc_page *p = pages[i + j];
-			mv[j] = eng_mv_up(c, slot_addr(c, p), vc_tier_addr(stage, st[j]), p->pno);
+			eng_mv_page(c, p, vc_tier_addr(stage, st[j]), true, mv + (size_t)j * mpp);
 			io[j] = (struct vc_bio){ .buf = vc_tier_host(stage, st[j]),
 						 .off = page_off(c, p->pno),
 						 .len = page_len(c, p->pno),
 						 .write = 1 };
 		}
 		eng_unlock(c);
-		int r = vc_batcher_add_n(c->gpu.bat, mv, k, tk);
+		int r = vc_batcher_add_n(c->gpu.bat, mv, k * mpp, tk);
 		if (r == 0)
-			r = vc_batcher_wait_n(c->gpu.bat, tk, k);
+			r = vc_batcher_wait_n(c->gpu.bat, tk, k * mpp);
 		for (uint32_t j = 0; j < k; j++) {
 			io[j].result = 0;
 			bad[j] = r == 0 && eng_integ(c) && eng_stage_bad(c, pages[i + j], &io[j]);
@@ -175,8 +176,8 @@ int eng_bulk_init(struct vc_cache *c, struct bulk *b)
 	b->n = 0;
 	b->jobs = calloc(c->batch_pages, sizeof *b->jobs);
 	b->bios = calloc(c->batch_pages, sizeof *b->bios);
-	b->moves = calloc(c->batch_pages, sizeof *b->moves);
-	b->tickets = calloc(c->batch_pages, sizeof *b->tickets);
+	b->moves = calloc((size_t)c->batch_pages * eng_mpp(c), sizeof *b->moves);
+	b->tickets = calloc((size_t)c->batch_pages * eng_mpp(c), sizeof *b->tickets);
 	if (b->jobs && b->bios && b->moves && b->tickets)
 		return 0;
 	eng_bulk_fini(b);
@@ -198,11 +199,10 @@ int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
 		j->bad = false;
 		if (!j->staged || b->bios[i].result < 0)
 			continue;
-		uint64_t slot = slot_addr(c, j->p), st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
+		uint64_t st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
 		if (!to_stage && eng_integ(c))
 			r = eng_seal(c, j->p, vc_tier_host(c->gpu.stage_bulk, j->stage));
-		b->moves[m++] = to_stage ? eng_mv_up(c, slot, st, j->p->pno)
-					 : eng_mv_down(c, st, slot, j->p->pno);
+		m += eng_mv_page(c, j->p, st, to_stage, b->moves + m);
 	}
 	if (r == 0 && m == 0)
 		return 0;

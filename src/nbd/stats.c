@@ -16,7 +16,7 @@ struct metric {
 	double v;
 };
 
-#define NMETRICS 48
+#define NMETRICS 60
 
 static const char *const op_names[NBD_CMD_BLOCK_STATUS + 1] = {
 	"read", "write", "disc", "flush", "trim", "cache", "write_zeroes", "block_status",
@@ -72,6 +72,19 @@ static unsigned cache_metrics(const struct vc_stats *st, struct metric *m)
 	  "Pages dropped because GPU memory changed under them.");
 	M("integrity_dirty_lost", NULL, true, st->integrity_dirty_lost,
 	  "Dirty pages among them: writes the backing store never got.");
+	M("dedup_pages", NULL, false, st->dedup_pages, "Logical pages in the GPU tier (--dedup).");
+	M("dedup_blocks", NULL, false, st->dedup_blocks, "Physical blocks the GPU tier stores (--dedup).");
+	M("dedup_factor", NULL, false, st->dedup_factor, "Block uses per block stored now (--dedup).");
+	M("dedup_blocks_in", NULL, true, st->dedup_blocks_in, "Blocks fingerprinted on their way down.");
+	M("dedup_hits", NULL, true, st->dedup_hits, "Blocks shared with a stored block.");
+	M("dedup_collisions", NULL, true, st->dedup_collisions,
+	  "Fingerprint matches whose bytes differed (kept apart).");
+	M("dedup_est_factor", NULL, false, st->dedup_est_factor,
+	  "Sampled estimate of the dedup factor, all exports.");
+	M("dedup_est_update_ratio", NULL, false, st->dedup_est_update_ratio,
+	  "Sampled share of writes among accesses, all exports.");
+	M("dedup_volumes_on", NULL, false, st->dedup_volumes_on, "Exports deduplicating now.");
+	M("dedup_switches", NULL, true, st->dedup_switches, "Adaptive dedup turned on or off.");
 #undef M
 	return n;
 }

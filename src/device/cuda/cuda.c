@@ -550,6 +550,7 @@ static const struct vc_device_ops cu_ops = {
 	.memcpy_sync = cu_memcpy_sync,
 	.gc_run = vc_cu_gc_run,
 	.fp_run = vc_cu_fp_run,
+	.cmp_run = vc_cu_cmp_run,
 	.dq_init = vc_cu_dq_init,
 	.mem_reserve = vc_cu_mem_reserve,
 	.mem_unreserve = vc_cu_mem_unreserve,

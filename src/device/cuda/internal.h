@@ -5,6 +5,7 @@
  *   queue.c  device-queue servers (kernels/server.cu)
  *   vmem.c   memory that shrinks and grows (virtual memory management)
  *   fp.c     block fingerprints (kernels/fp.cu)
+ *   cmp.c    byte compares of block pairs (kernels/cmp.cu)
  *
  * Every CUDA call goes through CU(), which records a message naming the
  * call and maps the result to our codes. The runtime keeps the current
@@ -108,6 +109,10 @@ int vc_cu_uuid(struct vc_device *d, unsigned char out[16]);
 
 /* fp.c: fingerprints (device/fp.h). */
 int vc_cu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
+
+/* cmp.c: byte compares (device/cmp.h). */
+struct vc_cmp_job;
+int vc_cu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job);
 
 /* queue.c */
 int vc_cu_dq_init(struct vc_device *d, struct vc_dq *q);

@@ -497,6 +497,7 @@ static const struct vc_device_ops emu_ops = {
 	.memcpy_sync = emu_memcpy_sync,
 	.gc_run = emu_gc_run,
 	.fp_run = vc_emu_fp_run,
+	.cmp_run = vc_emu_cmp_run,
 	.dq_init = emu_dq_init,
 	.mem_reserve = vc_emu_mem_reserve,
 	.mem_unreserve = vc_emu_mem_unreserve,

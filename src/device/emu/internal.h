@@ -23,4 +23,8 @@ int vc_emu_uuid(struct vc_device *d, unsigned char out[16]);
 struct vc_fp_job;
 int vc_emu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
 
+/* cmp.c: byte compares (device/cmp.h), on the caller's thread. */
+struct vc_cmp_job;
+int vc_emu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job);
+
 #endif

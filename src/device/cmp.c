@@ -1,0 +1,34 @@
+/* Byte compares of block pairs: the check and the entry (device/cmp.h). */
+#include "device/cmp.h"
+
+#include <errno.h>
+
+#include "base/error.h"
+#include "device/device.h"
+#include "vramcache.h"
+
+int vc_cmp_check(const struct vc_cmp_job *j)
+{
+	if (!j)
+		return vc_err(-EINVAL, "compare: no job");
+	if (j->len == 0 || j->len > VC_CMP_LEN_MAX)
+		return vc_err(-EINVAL, "compare: length %u is not in 1..%u", j->len, VC_CMP_LEN_MAX);
+	if (j->n == 0)
+		return 0;
+	if (!j->pairs_dev || j->pairs_dev % 8 != 0)
+		return vc_err(-EINVAL, "compare: pair array %#llx is absent or not 8-byte aligned",
+			      (unsigned long long)j->pairs_dev);
+	if (!j->out_dev)
+		return vc_err(-EINVAL, "compare: no result array");
+	return 0;
+}
+
+int vc_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
+{
+	int r = vc_cmp_check(job);
+	if (r < 0 || job->n == 0)
+		return r;
+	if (!d->ops->cmp_run)
+		return vc_err(-VC_ENOTBUILT, "compare: backend %s has none", d->ops->name);
+	return d->ops->cmp_run(d, job);
+}

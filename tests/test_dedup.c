@@ -1,0 +1,220 @@
+/* Block deduplication (vc_config.dedup), seen from outside.
+ *
+ * - Sharing: a file whose pages repeat a few contents, read through a host
+ *   tier too small for it, so every page goes down to the GPU tier: reads
+ *   return the file's bytes, and the GPU tier stores far fewer blocks than
+ *   its pages use (dedup_hits, dedup_factor > 1), no collision.
+ * - Collisions: the test hook makes every fingerprint equal
+ *   (eng_debug_dedup_collide), so every block going down matches a stored
+ *   one and only the byte compare keeps unequal blocks apart: every byte
+ *   must still read back right, and the collision counter must count.
+ * - Copy on write: after sharing, writes to some pages (partial and whole)
+ *   change only those pages; the pages that shared their blocks keep their
+ *   bytes.
+ * - Refusals: a bad degree, a block below 512 B, a shrink of a dedup tier.
+ * Each with encryption off, XTS, and XTS with GMAC (the host-side fallback
+ * of the fingerprints and compares); degrees 1, 4 and 8.
+ */
+#include <errno.h>
+#include <stdbool.h>
+
+#include "engine/debug.h"
+#include "testutil.h"
+
+#define PS 4096u
+#define PAGES 512u
+#define POOL 3u
+
+static char path[256];
+static unsigned char *shadow;
+
+/* Page i: one of POOL contents, or (every fifth) its own random bytes. */
+static void make_file(uint64_t seed)
+{
+	t_make_file(path, sizeof path, (uint64_t)PAGES * PS, seed);
+	shadow = t_read_file(path, (uint64_t)PAGES * PS);
+	unsigned char pool[POOL][PS];
+	for (unsigned k = 0; k < POOL; k++)
+		for (unsigned b = 0; b < PS; b++)
+			pool[k][b] = (unsigned char)t_rand(&seed);
+	for (unsigned i = 0; i < PAGES; i++)
+		if (i % 5 != 4)
+			memcpy(shadow + (uint64_t)i * PS, pool[i % POOL], PS);
+	FILE *f = fopen(path, "r+b");
+	CHECK(f && fwrite(shadow, 1, (size_t)PAGES * PS, f) == (size_t)PAGES * PS);
+	fclose(f);
+}
+
+static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mode)
+{
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.page_size = PS;
+	cfg.host_bytes = 32 * PS;
+	cfg.gpu_bytes = 128 * PS; /* a quarter of the file without sharing */
+	cfg.seg_bytes = 8 * PS;
+	cfg.write_mode = write_mode;
+	cfg.encrypt = encrypt;
+	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup_degree = degree;
+	vc_cache *c = NULL;
+	int e = vc_open(&cfg, &c);
+	if (e == -VC_ENOTBUILT) {
+		fprintf(stderr, "SKIP: %s\n", vc_last_error());
+		exit(T_SKIP);
+	}
+	t_skip_if_absent(e, "dedup test");
+	CHECK_OK(e);
+	return c;
+}
+
+static void read_all(vc_cache *c)
+{
+	unsigned char *buf = malloc(64 * PS);
+	for (unsigned i = 0; i < PAGES; i += 64) {
+		CHECK(vc_read(c, buf, 64 * PS, (uint64_t)i * PS) == (ssize_t)(64 * PS));
+		if (memcmp(buf, shadow + (uint64_t)i * PS, 64 * PS) != 0) {
+			for (unsigned k = 0; k < 64 * PS; k++)
+				if (buf[k] != shadow[(uint64_t)i * PS + k]) {
+					fprintf(stderr, "byte %llu: got %02x want %02x\n",
+						(unsigned long long)((uint64_t)i * PS + k), buf[k],
+						shadow[(uint64_t)i * PS + k]);
+					break;
+				}
+			CHECK(!"read returned wrong bytes");
+		}
+	}
+	/* And page by page, backwards: reads in place of single pages. */
+	for (unsigned i = PAGES; i-- > 0;) {
+		CHECK(vc_read(c, buf, PS, (uint64_t)i * PS) == (ssize_t)PS);
+		CHECK(memcmp(buf, shadow + (uint64_t)i * PS, PS) == 0);
+	}
+	free(buf);
+}
+
+static void stats(vc_cache *c, struct vc_stats *st, const char *what)
+{
+	*st = (struct vc_stats){ .size = sizeof *st };
+	CHECK_OK(vc_get_stats(c, st));
+	CHECK(st->version == VC_STATS_VERSION);
+	fprintf(stderr,
+		"%s: gpu pages %llu, blocks %llu, factor %.2f, in %llu, hits %llu, collisions %llu, "
+		"est factor %.2f update %.2f, evictions gpu %llu\n",
+		what, (unsigned long long)st->dedup_pages, (unsigned long long)st->dedup_blocks,
+		st->dedup_factor, (unsigned long long)st->dedup_blocks_in,
+		(unsigned long long)st->dedup_hits, (unsigned long long)st->dedup_collisions,
+		st->dedup_est_factor, st->dedup_est_update_ratio,
+		(unsigned long long)st->evictions[VC_TIER_GPU]);
+}
+
+static void run(int kind, int encrypt, uint32_t degree, bool collide)
+{
+	make_file(0xd00d + degree + (uint64_t)encrypt * 3);
+	vc_cache *c = open_cache(kind, encrypt, degree, VC_WRITE_BACK);
+	if (collide)
+		CHECK_OK(eng_debug_dedup_collide(c, true));
+	read_all(c);
+	read_all(c); /* again: pages come back from the GPU tier */
+	struct vc_stats st;
+	char what[96];
+	snprintf(what, sizeof what, "%s enc %d degree %u%s", vc_device_name(c), encrypt, degree,
+		 collide ? " collide" : "");
+	stats(c, &st, what);
+	CHECK(st.hits[VC_TIER_GPU] > 0 && st.dedup_blocks_in > 0);
+	CHECK(st.dedup_hits > 0);
+	CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * degree);
+	if (collide)
+		CHECK(st.dedup_collisions > 0); /* unequal blocks met on a fingerprint */
+	else
+		CHECK(st.dedup_collisions == 0 && st.dedup_factor > 1.5);
+
+	/* Copy on write: partial and whole-page writes to pages that share
+	 * blocks; then everything again, and after a flush the file. */
+	uint64_t seed = 77;
+	unsigned char buf[PS];
+	for (unsigned i = 0; i < PAGES; i += 7) {
+		uint32_t off = (uint32_t)(t_rand(&seed) % PS), len = i % 2 ? PS - off : 1 + off / 3;
+		if (i % 3 == 0) {
+			off = 0;
+			len = PS;
+		}
+		for (uint32_t k = 0; k < len; k++)
+			buf[k] = (unsigned char)t_rand(&seed);
+		CHECK(vc_write(c, buf, len, (uint64_t)i * PS + off) == (ssize_t)len);
+		memcpy(shadow + (uint64_t)i * PS + off, buf, len);
+	}
+	read_all(c);
+	read_all(c);
+	CHECK_OK(vc_flush(c));
+	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	/* Everything out of the cache, and back from the file. */
+	CHECK_OK(vc_drop(c, 0, 0, 0));
+	read_all(c);
+	stats(c, &st, what);
+	if (collide)
+		CHECK(st.dedup_collisions > 0);
+	CHECK(st.integrity_failures == 0);
+	CHECK_OK(vc_close(c));
+	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	unlink(path);
+	free(shadow);
+}
+
+static void refusals(int kind)
+{
+	make_file(5);
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.gpu_bytes = 128 * PS;
+	cfg.host_bytes = 32 * PS;
+	cfg.dedup = VC_DEDUP_ON;
+	vc_cache *c = NULL;
+	cfg.dedup_degree = 3;
+	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup_degree = 8;
+	cfg.page_size = 2048; /* blocks of 256 B */
+	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.page_size = PS;
+	cfg.dedup = 7;
+	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup_algo = 9;
+	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup_algo = VC_DEDUP_MD5;
+	int e = vc_open(&cfg, &c);
+	t_skip_if_absent(e, "dedup test");
+	CHECK_OK(e);
+	/* MD5 fingerprints work as well. */
+	unsigned char *buf = malloc((size_t)PAGES * PS);
+	for (int k = 0; k < 2; k++)
+		CHECK(vc_read(c, buf, (size_t)PAGES * PS, 0) == (ssize_t)((size_t)PAGES * PS));
+	CHECK(memcmp(buf, shadow, (size_t)PAGES * PS) == 0);
+	free(buf);
+	struct vc_stats st;
+	stats(c, &st, "md5");
+	CHECK(st.dedup_hits > 0);
+	uint64_t rel = 0;
+	CHECK(vc_gpu_shrink(c, 8 * PS, 0, &rel) == -EOPNOTSUPP);
+	CHECK_OK(vc_close(c));
+	unlink(path);
+	free(shadow);
+}
+
+int main(void)
+{
+	int kind = t_device_kind();
+	refusals(kind);
+	run(kind, VC_ENCRYPT_OFF, 4, false);
+	run(kind, VC_ENCRYPT_OFF, 4, true);
+	run(kind, VC_ENCRYPT_OFF, 8, true);
+	run(kind, VC_ENCRYPT_OFF, 1, true);
+	run(kind, VC_ENCRYPT_XTS, 4, true);
+	run(kind, VC_ENCRYPT_XTS, 8, false);
+	run(kind, VC_ENCRYPT_XTS_GMAC, 2, true);
+	fprintf(stderr, "dedup: all runs match\n");
+	return 0;
+}
