@@ -20,6 +20,7 @@
  *               into the host tier by worker threads
  *   mount.c     options to a session: the cache, the mount, the
  *               multi-threaded loop, the teardown
+ *   stats.c     per-file and per-directory statistics (an xattr)
  *
  * The identity of a file's cached pages is an engine volume over an fd of
  * the file (O_RDWR where SRC allows it), not the handle the application
@@ -256,5 +257,12 @@ struct fs *fs_of(fuse_req_t req);
 /* Reply helpers: the entry for an object just created or looked up. */
 int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 		    struct fuse_entry_param *e);
+
+/* --- stats.c --- */
+/* The extended attribute that answers with a file's or directory's
+ * statistics (vramcache stat PATH). */
+#define FS_STATS_XATTR "user.vramcache.stats"
+/* Its value: JSON, malloc'd; NULL without memory. */
+char *fs_stats_json(struct fs *fs, struct fs_inode *in);
 
 #endif

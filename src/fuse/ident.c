@@ -327,7 +327,7 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 	}
 	if (fd >= 0)
 		close(fd);
-	if (r == 0)
+	if (r == 0 && fs->o->revalidate_ms != FS_REVALIDATE_NEVER)
 		r = fs_ident_check_locked(fs, id);
 	pthread_rwlock_unlock(&id->lk);
 	if (r < 0) {

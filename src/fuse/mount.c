@@ -162,6 +162,7 @@ int vc_fuse_main(const struct vc_fuse_opts *o)
 	char *argv[] = { "vramcache", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	se = fuse_session_new(&args, &ops, sizeof ops, &fs);
+	fuse_opt_free_args(&args);
 	if (!se) {
 		fprintf(stderr, "vramcache mount: the FUSE session could not be set up\n");
 		goto out;

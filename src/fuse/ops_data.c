@@ -20,7 +20,8 @@
  * Reads and writes inside the file hold the identity's lock shared, so
  * many run at once (the engine's own locks order them per page); size
  * changes and drops hold it exclusive (fs.h). Read buffers: one per FUSE
- * thread (max_read bytes), kept for the thread's life.
+ * thread (max_read bytes), kept for the thread's life. Nothing of a handle
+ * is touched after its request's reply: the kernel may release it then.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -210,10 +211,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 	} else {
+		/* Before the reply: after it the kernel may release h. */
 		atomic_fetch_add_explicit(&id->rd_bytes, (uint64_t)n, memory_order_relaxed);
-		fuse_reply_buf(req, buf, (size_t)n);
-		if (n > 0 && id->vol)
+		if (n > 0)
 			fs_ra_note(fs, h, (uint64_t)off, (uint64_t)n);
+		fuse_reply_buf(req, buf, (size_t)n);
 	}
 	free(own);
 }

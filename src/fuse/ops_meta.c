@@ -445,6 +445,20 @@ static void reply_xattr(fuse_req_t req, size_t size, ssize_t (*get)(const char *
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	if (strcmp(name, FS_STATS_XATTR) == 0) { /* ours, not SRC's (stats.c) */
+		char *j = fs_stats_json(fs_of(req), in_of(req, ino));
+		size_t n = j ? strlen(j) : 0;
+		if (!j)
+			fuse_reply_err(req, ENOMEM);
+		else if (size == 0)
+			fuse_reply_xattr(req, n);
+		else if (size < n)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, j, n);
+		free(j);
+		return;
+	}
 	reply_xattr(req, size, getxattr, NULL, in_of(req, ino), name);
 }
 

@@ -87,6 +87,13 @@ void fs_ra_note(struct fs *fs, struct fs_handle *h, uint64_t off, uint64_t len)
 {
 	if (!fs->o->readahead || !fs->rq.nthreads)
 		return;
+	/* Uncached (no volume): nothing to prefetch into. The worker checks
+	 * again under the identity's lock. */
+	pthread_rwlock_rdlock(&h->id->lk);
+	bool cached = h->id->vol != NULL;
+	pthread_rwlock_unlock(&h->id->lk);
+	if (!cached)
+		return;
 	uint64_t from, to;
 	if (!stream_note(fs, &h->ra, off, len, &from, &to) &&
 	    !stream_note(fs, &h->id->ra, off, len, &from, &to))
