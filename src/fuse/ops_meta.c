@@ -171,6 +171,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	fs_inode_name(in, name);
 	struct attr_guard g;
 	int r = guard_begin(fs, in, fi, &g);
+	/* Write-back: dirty pages written back after a time was set would
+	 * set SRC's mtime again (cp -a, rsync -a, touch after a write): they
+	 * go back first. */
+	if (r == 0 && g.id && g.id->vol && fs->o->cfg.write_mode == VC_WRITE_BACK &&
+	    (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+		r = vc_volume_flush(g.id->vol);
 	if (r == 0 && (valid & FUSE_SET_ATTR_MODE)) {
 		if (fchmodat(fs->proc_fd, name, attr->st_mode, 0) < 0)
 			r = -errno;
