@@ -41,6 +41,8 @@ static void mount_usage(FILE *f)
 	      "                         (default 1; 0 sees SRC's changes at once)\n"
 	      "  --kernel-cache         keep the kernel's page cache of an unchanged file\n"
 	      "                         across opens (default: the tiers are the cache)\n"
+	      "  --passthrough          no cache: file data straight to and from SRC (the\n"
+	      "                         FUSE cost alone, a baseline for benchmarks)\n"
 	      "  --readahead N          bytes prefetched ahead of a sequential reader into\n"
 	      "                         the host tier (default 8M; 0: off)\n"
 	      "  --max-files N          files whose pages stay cached after their close\n"
@@ -56,7 +58,7 @@ static void mount_usage(FILE *f)
 }
 
 enum { O_HOST = 0x100, O_GPU, O_DEV, O_WB, O_RO, O_REVAL, O_ATTR, O_KCACHE, O_RA, O_MAXF,
-       O_THR, O_OTHER, O_LAT, O_PID };
+       O_THR, O_OTHER, O_LAT, O_PID, O_PASS };
 
 int cmd_mount(int argc, char **argv)
 {
@@ -75,6 +77,7 @@ int cmd_mount(int argc, char **argv)
 		{ "allow-other", no_argument, 0, O_OTHER },
 		{ "backing-latency", required_argument, 0, O_LAT },
 		{ "pidfile", required_argument, 0, O_PID },
+		{ "passthrough", no_argument, 0, O_PASS },
 		{ "foreground", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -83,7 +86,7 @@ int cmd_mount(int argc, char **argv)
 		struct vc_config cfg;
 		int revalidate_ms;
 		double attr_timeout;
-		bool kernel_cache, readonly, allow_other, foreground;
+		bool kernel_cache, readonly, allow_other, foreground, passthrough;
 		unsigned max_files, threads;
 		uint64_t readahead;
 		const char *pidfile;
@@ -150,6 +153,7 @@ int cmd_mount(int argc, char **argv)
 			break;
 		}
 		case O_PID: o.pidfile = optarg; break;
+		case O_PASS: o.passthrough = true; break;
 		case 'f': o.foreground = true; break;
 		case 'h': mount_usage(stdout); return 0;
 		default: mount_usage(stderr); return 2;
@@ -175,6 +179,7 @@ int cmd_mount(int argc, char **argv)
 	struct vc_fuse_opts fo = { .src = src, .mnt = mnt, .cfg = o.cfg,
 				   .revalidate_ms = o.revalidate_ms, .attr_timeout = o.attr_timeout,
 				   .kernel_cache = o.kernel_cache, .readonly = o.readonly,
+				   .passthrough = o.passthrough,
 				   .allow_other = o.allow_other, .foreground = o.foreground,
 				   .max_files = o.max_files, .threads = o.threads,
 				   .readahead = o.readahead, .pidfile = o.pidfile };

@@ -76,6 +76,7 @@ struct vc_fuse_opts {
 				 is older than this many ms (0: every read) */
 	double attr_timeout;  /* seconds the kernel may keep attributes and names */
 	bool kernel_cache;    /* keep the kernel's page cache across opens of an unchanged file */
+	bool passthrough;     /* no cache: every file uncached (a benchmark's FUSE-only baseline) */
 	bool readonly;
 	bool allow_other;
 	bool foreground;
@@ -144,7 +145,7 @@ struct fs_ident {
 /* An open file (fi->fh). */
 struct fs_handle {
 	struct fs_ident *id;
-	bool wrote;
+	_Atomic bool wrote; /* concurrent writes on one handle set it */
 	struct fs_ra ra; /* one slot: this handle's stream */
 };
 

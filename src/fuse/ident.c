@@ -156,6 +156,8 @@ static bool evict_one(struct fs *fs)
  * file is served uncached. */
 static void vol_attach(struct fs *fs, struct fs_ident *id)
 {
+	if (fs->o->passthrough)
+		return;
 	if (fs->nvols >= fs->o->max_files && !evict_one(fs)) {
 		atomic_fetch_add(&fs->ids_uncached, 1);
 		return;
