@@ -174,11 +174,15 @@ static ssize_t read_cached(struct fs_ident *id, char *buf, size_t len, uint64_t 
 	return (ssize_t)done;
 }
 
-static ssize_t pread_all(int fd, char *buf, size_t len, uint64_t off)
+/* pread or pwrite of the whole range, for files served uncached: short
+ * only at the end of the file (a read), or after a failure that came once
+ * something had moved. */
+static ssize_t rw_all(int fd, bool write, char *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done, (off_t)(off + done));
+		ssize_t n = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done))
+				  : pread(fd, buf + done, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -206,7 +210,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fs_ident_maybe_check(fs, id);
 	pthread_rwlock_rdlock(&id->lk);
 	ssize_t n = id->vol ? read_cached(id, buf, size, (uint64_t)off)
-			    : pread_all(id->fd, buf, size, (uint64_t)off);
+			    : rw_all(id->fd, false, buf, size, (uint64_t)off);
 	pthread_rwlock_unlock(&id->lk);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -218,20 +222,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, buf, (size_t)n);
 	}
 	free(own);
-}
-
-static ssize_t pwrite_all(int fd, const char *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return done ? (ssize_t)done : -errno;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
 }
 
 /* With id->lk exclusive: grows the file to end for a write past its end.
@@ -271,7 +261,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	ssize_t n;
 	pthread_rwlock_rdlock(&id->lk);
 	if (!id->vol) {
-		n = pwrite_all(id->fd, buf, size, (uint64_t)off);
+		n = rw_all(id->fd, true, (char *)buf, size, (uint64_t)off);
 	} else if (end <= id->size) {
 		n = vc_volume_write(id->vol, buf, size, (uint64_t)off);
 	} else {
@@ -280,7 +270,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		n = id->vol && end > id->size ? grow_locked(fs, id, end) : 0;
 		if (n == 0)
 			n = id->vol ? vc_volume_write(id->vol, buf, size, (uint64_t)off)
-				    : pwrite_all(id->fd, buf, size, (uint64_t)off);
+				    : rw_all(id->fd, true, (char *)buf, size, (uint64_t)off);
 		if (n < 0 && id->vol && fs->o->cfg.write_mode == VC_WRITE_THROUGH)
 			size_from_src_locked(id);
 	}

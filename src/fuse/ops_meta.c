@@ -411,16 +411,19 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 /* Extended attributes, through /proc/self/fd/N (an O_PATH fd takes no
  * f*xattr call). Symlinks have none that users may set: refused. */
+static void proc_path(const struct fs_inode *in, char path[32])
+{
+	snprintf(path, 32, "/proc/self/fd/%d", in->fd);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
 	struct fs_inode *in = in_of(req, ino);
 	char path[32];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", in->fd);
-	if (in->type == S_IFLNK)
-		fuse_reply_err(req, EPERM);
-	else
-		fuse_reply_err(req, setxattr(path, name, value, size, flags) < 0 ? errno : 0);
+	proc_path(in, path);
+	fuse_reply_err(req, in->type == S_IFLNK ? EPERM
+			    : setxattr(path, name, value, size, flags) < 0 ? errno : 0);
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, ssize_t (*get)(const char *, const char *,
@@ -429,7 +432,7 @@ static void reply_xattr(fuse_req_t req, size_t size, ssize_t (*get)(const char *
 			const char *name)
 {
 	char path[32];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", in->fd);
+	proc_path(in, path);
 	if (in->type == S_IFLNK) {
 		fuse_reply_err(req, ENODATA);
 		return;
@@ -485,11 +488,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct fs_inode *in = in_of(req, ino);
 	char path[32];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", in->fd);
-	if (in->type == S_IFLNK)
-		fuse_reply_err(req, EPERM);
-	else
-		fuse_reply_err(req, removexattr(path, name) < 0 ? errno : 0);
+	proc_path(in, path);
+	fuse_reply_err(req, in->type == S_IFLNK ? EPERM : removexattr(path, name) < 0 ? errno : 0);
 }
 
 void fs_ops_meta(struct fuse_lowlevel_ops *ops)
