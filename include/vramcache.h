@@ -280,6 +280,17 @@ int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len);
 int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags);
 int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier);
 uint64_t vc_volume_size(const vc_volume *v);
+/* The volume's store has changed size, or is about to (a file system front
+ * end's append or truncate): reads and writes are checked against `size`
+ * from now on. A shrink drops the cached pages past the new end without
+ * writing them back; the page holding the lower of the two ends, when
+ * partial, is written back if dirty and dropped. The store itself is the
+ * caller's to truncate or extend (a read past the file's end reads zeros,
+ * a write there extends it). No other call may run on the volume
+ * meanwhile (as for vc_volume_close). -EFBIG past 2^48 pages; a failed
+ * write-back leaves the size as it was. Cost: O(pages past the lower end,
+ * at most the cache's) lookups and one write-back. */
+int vc_volume_resize(vc_volume *v, uint64_t size);
 
 /* vc_volume_extent results. */
 #define VC_EXTENT_DATA 0 /* allocated, or the store cannot say */

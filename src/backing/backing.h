@@ -1,7 +1,8 @@
 /* Backing store: a regular file or block device with pread/pwrite semantics.
  *
  * Sizes are fixed at open (a block device cannot grow; a file is treated the
- * same way). Reads never go past the end: the engine clips. Every call
+ * same way) unless the owner says otherwise (vc_backing_resize: a file
+ * that a file system front end grows or truncates). Reads never go past the end: the engine clips. Every call
  * returns 0 or -errno and retries EINTR and short transfers. Thread safe:
  * calls on one backing may run from many threads at once.
  */
@@ -31,6 +32,11 @@ int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
 void vc_backing_close(struct vc_backing *b);
 
 uint64_t vc_backing_size(const struct vc_backing *b);
+/* The size requests are checked against from now on: the caller has
+ * changed the file's size (or will: a read past the file's end reads
+ * zeros, a write there extends it). Thread safe; requests in flight were
+ * checked against the old size. */
+void vc_backing_resize(struct vc_backing *b, uint64_t size);
 int vc_backing_read(struct vc_backing *b, void *buf, size_t len, uint64_t off);
 int vc_backing_write(struct vc_backing *b, const void *buf, size_t len, uint64_t off);
 /* Runs many requests concurrently (io_uring where built, else in turn), in

@@ -4,8 +4,9 @@
  * through io_uring where the library was built with it and the kernel lets
  * us set up a ring, else through the same loops in turn.
  *
- * Size is fixed at open (st_size, or BLKGETSIZE64 for a block device) and
- * every request must lie inside it (-EINVAL otherwise). Should a file shrink
+ * Size is set at open (st_size, or BLKGETSIZE64 for a block device), and
+ * changed only by vc_backing_resize; every request must lie inside it
+ * (-EINVAL otherwise). Should a file shrink
  * under us, a read that meets the new end early returns zeros for the rest,
  * as a hole would read: the engine asked within the size it was given, and
  * failing the read would turn someone else's truncate into cache errors.
@@ -75,7 +76,7 @@ struct vc_backing {
 	bool own_fd;
 	bool readonly;
 	bool blockdev;
-	uint64_t size;
+	_Atomic uint64_t size; /* vc_backing_resize may change it while other calls run */
 	uint64_t latency_ns;
 	_Atomic uint64_t wait_ns;
 #ifdef VC_HAVE_URING
@@ -112,7 +113,8 @@ static void account(struct vc_backing *b, uint64_t t0)
 /* Whether [off, off+len) lies inside the backing store. */
 static bool in_range(const struct vc_backing *b, uint64_t off, uint64_t len)
 {
-	return off <= b->size && len <= b->size - off;
+	const uint64_t size = b->size; /* once: a resize may run meanwhile */
+	return off <= size && len <= size - off;
 }
 
 /* Moves len bytes at off with pread or pwrite, from `done` bytes in.
@@ -633,6 +635,11 @@ void vc_backing_close(struct vc_backing *b)
 uint64_t vc_backing_size(const struct vc_backing *b)
 {
 	return b->size;
+}
+
+void vc_backing_resize(struct vc_backing *b, uint64_t size)
+{
+	b->size = size;
 }
 
 int vc_backing_sync(struct vc_backing *b)

@@ -16,6 +16,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 
 /* A decimal unsigned integer, the whole string. 0 or -1. */
 int cli_u64(const char *s, uint64_t *out);

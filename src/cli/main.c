@@ -7,6 +7,7 @@
  *   trace.c    vramcache trace    (trace statistics and conversion)
  *   serve.c    vramcache serve    (NBD server over the cache; protocol in src/nbd/)
  *   stat.c     vramcache stat     (a running server's statistics)
+ *   mount.c    vramcache mount    (a caching FUSE overlay; file system in src/fuse/)
  */
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +35,8 @@ void cli_usage(FILE *f)
 	      "  trace     print a trace's statistics, or convert it (--to FILE.vct)\n"
 	      "  serve     serve a file or block device over NBD through the cache\n"
 	      "  stat      a running server's statistics (JSON or Prometheus text)\n"
+	      "  mount     show a directory at a mount point (FUSE), file data through\n"
+	      "            the cache\n"
 	      "\n"
 	      "Each command takes --help. Traces: ARC .lis, CloudPhysics, MSR, SYSTOR'17,\n"
 	      "Tencent CBS, a generic CSV and our binary .vct, read directly when zstd,\n"
@@ -90,6 +93,8 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "stat") == 0)
 		return cmd_stat(argc - 1, argv + 1);
+	if (strcmp(cmd, "mount") == 0)
+		return cmd_mount(argc - 1, argv + 1);
 	fprintf(stderr, "vramcache: unknown command '%s' (try --help)\n", cmd);
 	return 2;
 }

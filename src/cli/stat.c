@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -15,11 +18,42 @@
 static void stat_usage(FILE *f)
 {
 	fputs("Usage: vramcache stat [--prometheus] SOCKET\n"
+	      "       vramcache stat PATH\n"
 	      "\n"
 	      "Prints the statistics of the `vramcache serve` listening on SOCKET (its\n"
 	      "NBD socket, or the statistics socket SOCKET.ctl) as JSON, or as\n"
-	      "Prometheus text exposition with --prometheus.\n",
+	      "Prometheus text exposition with --prometheus.\n"
+	      "\n"
+	      "PATH, a file or directory under a `vramcache mount`: its statistics as\n"
+	      "JSON (a file's bytes read, host-tier hits, writes, readahead; a\n"
+	      "directory's sums over its files; the mount's root adds the cache's).\n",
 	      f);
+}
+
+/* A file or directory under a mount: its statistics, the extended
+ * attribute the mount answers (src/fuse/stats.c). */
+static int mount_stat(const char *path)
+{
+	static const char name[] = "user.vramcache.stats";
+	for (int tries = 0; tries < 3; tries++) { /* it may grow between the calls */
+		ssize_t n = getxattr(path, name, NULL, 0);
+		char *buf = n > 0 ? malloc((size_t)n + 1) : NULL;
+		ssize_t k = buf ? getxattr(path, name, buf, (size_t)n) : -1;
+		if (k >= 0) {
+			fwrite(buf, 1, (size_t)k, stdout);
+			free(buf);
+			return 0;
+		}
+		int e = errno;
+		free(buf);
+		if (n < 0 || e != ERANGE) {
+			fprintf(stderr, "vramcache stat: %s: %s\n", path,
+				e == ENODATA || e == ENOTSUP ? "not under a `vramcache mount`"
+							     : strerror(e));
+			return 1;
+		}
+	}
+	return 1;
 }
 
 int cmd_stat(int argc, char **argv)
@@ -43,6 +77,14 @@ int cmd_stat(int argc, char **argv)
 		return 2;
 	}
 	const char *arg = argv[optind];
+	struct stat pst;
+	if (stat(arg, &pst) == 0 && (S_ISDIR(pst.st_mode) || S_ISREG(pst.st_mode))) {
+		if (prom) {
+			fprintf(stderr, "vramcache stat: --prometheus is for servers' sockets\n");
+			return 2;
+		}
+		return mount_stat(arg);
+	}
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t l = strlen(arg);
 	bool is_ctl = l > 4 && strcmp(arg + l - 4, ".ctl") == 0;

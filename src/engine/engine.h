@@ -14,6 +14,7 @@
  *   writeback.c  dirty pages to the store: single pages, GPU batches, and
  *                flushes of ranges walking the volume's dirty set
  *   range.c      drop, prefetch and extent over byte ranges
+ *   resize.c     a volume's store changing size (vc_volume_resize)
  *   batcher.c    page moves through the device queue (or launched batches)
  *   dedup.c      block deduplication of the GPU tier (vc_config.dedup)
  *   index.c      the entry pool and the page index over it (page.h)
@@ -141,7 +142,12 @@
 struct vc_volume {
 	struct vc_cache *c;
 	struct vc_backing *bk;
-	uint64_t size;
+	/* The store's size: set at open and by vc_volume_resize (resize.c),
+	 * which runs with no other call on the volume and no page of it
+	 * cached at or past the lower of the two sizes. Atomic because other
+	 * volumes' evictions read it (page_len) for this volume's cached
+	 * pages, whose length the change cannot alter. */
+	_Atomic uint64_t size;
 	uint64_t base; /* id << VC_PNO_VOL_SHIFT: the volume's first page number */
 	uint32_t id;
 	bool readonly;

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# `vramcache mount` against SRC read directly and against the same build's
+# FUSE passthrough (--passthrough: the cost of FUSE alone), with fio.
+#
+#   bench/mount.sh [--quick] VRAMCACHE_BINARY OUTDIR [DEVICE]
+#
+# SRC is a directory of 4 files (FILE_SIZE each, 4 GiB by default: 16 GiB,
+# larger than the host tier of HOST_BYTES = 4G but inside host + GPU tiers
+# of GPU_BYTES = 24G). Tests, each over all 4 files with one job per file:
+# seqread (1 MiB, psync) and randread (4 KiB, psync, 8 jobs... 2 per file),
+# for: src-cold (SRC after drop_caches), src-warm (SRC, OS page cache warm),
+# passthrough (FUSE, no cache; page cache warm under it), and mount (warm:
+# a full read first, so the pages are in the host and GPU tiers). Also the
+# CPU time per GB read (the daemon's user+sys from /proc, for the FUSE
+# columns). DEVICE: cuda (default) or emu. Prints a table and writes
+# OUTDIR/mount.json. Goals (issue 16): >= 5 GB/s seqread from the GPU tier
+# through one mount; randread latency within 2x of passthrough's.
+set -euo pipefail
+quick=0
+[ "${1:-}" = --quick ] && { quick=1; shift; }
+vc=$1 out=$2 dev=${3:-cuda}
+mkdir -p "$out"
+fsz=${FILE_SIZE:-$([ $quick = 1 ] && echo 256M || echo 4G)}
+host=${HOST_BYTES:-$([ $quick = 1 ] && echo 256M || echo 4G)}
+gpu=${GPU_BYTES:-$([ $quick = 1 ] && echo 1G || echo 24G)}
+rt=${RUNTIME:-$([ $quick = 1 ] && echo 5 || echo 20)}
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/vc-mount-bench-XXXXXX")
+src=$dir/src mnt=$dir/mnt
+mkdir "$src" "$mnt"
+pid=
+cleanup() {
+	mountpoint -q "$mnt" && umount -l "$mnt"
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+for i in 0 1 2 3; do fio --name=mk --filename="$src/f$i" --size="$fsz" --rw=write --bs=1M \
+	--ioengine=psync --refill_buffers --output=/dev/null; done
+files="$src/f0:$src/f1:$src/f2:$src/f3"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# run NAME DIR: both tests over DIR's files; appends JSON lines.
+run() {
+	local name=$1 d=$2 t0 t1
+	local fl="$d/f0:$d/f1:$d/f2:$d/f3"
+	for test in seqread randread; do
+		[ "$name" = src-cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+		local bs=1M jobs=4 rw=read
+		[ $test = randread ] && { bs=4k; jobs=8; rw=randread; }
+		[ -n "$pid" ] && t0=$(cpu_ticks "$pid")
+		fio --name=$test --filename="$fl" --rw=$rw --bs=$bs --ioengine=psync --numjobs=$jobs \
+			--group_reporting --time_based --runtime="$rt" --size="$fsz" \
+			--output-format=json --output="$dir/$name-$test.json"
+		local cpu=null
+		[ -n "$pid" ] && { t1=$(cpu_ticks "$pid"); cpu=$(( (t1 - t0) )); }
+		python3 - "$dir/$name-$test.json" "$name" "$test" "$cpu" "$(getconf CLK_TCK)" \
+			>>"$out/mount.jsonl" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+ticks, hz = sys.argv[4], int(sys.argv[5])
+gb = j["io_bytes"] / 1e9
+cpu = None if ticks == "null" else int(ticks) / hz / gb if gb else None
+print(json.dumps({"config": sys.argv[2], "test": sys.argv[3], "GBps": j["bw_bytes"] / 1e9,
+                  "iops": j["iops"], "lat_p50_us": j["clat_ns"]["percentile"]["50.000000"] / 1e3,
+                  "lat_p99_us": j["clat_ns"]["percentile"]["99.000000"] / 1e3,
+                  "daemon_cpu_s_per_GB": cpu}))
+PY
+	done
+}
+: >"$out/mount.jsonl"
+run src-cold "$src"
+cat "$src"/f* >/dev/null
+run src-warm "$src"
+mnt_up() {
+	"$vc" mount --device "$dev" "$@" --pidfile "$dir/pid" "$src" "$mnt"
+	pid=$(cat "$dir/pid")
+}
+mnt_down() { umount "$mnt"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done; pid=; }
+mnt_up --passthrough
+cat "$mnt"/f* >/dev/null
+run passthrough "$mnt"
+mnt_down
+mnt_up --host-bytes "$host" --gpu-bytes "$gpu"
+cat "$mnt"/f* >/dev/null
+cat "$mnt"/f* >/dev/null
+run mount "$mnt"
+"$vc" stat "$mnt" >"$out/mount-stat.json"
+mnt_down
+python3 - "$out/mount.jsonl" "$out/mount.json" "$dev" "$fsz" "$host" "$gpu" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("%-12s %-9s %9s %10s %9s %9s %12s" % ("config", "test", "GB/s", "IOPS", "p50 us", "p99 us",
+                                              "cpu s/GB"))
+for r in rows:
+    print("%-12s %-9s %9.2f %10.0f %9.1f %9.1f %12s" % (r["config"], r["test"], r["GBps"], r["iops"],
+          r["lat_p50_us"], r["lat_p99_us"], "-" if r["daemon_cpu_s_per_GB"] is None
+          else "%.3f" % r["daemon_cpu_s_per_GB"]))
+json.dump({"device": sys.argv[3], "file_size": sys.argv[4], "files": 4, "host_bytes": sys.argv[5],
+           "gpu_bytes": sys.argv[6], "baseline": "SRC direct and --passthrough of the same build",
+           "rows": rows}, open(sys.argv[2], "w"), indent=1)
+PY

@@ -1,0 +1,195 @@
+/* `vramcache mount [OPTIONS] SRC MNT`: SRC's tree at MNT, file data through
+ * the cache (src/fuse/). This file is the command line; a build without
+ * libfuse3 has the command and says what to install. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "tools/workload.h"
+#include "vramcache.h"
+#ifdef VC_HAVE_FUSE
+#include "fuse/fs.h"
+#endif
+
+static void mount_usage(FILE *f)
+{
+	fputs("Usage: vramcache mount [OPTIONS] SRC MNT\n"
+	      "\n"
+	      "Shows the directory tree SRC at MNT (FUSE), with file data read and\n"
+	      "written through the cache's host and GPU tiers, page by page on demand.\n"
+	      "Everything else (names, attributes, links, xattrs) passes through to SRC.\n"
+	      "A file's cached pages outlive its close; they are dropped when SRC's size,\n"
+	      "mtime or ctime of the file changed at the next open (close-to-open).\n"
+	      "Unmount with `umount MNT` (or fusermount3 -u MNT), or SIGTERM.\n"
+	      "\n"
+	      "  --host-bytes N         host tier size, e.g. 1G (default 64M)\n"
+	      "  --gpu-bytes N          GPU tier size (default 256M; 0 for none)\n"
+	      "  --device auto|cuda|emu device backend (default auto)\n"
+	      "  --write-back           writes stay in the cache until close or fsync,\n"
+	      "                         which write them back and sync them (default:\n"
+	      "                         write-through, each write in SRC before it returns)\n"
+	      "  --readonly             refuse writes (EROFS)\n"
+	      "  --revalidate WHEN      check files against SRC: open (default; on every\n"
+	      "                         open), MS (also on a read when the last check is\n"
+	      "                         older than MS milliseconds; 0: every read), or\n"
+	      "                         never (only when SRC is not changed behind the mount)\n"
+	      "  --attr-timeout S       seconds the kernel keeps names and attributes\n"
+	      "                         (default 1; 0 sees SRC's changes at once)\n"
+	      "  --kernel-cache         keep the kernel's page cache of an unchanged file\n"
+	      "                         across opens (default: the tiers are the cache)\n"
+	      "  --passthrough          no cache: file data straight to and from SRC (the\n"
+	      "                         FUSE cost alone, a baseline for benchmarks)\n"
+	      "  --readahead N          bytes prefetched ahead of a sequential reader into\n"
+	      "                         the host tier (default 8M; 0: off)\n"
+	      "  --max-files N          files whose pages stay cached after their close\n"
+	      "                         (default and most 1023; one engine volume each)\n"
+	      "  --threads N            FUSE worker threads at most (default 16)\n"
+	      "  --allow-other          let other users use the mount\n"
+	      "  --backing-latency T    add T (e.g. 100us) to every read and write of SRC\n"
+	      "  --pidfile PATH         write the daemon's pid here once mounted\n"
+	      "  -f, --foreground       stay in the foreground (default: a daemon, which\n"
+	      "                         returns once the mount is usable)\n"
+	      "  -h, --help             this text\n",
+	      f);
+}
+
+enum { O_HOST = 0x100, O_GPU, O_DEV, O_WB, O_RO, O_REVAL, O_ATTR, O_KCACHE, O_RA, O_MAXF,
+       O_THR, O_OTHER, O_LAT, O_PID, O_PASS };
+
+int cmd_mount(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "host-bytes", required_argument, 0, O_HOST },
+		{ "gpu-bytes", required_argument, 0, O_GPU },
+		{ "device", required_argument, 0, O_DEV },
+		{ "write-back", no_argument, 0, O_WB },
+		{ "readonly", no_argument, 0, O_RO },
+		{ "revalidate", required_argument, 0, O_REVAL },
+		{ "attr-timeout", required_argument, 0, O_ATTR },
+		{ "kernel-cache", no_argument, 0, O_KCACHE },
+		{ "readahead", required_argument, 0, O_RA },
+		{ "max-files", required_argument, 0, O_MAXF },
+		{ "threads", required_argument, 0, O_THR },
+		{ "allow-other", no_argument, 0, O_OTHER },
+		{ "backing-latency", required_argument, 0, O_LAT },
+		{ "pidfile", required_argument, 0, O_PID },
+		{ "passthrough", no_argument, 0, O_PASS },
+		{ "foreground", no_argument, 0, 'f' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	struct {
+		struct vc_config cfg;
+		int revalidate_ms;
+		double attr_timeout;
+		bool kernel_cache, readonly, allow_other, foreground, passthrough;
+		unsigned max_files, threads;
+		uint64_t readahead;
+		const char *pidfile;
+	} o = { .revalidate_ms = -1, .attr_timeout = 1.0, .max_files = VC_VOLUMES_MAX - 1,
+		.threads = 16, .readahead = 8ull << 20 };
+	vc_config_init(&o.cfg);
+	int ch;
+	uint64_t u;
+	char *end;
+	while ((ch = getopt_long(argc, argv, "fh", lo, NULL)) != -1) {
+		switch (ch) {
+		case O_HOST:
+			if (vc_wl_parse_bytes(optarg, &o.cfg.host_bytes))
+				goto bad;
+			break;
+		case O_GPU:
+			if (vc_wl_parse_bytes(optarg, &o.cfg.gpu_bytes))
+				goto bad;
+			break;
+		case O_DEV:
+			if ((o.cfg.device = vc_device_parse(optarg)) < 0)
+				goto bad;
+			break;
+		case O_WB: o.cfg.write_mode = VC_WRITE_BACK; break;
+		case O_RO: o.readonly = true; break;
+		case O_REVAL:
+			if (strcmp(optarg, "open") == 0)
+				o.revalidate_ms = -1;
+			else if (strcmp(optarg, "never") == 0)
+				o.revalidate_ms = -2;
+			else if (cli_u64(optarg, &u) == 0 && u <= 86400000)
+				o.revalidate_ms = (int)u;
+			else
+				goto bad;
+			break;
+		case O_ATTR:
+			errno = 0;
+			o.attr_timeout = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o.attr_timeout >= 0) ||
+			    o.attr_timeout > 86400)
+				goto bad;
+			break;
+		case O_KCACHE: o.kernel_cache = true; break;
+		case O_RA:
+			if (vc_wl_parse_bytes(optarg, &o.readahead) || o.readahead > (1ull << 30))
+				goto bad;
+			break;
+		case O_MAXF:
+			if (cli_u64(optarg, &u) || u < 1 || u > VC_VOLUMES_MAX - 1)
+				goto bad;
+			o.max_files = (unsigned)u;
+			break;
+		case O_THR:
+			if (cli_u64(optarg, &u) || u < 1 || u > 1024)
+				goto bad;
+			o.threads = (unsigned)u;
+			break;
+		case O_OTHER: o.allow_other = true; break;
+		case O_LAT: {
+			double ms = vc_wl_parse_ms(optarg);
+			if (ms < 0)
+				goto bad;
+			o.cfg.backing_latency_ns = (uint64_t)(ms * 1e6);
+			break;
+		}
+		case O_PID: o.pidfile = optarg; break;
+		case O_PASS: o.passthrough = true; break;
+		case 'f': o.foreground = true; break;
+		case 'h': mount_usage(stdout); return 0;
+		default: mount_usage(stderr); return 2;
+		}
+	}
+	if (optind + 2 != argc) {
+		fprintf(stderr, "vramcache mount: SRC and MNT are needed (try --help)\n");
+		return 2;
+	}
+	const char *src = argv[optind], *mnt = argv[optind + 1];
+	struct stat st;
+	const char *paths[2] = { src, mnt };
+	for (int i = 0; i < 2; i++) {
+		const char *why = stat(paths[i], &st) < 0 ? strerror(errno)
+			: !S_ISDIR(st.st_mode)		  ? "not a directory"
+							  : NULL;
+		if (why) {
+			fprintf(stderr, "vramcache mount: %s: %s\n", paths[i], why);
+			return 2;
+		}
+	}
+#ifdef VC_HAVE_FUSE
+	struct vc_fuse_opts fo = { .src = src, .mnt = mnt, .cfg = o.cfg,
+				   .revalidate_ms = o.revalidate_ms, .attr_timeout = o.attr_timeout,
+				   .kernel_cache = o.kernel_cache, .readonly = o.readonly,
+				   .passthrough = o.passthrough,
+				   .allow_other = o.allow_other, .foreground = o.foreground,
+				   .max_files = o.max_files, .threads = o.threads,
+				   .readahead = o.readahead, .pidfile = o.pidfile };
+	return vc_fuse_main(&fo);
+#else
+	fprintf(stderr, "vramcache mount: this build has no FUSE support (install libfuse3-dev "
+			"and pkg-config, then rebuild)\n");
+	return 1;
+#endif
+bad:
+	fprintf(stderr, "vramcache mount: bad value for --%s: %s\n", lo[ch - O_HOST].name, optarg);
+	return 2;
+}

@@ -1,0 +1,228 @@
+/* The mount's life: the cache, the FUSE session, the loop, the teardown.
+ *
+ * Order. A daemon forks first (before vc_open: a CUDA context does not
+ * survive fork) and the parent waits until the child has mounted, so that
+ * `vramcache mount` returns with the mount usable, or fails with the
+ * child's message. The session: libfuse's low-level API, a multi-threaded
+ * loop with a /dev/fuse clone per thread (clone_fd: no thread wakes for
+ * another's request), requests of up to 1 MiB (max_read, max_write and
+ * with them max_pages = 256, FUSE's largest), default_permissions (the
+ * kernel checks access against SRC's attributes; we run as root), no
+ * atomic O_TRUNC (a truncate at open comes as setattr, through the
+ * identity), no kernel write-back cache (writes reach us, and so the
+ * cache's write mode, at once). Unmounting (umount, fusermount3 -u) or
+ * SIGTERM/SIGINT/SIGHUP ends the loop; then readahead stops, every
+ * identity closes (dirty pages written back) and the cache closes.
+ *
+ * Volume 0, which every cache has, is an empty memfd: files are volumes
+ * 1 .. max_files (ident.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fuse/fs.h"
+
+/* Requests and reads ahead of the kernel: FUSE's largest, 1 MiB. */
+#define FS_MAX_IO (1u << 20)
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_read = FS_MAX_IO; /* as the max_read mount option says */
+	conn->max_write = FS_MAX_IO;
+	conn->max_readahead = FS_MAX_IO;
+	conn->want &= ~(unsigned)(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_WRITEBACK_CACHE);
+}
+
+/* Open files need fds: an identity holds one, an inode the kernel knows
+ * another. The soft limit goes up to the hard one. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The daemon's parent side: waits for the child's "mounted" byte. Returns
+ * in the child only (with *ready_fd to write to); the parent exits. */
+static int daemonize(int *ready_fd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		char c;
+		ssize_t n;
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		_exit(n == 1 ? 0 : 1);
+	}
+	close(p[0]);
+	setsid();
+	*ready_fd = p[1];
+	return 0;
+}
+
+static void detach(int ready_fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		close(null);
+	}
+	if (chdir("/") < 0) {
+		/* nothing relative is used from here on */
+	}
+	if (write(ready_fd, "x", 1) != 1) {
+		/* the parent is gone: nobody to tell */
+	}
+	close(ready_fd);
+}
+
+static int write_pidfile(const char *path)
+{
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "%ld\n", (long)getpid());
+	return fclose(f) ? -errno : 0;
+}
+
+static int fail(const char *what, int r)
+{
+	fprintf(stderr, "vramcache mount: %s: %s\n", what, r == -1 ? "failed" : vc_strerror(r));
+	return 1;
+}
+
+int vc_fuse_main(const struct vc_fuse_opts *o)
+{
+	char mnt[PATH_MAX];
+	if (!realpath(o->mnt, mnt)) {
+		fprintf(stderr, "vramcache mount: %s: %s\n", o->mnt, strerror(errno));
+		return 1;
+	}
+	raise_nofile();
+	int ready = -1, r;
+	if (!o->foreground && (r = daemonize(&ready)) < 0)
+		return fail("fork", r);
+
+	struct fs fs = { .o = o, .proc_fd = -1, .root.fd = -1 };
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *lc = NULL;
+	int status = 1, vol0 = -1;
+	bool mounted = false, sig = false;
+	fs.proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fs.proc_fd < 0) {
+		fprintf(stderr, "vramcache mount: /proc/self/fd: %s (is /proc mounted?)\n",
+			strerror(errno));
+		goto out;
+	}
+	if ((r = fs_inode_init(&fs, o->src)) < 0) {
+		fprintf(stderr, "vramcache mount: %s: %s\n", o->src, strerror(-r));
+		goto out;
+	}
+	struct vc_config cfg = o->cfg;
+	vol0 = memfd_create("vramcache-mount-vol0", MFD_CLOEXEC);
+	if (vol0 < 0) {
+		fprintf(stderr, "vramcache mount: memfd_create: %s\n", strerror(errno));
+		goto out;
+	}
+	cfg.backing_path = NULL;
+	cfg.backing_fd = vol0;
+	if ((r = vc_open(&cfg, &fs.c)) < 0) {
+		fprintf(stderr, "vramcache mount: %s\n", vc_last_error());
+		goto out;
+	}
+	if ((r = fs_ident_init(&fs)) < 0 || (r = fs_ra_init(&fs)) < 0) {
+		fail("setting up", r);
+		goto out;
+	}
+
+	struct fuse_lowlevel_ops ops = { .init = op_init };
+	fs_ops_meta(&ops);
+	fs_ops_data(&ops);
+	char opts[256];
+	snprintf(opts, sizeof opts,
+		 "fsname=vramcache,subtype=vramcache,default_permissions,max_read=%u%s%s", FS_MAX_IO,
+		 o->allow_other ? ",allow_other" : "", o->readonly ? ",ro" : "");
+	char *argv[] = { "vramcache", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	se = fuse_session_new(&args, &ops, sizeof ops, &fs);
+	fuse_opt_free_args(&args);
+	if (!se) {
+		fprintf(stderr, "vramcache mount: the FUSE session could not be set up\n");
+		goto out;
+	}
+	fs.se = se;
+	if (fuse_set_signal_handlers(se) < 0) {
+		fprintf(stderr, "vramcache mount: signal handlers could not be set\n");
+		goto out;
+	}
+	sig = true;
+	if (fuse_session_mount(se, mnt) < 0) {
+		fprintf(stderr, "vramcache mount: mounting on %s failed (is /dev/fuse usable? "
+				"are we root, or is fusermount3 installed?)\n", mnt);
+		goto out;
+	}
+	mounted = true;
+	if (o->pidfile && (r = write_pidfile(o->pidfile)) < 0) {
+		fprintf(stderr, "vramcache mount: %s: %s\n", o->pidfile, strerror(-r));
+		goto out;
+	}
+	if (ready >= 0) {
+		detach(ready);
+		ready = -1;
+	}
+	lc = fuse_loop_cfg_create();
+	if (!lc) {
+		fprintf(stderr, "vramcache mount: out of memory\n");
+		goto out;
+	}
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, o->threads);
+	r = fuse_session_loop_mt(se, lc);
+	status = r < 0 ? 1 : 0;
+	if (r < 0)
+		fprintf(stderr, "vramcache mount: the FUSE loop failed: %s\n", strerror(-r));
+out:
+	if (lc)
+		fuse_loop_cfg_destroy(lc);
+	if (mounted)
+		fuse_session_unmount(se);
+	if (sig)
+		fuse_remove_signal_handlers(se);
+	if (se)
+		fuse_session_destroy(se);
+	if (fs.c) {
+		fs_ra_fini(&fs);
+		if (fs_ident_fini(&fs) < 0)
+			status = 1;
+		if (vc_close(fs.c) < 0) {
+			fprintf(stderr, "vramcache mount: writing back at unmount: %s\n",
+				vc_last_error());
+			status = 1;
+		}
+	}
+	fs_inode_fini(&fs);
+	if (vol0 >= 0)
+		close(vol0);
+	if (fs.proc_fd >= 0)
+		close(fs.proc_fd);
+	if (o->pidfile && mounted)
+		unlink(o->pidfile);
+	return status;
+}

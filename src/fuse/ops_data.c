@@ -1,0 +1,377 @@
+/* File data: create, open, read, write, flush, fsync, release, fallocate.
+ *
+ * An open file is a handle on the file's cache identity (ident.c); reads
+ * and writes go through the identity's volume, page by page on demand:
+ * a read loads only the pages it covers (and readahead.c the next ones of
+ * a sequential stream), never the whole file.
+ *
+ * Writes. Write-through (default): vc_volume_write writes SRC before the
+ * reply, so a write the application saw succeed is in SRC (not yet
+ * synced, as any file system's), and a failure (a read-only or full SRC)
+ * is the write's error. Write-back (--write-back): a write lands in the
+ * cache as dirty pages; close (FUSE's flush, on every close(2) of the
+ * file) writes the file's dirty pages back and syncs them, as NFS's
+ * close-to-open does, and fsync does the same; their failure is close's or
+ * fsync's error, and the pages stay dirty (nothing acknowledged is lost
+ * while the mount runs). A write past the end grows the volume first
+ * (exclusive lock) and, in write-back, SRC's file (ftruncate), so that the
+ * size SRC shows is the one the application made.
+ *
+ * Reads and writes inside the file hold the identity's lock shared, so
+ * many run at once (the engine's own locks order them per page); size
+ * changes and drops hold it exclusive (fs.h). Read buffers: one per FUSE
+ * thread (max_read bytes), kept for the thread's life. Nothing of a handle
+ * is touched after its request's reply: the kernel may release it then.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuse/fs.h"
+
+/* The largest read the kernel sends (max_read, mount.c): 1 MiB, FUSE's
+ * largest request (256 pages). */
+#define FS_MAX_READ (1u << 20)
+
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+static void buf_key_make(void)
+{
+	(void)pthread_key_create(&buf_key, free);
+}
+
+/* The calling thread's read buffer of FS_MAX_READ bytes; NULL: no memory. */
+static char *thread_buf(void)
+{
+	pthread_once(&buf_once, buf_key_make);
+	char *b = pthread_getspecific(buf_key);
+	if (!b && (b = malloc(FS_MAX_READ)) && pthread_setspecific(buf_key, b) != 0) {
+		free(b);
+		b = NULL;
+	}
+	return b;
+}
+
+static struct fs_handle *fh_of(struct fuse_file_info *fi)
+{
+	return (struct fs_handle *)(uintptr_t)fi->fh;
+}
+
+static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
+		       struct fuse_file_info *fi, const struct fuse_entry_param *e)
+{
+	bool write = (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (write && fs->o->readonly) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	struct fs_handle *h = calloc(1, sizeof *h);
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	bool changed;
+	int r = fs_ident_open(fs, in, write, &h->id, &changed);
+	if (r < 0) {
+		free(h);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fs_ra_table_init(&h->ra, 1);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	/* The kernel's page cache survives an open only when asked and the
+	 * file has not changed; by default our tiers are the cache. */
+	fi->keep_cache = fs->o->kernel_cache && !changed;
+	fi->direct_io = 0;
+	if (e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) {
+		/* The opener was interrupted: the kernel will not release it. */
+		fs_ident_put(fs, h->id);
+		fs_ra_table_fini(&h->ra);
+		free(h);
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_inode *in = fs_inode(fs, ino);
+	if (in->type != S_IFREG) {
+		fuse_reply_err(req, in->type == S_IFDIR ? EISDIR : ENXIO);
+		return;
+	}
+	reply_open(req, fs, in, fi, NULL);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_inode *p = fs_inode(fs, parent);
+	if (fs->o->readonly) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	/* O_NOFOLLOW: a symlink made in SRC since the kernel's lookup is not
+	 * followed (out of SRC, perhaps). O_TRUNC of an existing file is
+	 * seen by the identity's check at open. */
+	int fd = openat(p->fd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_APPEND,
+			mode);
+	if (fd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	close(fd);
+	struct fuse_entry_param e;
+	int r = fs_lookup_entry(fs, p, name, &e);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	struct fs_inode *in = fs_inode(fs, e.ino);
+	if (in->type != S_IFREG) { /* replaced meanwhile */
+		fs_inode_forget(fs, in, 1);
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	reply_open(req, fs, in, fi, &e);
+}
+
+/* Reads [off, off+len) of a cached file: in pieces the engine can answer
+ * from the host tier without blocking (vc_volume_read_hit, up to
+ * VC_READ_HIT_PAGES pages), counted as host hits, else vc_volume_read. */
+static ssize_t read_cached(struct fs_ident *id, char *buf, size_t len, uint64_t off)
+{
+	if (off >= id->size)
+		return 0;
+	if (len > id->size - off)
+		len = (size_t)(id->size - off);
+	/* Pieces end on page boundaries of VC_READ_HIT_PAGES pages of 4 KiB
+	 * or larger: a piece of up to that many pages whatever the page size
+	 * in effect (smaller pages give smaller pieces, still correct). */
+	const size_t piece = VC_READ_HIT_PAGES * 4096u;
+	size_t done = 0;
+	while (done < len) {
+		uint64_t pos = off + done;
+		size_t k = piece - (size_t)(pos % piece);
+		if (k > len - done)
+			k = len - done;
+		ssize_t n = vc_volume_read_hit(id->vol, buf + done, k, pos);
+		if (n >= 0) {
+			atomic_fetch_add_explicit(&id->rd_host_bytes, (uint64_t)n, memory_order_relaxed);
+		} else if (n == -EAGAIN) {
+			n = vc_volume_read(id->vol, buf + done, k, pos);
+		}
+		if (n < 0)
+			return done ? (ssize_t)done : n;
+		done += (size_t)n;
+		if ((size_t)n < k)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+/* pread or pwrite of the whole range, for files served uncached: short
+ * only at the end of the file (a read), or after a failure that came once
+ * something had moved. */
+static ssize_t rw_all(int fd, bool write, char *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done))
+				  : pread(fd, buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return done ? (ssize_t)done : -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = fh_of(fi);
+	struct fs_ident *id = h->id;
+	char *buf = size <= FS_MAX_READ ? thread_buf() : NULL;
+	char *own = NULL;
+	if (!buf && !(buf = own = malloc(size ? size : 1))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fs_ident_maybe_check(fs, id);
+	pthread_rwlock_rdlock(&id->lk);
+	ssize_t n = id->vol ? read_cached(id, buf, size, (uint64_t)off)
+			    : rw_all(id->fd, false, buf, size, (uint64_t)off);
+	pthread_rwlock_unlock(&id->lk);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+	} else {
+		/* Before the reply: after it the kernel may release h. */
+		atomic_fetch_add_explicit(&id->rd_bytes, (uint64_t)n, memory_order_relaxed);
+		if (n > 0)
+			fs_ra_note(fs, h, (uint64_t)off, (uint64_t)n);
+		fuse_reply_buf(req, buf, (size_t)n);
+	}
+	free(own);
+}
+
+/* With id->lk exclusive: grows the file to end for a write past its end.
+ * Write-back also grows SRC's file now (the data follows at write-back),
+ * so its size is the application's; write-through's pwrite grows it. */
+static int grow_locked(struct fs *fs, struct fs_ident *id, uint64_t end)
+{
+	int r = vc_volume_resize(id->vol, end);
+	if (r < 0)
+		return r;
+	if (fs->o->cfg.write_mode == VC_WRITE_BACK && ftruncate(id->fd, (off_t)end) < 0) {
+		r = -errno;
+		(void)vc_volume_resize(id->vol, id->size);
+		return r;
+	}
+	id->size = end;
+	return 0;
+}
+
+/* With id->lk exclusive, after a write-through write past the end failed:
+ * the file is as long as SRC says (the write may have grown it partly). */
+static void size_from_src_locked(struct fs_ident *id)
+{
+	struct stat st;
+	if (fstat(id->fd, &st) == 0 && vc_volume_resize(id->vol, (uint64_t)st.st_size) == 0)
+		id->size = (uint64_t)st.st_size;
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = fh_of(fi);
+	struct fs_ident *id = h->id;
+	const uint64_t end = (uint64_t)off + size;
+	ssize_t n;
+	pthread_rwlock_rdlock(&id->lk);
+	if (!id->vol) {
+		n = rw_all(id->fd, true, (char *)buf, size, (uint64_t)off);
+	} else if (end <= id->size) {
+		n = vc_volume_write(id->vol, buf, size, (uint64_t)off);
+	} else {
+		pthread_rwlock_unlock(&id->lk);
+		pthread_rwlock_wrlock(&id->lk);
+		n = id->vol && end > id->size ? grow_locked(fs, id, end) : 0;
+		if (n == 0)
+			n = id->vol ? vc_volume_write(id->vol, buf, size, (uint64_t)off)
+				    : rw_all(id->fd, true, (char *)buf, size, (uint64_t)off);
+		if (n < 0 && id->vol && fs->o->cfg.write_mode == VC_WRITE_THROUGH)
+			size_from_src_locked(id);
+	}
+	pthread_rwlock_unlock(&id->lk);
+	h->wrote = true;
+	atomic_store(&id->wrote, true);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	atomic_fetch_add_explicit(&id->wr_bytes, (uint64_t)n, memory_order_relaxed);
+	fuse_reply_write(req, (size_t)n);
+}
+
+/* Write-back: the file's dirty pages to SRC, synced. Write-through: SRC
+ * has them already. */
+static int write_back(struct fs *fs, struct fs_ident *id)
+{
+	if (fs->o->cfg.write_mode != VC_WRITE_BACK)
+		return 0;
+	pthread_rwlock_rdlock(&id->lk);
+	int r = id->vol ? vc_volume_flush(id->vol) : 0;
+	pthread_rwlock_unlock(&id->lk);
+	return r;
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs_handle *h = fh_of(fi);
+	int r = h->wrote ? write_back(fs_of(req), h->id) : 0;
+	fuse_reply_err(req, r < 0 ? -r : 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs_ident *id = fh_of(fi)->id;
+	int r = write_back(fs_of(req), id);
+	if (r == 0 && (datasync ? fdatasync(id->fd) : fsync(id->fd)) < 0)
+		r = -errno;
+	fuse_reply_err(req, r < 0 ? -r : 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs *fs = fs_of(req);
+	struct fs_handle *h = fh_of(fi);
+	if (h->wrote) { /* our own changes are no reason to drop pages at the next open */
+		pthread_rwlock_wrlock(&h->id->lk);
+		fs_ident_seen_locked(h->id);
+		pthread_rwlock_unlock(&h->id->lk);
+	}
+	fs_ident_put(fs, h->id);
+	fs_ra_table_fini(&h->ra);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+/* Punching, zeroing, collapsing or inserting a range changes bytes the
+ * cache may hold: the range's pages (to the end for collapse and insert)
+ * are written back if dirty and dropped first. Any mode may change the
+ * size: the volume takes SRC's afterwards. */
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs_ident *id = fh_of(fi)->id;
+	pthread_rwlock_wrlock(&id->lk);
+	int r = 0;
+	if (id->vol && (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE |
+				FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE))) {
+		bool to_end = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE);
+		r = vc_volume_drop(id->vol, (uint64_t)off, to_end ? 0 : (uint64_t)len, 0);
+	}
+	if (r == 0 && fallocate(id->fd, mode, off, len) < 0)
+		r = -errno;
+	struct stat st;
+	if (r == 0 && fstat(id->fd, &st) < 0)
+		r = -errno;
+	if (r == 0 && (uint64_t)st.st_size != id->size) {
+		if (id->vol)
+			r = vc_volume_resize(id->vol, (uint64_t)st.st_size);
+		if (r == 0)
+			id->size = (uint64_t)st.st_size;
+	}
+	fs_ident_seen_locked(id);
+	pthread_rwlock_unlock(&id->lk);
+	fh_of(fi)->wrote = true;
+	fuse_reply_err(req, r < 0 ? -r : 0);
+}
+
+void fs_ops_data(struct fuse_lowlevel_ops *ops)
+{
+	ops->create = op_create;
+	ops->open = op_open;
+	ops->read = op_read;
+	ops->write = op_write;
+	ops->flush = op_flush;
+	ops->fsync = op_fsync;
+	ops->release = op_release;
+	ops->fallocate = op_fallocate;
+}
