@@ -10,7 +10,7 @@
 need fio fio
 jobs() { # DIR EXTRA...
 	local d=$1; shift
-	fio --output-format=terse --minimal "$@" \
+	fio --output-format=terse --minimal --verify_state_save=0 "$@" \
 		--name=rand --filename="$d/rand.dat" --size=24M --rw=randwrite --bs=4k \
 		--ioengine=psync --verify=crc32c --verify_fatal=1 --randrepeat=1 \
 		--name=seq --filename="$d/seq.dat" --size=32M --rw=write --bs=1M \
