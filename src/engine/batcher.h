@@ -2,8 +2,10 @@
  *
  * Two paths behind one interface. Where the device has device queues
  * (device/queue.h), moves go there: each add is one submission that the
- * device's server takes up at once, and a wait waits for those moves
- * alone; nothing below about open batches applies. VC_MOVE_PATH=batch
+ * device's server takes up at once (on the caller's home ring, or, past
+ * a server round's 32 pieces, in shares over consecutive rings), and a
+ * wait waits for those moves alone; nothing below about open batches
+ * applies. VC_MOVE_PATH=batch
  * selects launched batches instead (for measuring). Launched batches:
  *
  * Threads add page moves and then wait for them. Moves gather in an open
