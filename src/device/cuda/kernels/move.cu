@@ -33,7 +33,9 @@
  *
  * Cost: bytes moved once each way (twice for a SWAP), plus one 24-byte
  * descriptor read per piece and one atomic per block. Registers (ptxas,
- * V = 8/4/2/1): 64/48/31/23 on sm_90, 62/39/30/24 on sm_80, no local
+ * V = 8/4/2/1): 64/48/32/32 on sm_90 with the VC_MOVE_FP branch (before
+ * it 64/48/31/23; occupancy unchanged: V = 1 and 2 stay warp-limited),
+ * 62/39/30/24 on sm_80 before it (not remeasured), no local
  * memory; at 64, 4 blocks (32 warps, 128 KiB of loads) per SM. ptxas
  * interleaves a SWAP's stores to one side with its remaining loads from
  * that side (same lane, other offsets), which keeps V = 8 at 64 registers.
