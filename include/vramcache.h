@@ -191,10 +191,14 @@ enum vc_dedup {
 				  off below ~1.05 or above ~0.5 */
 };
 
-/* vc_config.dedup_algo: the fingerprint (docs/DEDUP.md). */
+/* vc_config.dedup_algo: the fingerprint (docs/DEDUP.md). The lanes hash
+ * is computed by the move that brings a block down (no pass of its own);
+ * MurmurHash3 and MD5 run as a separate device job after the move, for
+ * the paper's experiments. (Before the lanes hash, 0 named MurmurHash3.) */
 enum vc_dedup_algo {
-	VC_DEDUP_MURMUR3 = 0, /* MurmurHash3_x64_128: the default */
+	VC_DEDUP_LANES = 0,   /* the lanes hash: the default */
 	VC_DEDUP_MD5 = 1,     /* as the DEDU paper */
+	VC_DEDUP_MURMUR3 = 2, /* MurmurHash3_x64_128 */
 };
 
 void vc_config_init(struct vc_config *cfg);

@@ -11,11 +11,20 @@
  * - Copy on write: after sharing, writes to some pages (partial and whole)
  *   change only those pages; the pages that shared their blocks keep their
  *   bytes.
+ * - Concurrency: one thread reads the file in order (its misses demote
+ *   host victims in batches, whose merges run unlocked), two read single
+ *   pages at random, one rewrites its own pages (an eighth of the file)
+ *   with bytes of other pages or random ones and reads them back; every
+ *   read checked, then the whole file and, after a flush, the store
+ *   (meant to run under TSan too: scripts/test's build-tsan).
+ * - Hashes: the lanes hash (the default, computed in the moves),
+ *   MurmurHash3 and MD5 (device jobs after the move).
  * - Refusals: a bad degree, a block below 512 B, a shrink of a dedup tier.
  * Each with encryption off, XTS, and XTS with GMAC (the host-side fallback
  * of the fingerprints and compares); degrees 1, 4 and 8.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "engine/debug.h"
@@ -162,6 +171,100 @@ static void run(int kind, int encrypt, uint32_t degree, bool collide)
 	free(shadow);
 }
 
+/* --- concurrency ---------------------------------------------------------- */
+
+#define CC_THREADS 4
+#define CC_WRITER (CC_THREADS - 1)
+
+struct cc {
+	vc_cache *c;
+	int id;
+	uint64_t seed;
+};
+
+/* Pages i % 8 == 7 are the writer's: only it changes them (and their
+ * shadow) and only it checks them while the threads run. */
+static bool writer_page(unsigned i)
+{
+	return i % 8 == 7;
+}
+
+static void check_page(const unsigned char *got, unsigned i)
+{
+	if (memcmp(got, shadow + (uint64_t)i * PS, PS) != 0) {
+		fprintf(stderr, "page %u read wrong bytes\n", i);
+		CHECK(!"read returned wrong bytes");
+	}
+}
+
+static void *cc_main(void *arg)
+{
+	struct cc *a = arg;
+	unsigned char *buf = malloc(16 * PS);
+	CHECK(buf);
+	if (a->id == 0) {
+		for (int round = 0; round < 3; round++)
+			for (unsigned i = 0; i < PAGES; i += 16) {
+				CHECK(vc_read(a->c, buf, 16 * PS, (uint64_t)i * PS) == (ssize_t)(16 * PS));
+				for (unsigned k = 0; k < 16; k++)
+					if (!writer_page(i + k))
+						check_page(buf + (size_t)k * PS, i + k);
+			}
+	} else if (a->id == CC_WRITER) {
+		for (int n = 0; n < 300; n++) {
+			const unsigned i = (unsigned)(t_rand(&a->seed) % (PAGES / 8)) * 8 + 7;
+			unsigned char *s = shadow + (uint64_t)i * PS;
+			if (n % 3 == 2) /* fresh bytes, part of the page */
+				for (uint32_t k = 0; k < PS / 2; k++)
+					s[k] = (unsigned char)t_rand(&a->seed);
+			else /* another page's bytes (not the writer's: they hold still) */
+				memcpy(s, shadow + (uint64_t)(i - 1 - n % 5) * PS, PS);
+			CHECK(vc_write(a->c, s, PS, (uint64_t)i * PS) == (ssize_t)PS);
+			CHECK(vc_read(a->c, buf, PS, (uint64_t)i * PS) == (ssize_t)PS);
+			check_page(buf, i);
+		}
+	} else {
+		for (int n = 0; n < 600; n++) {
+			unsigned i = (unsigned)(t_rand(&a->seed) % PAGES);
+			if (writer_page(i))
+				i--;
+			CHECK(vc_read(a->c, buf, PS, (uint64_t)i * PS) == (ssize_t)PS);
+			check_page(buf, i);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static void concurrent(int kind, int encrypt, uint32_t degree, bool collide)
+{
+	make_file(0xcc + degree);
+	vc_cache *c = open_cache(kind, encrypt, degree, VC_WRITE_BACK);
+	if (collide)
+		CHECK_OK(eng_debug_dedup_collide(c, true));
+	pthread_t th[CC_THREADS];
+	struct cc a[CC_THREADS];
+	for (int k = 0; k < CC_THREADS; k++) {
+		a[k] = (struct cc){ .c = c, .id = k, .seed = 0x5eed + (uint64_t)k };
+		CHECK(pthread_create(&th[k], NULL, cc_main, &a[k]) == 0);
+	}
+	for (int k = 0; k < CC_THREADS; k++)
+		pthread_join(th[k], NULL);
+	read_all(c);
+	struct vc_stats st;
+	char what[96];
+	snprintf(what, sizeof what, "%s concurrent enc %d degree %u%s", vc_device_name(c), encrypt,
+		 degree, collide ? " collide" : "");
+	stats(c, &st, what);
+	CHECK(st.dedup_hits > 0 && st.integrity_failures == 0);
+	CHECK(collide ? st.dedup_collisions > 0 : st.dedup_collisions == 0);
+	CHECK_OK(vc_flush(c));
+	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	CHECK_OK(vc_close(c));
+	unlink(path);
+	free(shadow);
+}
+
 static void refusals(int kind)
 {
 	make_file(5);
@@ -184,22 +287,24 @@ static void refusals(int kind)
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_algo = 9;
 	CHECK(vc_open(&cfg, &c) == -EINVAL);
-	cfg.dedup_algo = VC_DEDUP_MD5;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "dedup test");
-	CHECK_OK(e);
-	/* MD5 fingerprints work as well. */
-	unsigned char *buf = malloc((size_t)PAGES * PS);
-	for (int k = 0; k < 2; k++)
-		CHECK(vc_read(c, buf, (size_t)PAGES * PS, 0) == (ssize_t)((size_t)PAGES * PS));
-	CHECK(memcmp(buf, shadow, (size_t)PAGES * PS) == 0);
-	free(buf);
-	struct vc_stats st;
-	stats(c, &st, "md5");
-	CHECK(st.dedup_hits > 0);
-	uint64_t rel = 0;
-	CHECK(vc_gpu_shrink(c, 8 * PS, 0, &rel) == -EOPNOTSUPP);
-	CHECK_OK(vc_close(c));
+	/* The device jobs' hashes work as well. */
+	for (int algo = VC_DEDUP_MD5; algo <= VC_DEDUP_MURMUR3; algo++) {
+		cfg.dedup_algo = algo;
+		int e = vc_open(&cfg, &c);
+		t_skip_if_absent(e, "dedup test");
+		CHECK_OK(e);
+		unsigned char *buf = malloc((size_t)PAGES * PS);
+		for (int k = 0; k < 2; k++)
+			CHECK(vc_read(c, buf, (size_t)PAGES * PS, 0) == (ssize_t)((size_t)PAGES * PS));
+		CHECK(memcmp(buf, shadow, (size_t)PAGES * PS) == 0);
+		free(buf);
+		struct vc_stats st;
+		stats(c, &st, algo == VC_DEDUP_MD5 ? "md5" : "murmur3");
+		CHECK(st.dedup_hits > 0);
+		uint64_t rel = 0;
+		CHECK(vc_gpu_shrink(c, 8 * PS, 0, &rel) == -EOPNOTSUPP);
+		CHECK_OK(vc_close(c));
+	}
 	unlink(path);
 	free(shadow);
 }
@@ -215,6 +320,9 @@ int main(void)
 	run(kind, VC_ENCRYPT_XTS, 4, true);
 	run(kind, VC_ENCRYPT_XTS, 8, false);
 	run(kind, VC_ENCRYPT_XTS_GMAC, 2, true);
+	concurrent(kind, VC_ENCRYPT_OFF, 4, false);
+	concurrent(kind, VC_ENCRYPT_OFF, 2, true);
+	concurrent(kind, VC_ENCRYPT_XTS, 4, false);
 	fprintf(stderr, "dedup: all runs match\n");
 	return 0;
 }

@@ -16,6 +16,18 @@
  *                 for byte, and nothing past the n digests is written
  *   refusals      unknown algorithm, bad block sizes, misaligned or absent
  *                 arrays, a backend without fingerprints
+ *   lanes KAT     the lanes hash of zeros and of bytes i % 251, every block
+ *                 size, against digests from an independent implementation
+ *                 (Python, written from fp_algo.h's definition)
+ *   lanes sums    the state of a block equals the sum of the states of any
+ *                 split of its words (what lets lanes and threads hash
+ *                 their own words); moved words and flipped bits change it
+ *   moves         VC_MOVE_FP: moves of every block size (D = 8, 4, 2, 1 of
+ *                 a 4 KiB page) on both move paths (device queue, launched
+ *                 batches), host memory to device memory and back, mixed
+ *                 with moves without the flag: each digest the move wrote
+ *                 equals the host reference of the bytes it moved; the
+ *                 refusals (SWAP, a cipher, a key, pages of two pieces)
  *
  * VC_TEST_DEVICE=emu|cuda picks the backend; cuda skips without a GPU
  * (the reason on stderr). VC_TEST_QUICK shrinks the CUDA jobs. */
@@ -28,6 +40,9 @@
 
 #include "device/device.h"
 #include "device/fp.h"
+#include "device/queue.h"
+#include "device/xts.h"
+#include "engine/batcher.h"
 #include "testutil.h"
 #include "vramcache.h"
 
@@ -128,6 +143,82 @@ static void test_murmur3_verification(void)
 	struct vc_fp_digest b;
 	vc_fp_block(VC_FP_MURMUR3, hashes, sizeof hashes, &b);
 	CHECK(memcmp(b.b, f.b, 16) == 0);
+}
+
+/* --- the lanes hash ------------------------------------------------------ */
+
+static void test_lanes_kat(void)
+{
+	/* From an independent implementation (Python's integers, mod 2^64),
+	 * written from fp_algo.h's definition. */
+	static const struct {
+		uint32_t len;
+		const char *zeros, *iota;
+	} kat[] = {
+		{ 512, "fd690f6f310608e4b25ee593cae0f85e", "41412193c3974ff3d1c91705f3a18a94" },
+		{ 1024, "f8c2ca2adb3f26dfbbc8297251c6ece1", "0f0aa3e2e99dd70af6e39a79568a28c4" },
+		{ 2048, "60ee07a9b72be90c51d5273880571d39", "83272c67a6dc2120e43b42986881379c" },
+		{ 4096, "101057334b58a93d690a39b2cee96e74", "25f86cbbb3a474546669b6905ac7a46c" },
+	};
+	static unsigned char buf[4096 + 1];
+	for (size_t k = 0; k < sizeof kat / sizeof kat[0]; k++) {
+		struct vc_fp_digest d;
+		memset(buf, 0, sizeof buf);
+		vc_fp_block(VC_FP_LANES, buf, kat[k].len, &d);
+		expect_hex(&d, kat[k].zeros, "lanes hash of zeros");
+		for (uint32_t i = 0; i < kat[k].len; i++)
+			buf[i + 1] = (unsigned char)(i % 251);
+		vc_fp_lanes(buf + 1, kat[k].len, &d); /* at an odd address */
+		expect_hex(&d, kat[k].iota, "lanes hash of i % 251");
+	}
+}
+
+static void lanes_digest(struct vc_fp_lanes s, uint32_t len, struct vc_fp_digest *out)
+{
+	const struct vc_fp_mm3 h = vc_fp_lanes_final(s, len);
+	memcpy(out->b, &h.h1, 8); /* little-endian host */
+	memcpy(out->b + 8, &h.h2, 8);
+}
+
+static void test_lanes_sums(void)
+{
+	uint64_t seed = 0x1a2e5ull;
+	static unsigned char buf[4096];
+	for (int rep = 0; rep < 50; rep++)
+		for (uint32_t len = 512; len <= 4096; len *= 2) {
+			fill_rand(buf, len, &seed);
+			struct vc_fp_digest want, got;
+			vc_fp_lanes(buf, len, &want);
+			/* Any split: words dealt to 1 + rep % 40 partial states
+			 * at random, summed in reverse. */
+			struct vc_fp_lanes part[40] = { { 0, 0 } }, all = { 0, 0 };
+			const uint32_t np = 1 + (uint32_t)rep % 40;
+			for (uint32_t i = 0; i < len / 16; i++) {
+				uint64_t lo, hi;
+				memcpy(&lo, buf + 16 * i, 8);
+				memcpy(&hi, buf + 16 * i + 8, 8);
+				vc_fp_lanes_word(&part[t_rand(&seed) % np], lo, hi, i);
+			}
+			for (uint32_t k = np; k-- > 0;)
+				vc_fp_lanes_add(&all, part[k].s1, part[k].s2);
+			lanes_digest(all, len, &got);
+			CHECK(memcmp(got.b, want.b, 16) == 0);
+			/* Two different words exchanged: another digest. */
+			uint32_t a = (uint32_t)(t_rand(&seed) % (len / 16)), b = (a + 1 + (uint32_t)(t_rand(&seed) % (len / 16 - 1))) % (len / 16);
+			unsigned char tmp[16];
+			memcpy(tmp, buf + 16 * a, 16);
+			memcpy(buf + 16 * a, buf + 16 * b, 16);
+			memcpy(buf + 16 * b, tmp, 16);
+			vc_fp_lanes(buf, len, &got);
+			CHECK(memcmp(got.b, want.b, 16) != 0);
+			memcpy(buf + 16 * b, buf + 16 * a, 16);
+			memcpy(buf + 16 * a, tmp, 16);
+			/* One bit flipped anywhere: another digest, both halves. */
+			const uint32_t bit = (uint32_t)(t_rand(&seed) % (len * 8));
+			buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+			vc_fp_lanes(buf, len, &got);
+			CHECK(memcmp(got.b, want.b, 8) != 0 && memcmp(got.b + 8, want.b + 8, 8) != 0);
+		}
 }
 
 /* --- the backend --------------------------------------------------------- */
@@ -232,6 +323,109 @@ static void test_device(void)
 		}
 }
 
+/* --- fingerprints computed by moves (VC_MOVE_FP) ------------------------- */
+
+/* n moves of bs-byte blocks from mapped host memory into device memory
+ * (as a demotion), every third without the flag, then the same blocks
+ * back to host memory with it; on `path` ("queue" or "batch"). Each
+ * flagged move's digest equals the host reference of the bytes moved. */
+static void check_move_fp(const char *path, uint32_t bs, uint32_t n, uint64_t *seed)
+{
+	setenv("VC_MOVE_PATH", path, 1);
+	struct vc_batcher *b;
+	CHECK_OK(vc_batcher_create(dev, bs, 64, 50, NULL, &b));
+	CHECK(strcmp(vc_batcher_path(b), path) == 0 || !dev->ops->dq_init);
+	void *host;
+	uint64_t host_dev, gpu, back_dev;
+	void *back;
+	CHECK_OK(dev->ops->host_alloc(dev, (size_t)n * bs, &host, &host_dev));
+	CHECK_OK(dev->ops->host_alloc(dev, (size_t)n * bs, &back, &back_dev));
+	CHECK_OK(dev->ops->mem_alloc(dev, (size_t)n * bs, &gpu));
+	fill_rand(host, (size_t)n * bs, seed);
+	struct vc_move *mv = calloc(n, sizeof *mv);
+	struct vc_ticket *tk = calloc(n, sizeof *tk);
+	struct vc_fp_digest *got = calloc(n, sizeof *got);
+	bool *ok = calloc(n, 1);
+	CHECK(mv && tk && got && ok);
+	for (int dir = 0; dir < 2; dir++) {
+		for (uint32_t i = 0; i < n; i++) {
+			/* Scattered: block i goes to slot (i * 7) % n. */
+			const uint64_t g = gpu + (uint64_t)((i * 7u) % n) * bs;
+			const uint64_t h = (dir ? back_dev : host_dev) + (uint64_t)i * bs;
+			mv[i] = (struct vc_move){ .src = dir ? g : h, .dst = dir ? h : g,
+						  .op = VC_MOVE_COPY | (dir || i % 3 ? VC_MOVE_FP : 0) };
+		}
+		CHECK_OK(vc_batcher_add_n(b, mv, n, tk));
+		CHECK_OK(vc_batcher_wait_n(b, tk, n));
+		vc_batcher_fp_n(b, tk, n, got, ok);
+		for (uint32_t i = 0; i < n; i++) {
+			if (!(mv[i].op & VC_MOVE_FP))
+				continue;
+			struct vc_fp_digest want;
+			vc_fp_lanes((unsigned char *)host + (size_t)i * bs, bs, &want);
+			CHECK(ok[i]); /* nothing reused the slots: one thread, ring deep enough */
+			if (memcmp(got[i].b, want.b, 16) != 0) {
+				fprintf(stderr, "%s path, %u-byte blocks, %s: move %u's digest differs "
+						"from the host reference\n", path, bs,
+					dir ? "device to host" : "host to device", i);
+				exit(1);
+			}
+		}
+	}
+	CHECK(memcmp(host, back, (size_t)n * bs) == 0);
+	vc_batcher_destroy(b);
+	dev->ops->host_free(dev, host);
+	dev->ops->host_free(dev, back);
+	dev->ops->mem_free(dev, gpu);
+	free(mv);
+	free(tk);
+	free(got);
+	free(ok);
+	unsetenv("VC_MOVE_PATH");
+}
+
+static void test_move_fp(void)
+{
+	uint64_t seed = 0xfeedull;
+	static const uint32_t ns[] = { 1, 31, 200 };
+	for (uint32_t bs = 512; bs <= 4096; bs *= 2) /* D = 8, 4, 2, 1 */
+		for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+			check_move_fp("queue", bs, ns[k], &seed);
+			check_move_fp("batch", bs, ns[k], &seed);
+		}
+	/* Refusals: a SWAP, a cipher, a key, a page of two pieces. */
+	struct vc_move m = { .src = 4096, .dst = 8192, .op = VC_MOVE_SWAP | VC_MOVE_FP };
+	CHECK(vc_move_check(&m, NULL) == -EINVAL && strstr(vc_last_error(), "fingerprint"));
+	m.op = VC_MOVE_COPY | VC_MOVE_ENCRYPT | VC_MOVE_FP;
+	struct vc_xts_key key;
+	memset(&key, 0x11, sizeof key);
+	CHECK(vc_move_check(&m, &key) == -EINVAL);
+	m.op = VC_MOVE_COPY | VC_MOVE_FP;
+	CHECK(vc_move_check(&m, &key) == -EINVAL);
+	CHECK(vc_move_check(&m, NULL) == 0);
+	struct vc_dq *q;
+	struct vc_dq_config qc = { .page_size = 8192 };
+	CHECK_OK(vc_dq_create(dev, &qc, &q));
+	uint64_t a, h;
+	void *hv;
+	CHECK_OK(dev->ops->mem_alloc(dev, 8192, &a));
+	CHECK_OK(dev->ops->host_alloc(dev, 8192, &hv, &h));
+	m = (struct vc_move){ .src = h, .dst = a, .op = VC_MOVE_COPY | VC_MOVE_FP };
+	struct vc_dq_span sp;
+	CHECK(vc_dq_submit(q, 0, &m, 1, &sp) == -EINVAL && strstr(vc_last_error(), "fingerprint"));
+	vc_dq_destroy(q);
+	setenv("VC_MOVE_PATH", "batch", 1);
+	struct vc_batcher *b;
+	CHECK_OK(vc_batcher_create(dev, 8192, 4, 50, NULL, &b));
+	struct vc_ticket t;
+	CHECK_OK(vc_batcher_add(b, &m, &t));
+	CHECK(vc_batcher_wait(b, &t) == -EINVAL);
+	vc_batcher_destroy(b);
+	unsetenv("VC_MOVE_PATH");
+	dev->ops->mem_free(dev, a);
+	dev->ops->host_free(dev, hv);
+}
+
 /* --- refusals ------------------------------------------------------------ */
 
 static void test_refusals(void)
@@ -278,16 +472,20 @@ int main(void)
 	test_md5_rfc1321();
 	const bool openssl = test_md5_openssl();
 	test_murmur3_verification();
+	test_lanes_kat();
+	test_lanes_sums();
 	const int kind = t_device_kind();
 	const int r = vc_device_open(kind, 0, &dev);
 	if (kind == VC_DEVICE_CUDA)
 		t_skip_if_absent(r, "fingerprint kernel on CUDA");
 	CHECK_OK(r);
 	test_device();
+	test_move_fp();
 	test_refusals();
 	vc_device_close(dev);
-	printf("test_fp (%s): MD5 RFC 1321 A.5%s, MurmurHash3 verification 0x6384BA69, device "
-	       "digests of 512..4096-byte blocks equal the host reference: ok\n",
+	printf("test_fp (%s): MD5 RFC 1321 A.5%s, MurmurHash3 verification 0x6384BA69, lanes "
+	       "KAT and sums, device digests of 512..4096-byte blocks (jobs and moves) equal the "
+	       "host reference: ok\n",
 	       kind == VC_DEVICE_CUDA ? "cuda" : "emu", openssl ? " and OpenSSL" : "");
 	return 0;
 }

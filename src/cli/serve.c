@@ -76,7 +76,8 @@ static void serve_usage(FILE *f)
 	      "                         (default off; adaptive: per export, while a\n"
 	      "                         sampled estimate says it pays)\n"
 	      "  --dedup-degree D       blocks per page: 1, 2, 4 or 8 (default 4)\n"
-	      "  --dedup-hash murmur3|md5  the blocks' fingerprint (default murmur3)\n"
+	      "  --dedup-hash H         the blocks' fingerprint: lanes (default: computed\n"
+	      "                         in the move), murmur3 or md5 (a device job)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
@@ -545,8 +546,8 @@ int cmd_serve(int argc, char **argv)
 		}
 		case O_DALGO: {
 			/* In enum vc_dedup_algo's order. */
-			static const char *const algos[] = { "murmur3", "md5" };
-			if ((cfg.dedup_algo = name_index(optarg, algos, 2)) < 0)
+			static const char *const algos[] = { "lanes", "md5", "murmur3" };
+			if ((cfg.dedup_algo = name_index(optarg, algos, 3)) < 0)
 				goto bad;
 			break;
 		}

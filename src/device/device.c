@@ -85,8 +85,12 @@ int vc_gc_check(const struct vc_gc_job *j)
 int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key)
 {
 	const uint32_t op = m->op & VC_MOVE_OP_MASK, ciph = m->op & VC_MOVE_CIPHER;
-	if ((op != VC_MOVE_COPY && op != VC_MOVE_SWAP) || (m->op & ~(VC_MOVE_OP_MASK | VC_MOVE_CIPHER)))
+	if ((op != VC_MOVE_COPY && op != VC_MOVE_SWAP) ||
+	    (m->op & ~(VC_MOVE_OP_MASK | VC_MOVE_CIPHER | VC_MOVE_FP)))
 		return vc_err(-EINVAL, "move: unknown op word %#x", m->op);
+	if ((m->op & VC_MOVE_FP) && (op != VC_MOVE_COPY || ciph || key))
+		return vc_err(-EINVAL, "move: op word %#x: a fingerprint goes with a plain COPY, "
+				       "without a key", m->op);
 	if (!ciph)
 		return 0;
 	if (ciph == VC_MOVE_CIPHER || op != VC_MOVE_COPY)

@@ -40,6 +40,16 @@ enum vc_move_op {
 #define VC_MOVE_ENCRYPT 0x10u
 #define VC_MOVE_DECRYPT 0x20u
 #define VC_MOVE_CIPHER (VC_MOVE_ENCRYPT | VC_MOVE_DECRYPT)
+/* VC_MOVE_FP: the move also computes the lanes hash (device/fp_algo.h,
+ * VC_FP_LANES) of the bytes it copies, from the registers they pass
+ * through, and writes the 16-byte digest to host memory beside the move:
+ * a launched batch's fp[i] (struct vc_dbatch), a queue ring's fp slot of
+ * the move's ticket (device/queue.h). A plain COPY of one piece (a page of
+ * at most 4 KiB) only, without a key: the cipher kernels do not
+ * fingerprint (docs/DEDUP.md says how the encrypted path gets its
+ * fingerprints). Cost on CUDA: four 64-bit multiplies per 16 bytes per
+ * lane, five shuffle-adds and one 16-byte store per move. */
+#define VC_MOVE_FP 0x40u
 
 /* One page move. 32 bytes; trivially copyable, read by kernels in place. */
 struct vc_move {
@@ -53,8 +63,9 @@ struct vc_move {
 struct vc_xts_key;
 
 /* Checks a move's op word against the key there is (NULL: none): a known
- * op, at most one cipher flag, only on a COPY, and only with a key. 0 or
- * -EINVAL with a message. */
+ * op, at most one cipher flag, only on a COPY, and only with a key;
+ * VC_MOVE_FP only on a plain COPY without a key. 0 or -EINVAL with a
+ * message. (Backends check VC_MOVE_FP's page size.) */
 int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key);
 
 /* A device batch. The batcher owns `moves` (allocated with host_alloc, so
@@ -62,9 +73,16 @@ int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key);
  * moves may carry a cipher flag (the key stays the caller's, unchanged,
  * until the batch completes); the backend owns the rest. Invariant: no two
  * moves of batches in flight touch the same page. */
+struct vc_fp_digest;
+
 struct vc_dbatch {
 	struct vc_move *moves;
 	uint64_t moves_dev; /* device-visible address of moves */
+	/* cap digests (host_alloc'ed, 16-byte aligned), or NULL: fp[i] gets
+	 * move i's fingerprint when it carries VC_MOVE_FP (a batch with such
+	 * a move needs them, and page_size <= 4 KiB). */
+	struct vc_fp_digest *fp;
+	uint64_t fp_dev;
 	uint32_t cap;
 	uint32_t n;
 	uint32_t page_size;

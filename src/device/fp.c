@@ -1,5 +1,6 @@
 /* The host reference of the fingerprints (device/fp.h): MD5 and
- * MurmurHash3_x64_128 over any length, from fp_algo.h's building blocks,
+ * MurmurHash3_x64_128 over any length, the lanes hash over multiples of
+ * 16 bytes, from fp_algo.h's building blocks,
  * which the CUDA kernel shares; and the job checks and dispatch both
  * backends share.
  *
@@ -88,10 +89,23 @@ void vc_fp_murmur3(const void *data, size_t len, uint32_t seed, struct vc_fp_dig
 	st64le(out->b + 8, s.h2);
 }
 
+void vc_fp_lanes(const void *data, size_t len, struct vc_fp_digest *out)
+{
+	const uint8_t *p = data;
+	struct vc_fp_lanes s = { 0, 0 };
+	for (size_t i = 0; i + 16 <= len; i += 16)
+		vc_fp_lanes_word(&s, ld64le(p + i), ld64le(p + i + 8), (uint32_t)(i / 16));
+	const struct vc_fp_mm3 h = vc_fp_lanes_final(s, len);
+	st64le(out->b, h.h1);
+	st64le(out->b + 8, h.h2);
+}
+
 void vc_fp_block(uint32_t algo, const void *p, size_t size, struct vc_fp_digest *out)
 {
 	if (algo == VC_FP_MD5)
 		vc_fp_md5(p, size, out);
+	else if (algo == VC_FP_LANES)
+		vc_fp_lanes(p, size, out);
 	else
 		vc_fp_murmur3(p, size, 0, out);
 }

@@ -6,11 +6,14 @@
  * block_size = 4096 / D bytes; every block gets a 16-byte digest. A digest
  * match is a hint that two blocks are equal, never proof: whoever shares
  * storage on it compares the bytes first, so the hash need not resist
- * attackers, only spread ordinary data. Two algorithms (fp_algo.h):
+ * attackers, only spread ordinary data. Three algorithms (fp_algo.h):
  *   VC_FP_MURMUR3  MurmurHash3_x64_128, seed 0: the default, chosen for GPU
  *                  speed (about 2.5 integer instructions per byte against
  *                  MD5's 9); verified by SMHasher's verification value
  *   VC_FP_MD5      RFC 1321, as the DEDU paper uses, for its experiments
+ *   VC_FP_LANES    the lanes hash: word-parallel, computed inside the moves
+ *                  that carry VC_MOVE_FP (device.h), at no extra pass over
+ *                  the data; the engine's default. Not a job algorithm
  *
  * Backends (vc_fp_run dispatches through the device's fp_run op):
  *   emu   device/emu/fp.c: the host reference over the blocks' addresses
@@ -33,10 +36,15 @@ extern "C" {
 #endif
 
 enum vc_fp_algo {
-	VC_FP_MURMUR3 = 0, /* the default */
+	VC_FP_MURMUR3 = 0, /* the fingerprint job's default */
 	VC_FP_MD5 = 1,
+	VC_FP_LANES = 2,   /* computed inside moves (device.h's VC_MOVE_FP) */
 };
+/* Algorithms of the fingerprint job (vc_fp_run): MurmurHash3 and MD5. The
+ * lanes hash is computed by the moves themselves, not by the job. */
 #define VC_FP_ALGOS 2
+/* Every algorithm vc_fp_block knows. */
+#define VC_FP_ALGOS_ALL 3
 
 /* Block sizes: a power of two in this range, so a 4 KiB page holds 1 .. 8
  * whole blocks (and every block is a whole number of 64-byte MD5 chunks). */
@@ -91,8 +99,10 @@ void vc_fp_md5(const void *p, size_t len, struct vc_fp_digest *out);
 /* MurmurHash3_x64_128 of len bytes at p with seed (any length, any
  * alignment). */
 void vc_fp_murmur3(const void *p, size_t len, uint32_t seed, struct vc_fp_digest *out);
-/* The job's hash of one block: algo's digest of size bytes at p (seed 0
- * for MurmurHash3). algo must be known (vc_fp_check). */
+/* The lanes hash of len bytes at p (len a multiple of 16, any alignment). */
+void vc_fp_lanes(const void *p, size_t len, struct vc_fp_digest *out);
+/* Algo's digest of one block: size bytes at p (seed 0 for MurmurHash3;
+ * size a multiple of 16 for the lanes hash). algo < VC_FP_ALGOS_ALL. */
 void vc_fp_block(uint32_t algo, const void *p, size_t size, struct vc_fp_digest *out);
 
 /* OpenSSL's MD5 of n contiguous blocks of size bytes (device/fp_openssl.c):

@@ -1,4 +1,4 @@
-/* The two fingerprint algorithms' building blocks, for host code and
+/* The fingerprint algorithms' building blocks, for host code and
  * device code alike (plain C; nvcc compiles them for both sides, so the host
  * reference, the emulated device and the CUDA kernel share one definition
  * and differ only in how bytes reach them).
@@ -210,6 +210,62 @@ VC_FP_FN void vc_fp_mm3_final(struct vc_fp_mm3 *s, uint64_t len)
 	h2 += h1;
 	s->h1 = h1;
 	s->h2 = h2;
+}
+
+/* --- the lanes hash (VC_FP_LANES) ----------------------------------------
+ *
+ * For blocks of a multiple of 16 bytes. Word i (bytes 16i .. 16i + 15) is
+ * lo, hi (little-endian 64-bit halves); with its position key
+ * p = (i + 1) x 0x9e3779b97f4a7c15 (the golden ratio's odd 64-bit
+ * multiplier, so every position gets a distinct, well-spread key):
+ *     s1 += fmix64(lo ^ p)
+ *     s2 += fmix64(hi ^ rotl(p, 32) ^ 0x6a09e667f3bcc908)
+ * (fmix64 = vc_mix64, MurmurHash3's finalizer: full avalanche of its
+ * 64-bit input). The state (s1, s2) starts at zero; sums are mod 2^64, so
+ * the order words are added in does not matter: a warp's lanes each sum
+ * their own words and add the 32 partial states by shuffles, and a block
+ * whose words are spread over a thread block adds them in shared memory.
+ * Moving a word changes its key, so reordered blocks differ. Then, len the
+ * block's bytes, MurmurHash3's finalizer over (s1 ^ len, s2 ^ len): the
+ * digest is h1 then h2, little-endian, as MurmurHash3's.
+ *
+ * Quality: a sum of independent well-mixed 64-bit values per half; for
+ * ordinary (non-adversarial) data two different blocks agree on a half
+ * with probability about 2^-64, which a dedup hint needs (a match is
+ * compared byte for byte before anything is shared). It is not a
+ * cryptographic hash and is not meant to resist chosen collisions.
+ * Cost per 16-byte word: four 64-bit multiplies, six shift-xors, two
+ * adds (about as much as MurmurHash3's chunk), with no dependency between
+ * words, so a lane keeps its loads in flight while it hashes. */
+
+struct vc_fp_lanes {
+	uint64_t s1, s2;
+};
+
+#define VC_FP_LANES_P 0x9e3779b97f4a7c15ull
+#define VC_FP_LANES_K 0x6a09e667f3bcc908ull
+
+VC_FP_FN void vc_fp_lanes_word(struct vc_fp_lanes *s, uint64_t lo, uint64_t hi, uint32_t i)
+{
+	const uint64_t p = (uint64_t)(i + 1) * VC_FP_LANES_P;
+	s->s1 += vc_mix64(lo ^ p);
+	s->s2 += vc_mix64(hi ^ vc_fp_rotl64(p, 32) ^ VC_FP_LANES_K);
+}
+
+/* Two partial states of one block (disjoint words) as one. */
+VC_FP_FN void vc_fp_lanes_add(struct vc_fp_lanes *s, uint64_t s1, uint64_t s2)
+{
+	s->s1 += s1;
+	s->s2 += s2;
+}
+
+/* The digest's two words (h1, h2) of a block of len bytes from its whole
+ * state. */
+VC_FP_FN struct vc_fp_mm3 vc_fp_lanes_final(struct vc_fp_lanes s, uint64_t len)
+{
+	struct vc_fp_mm3 h = { s.s1, s.s2 };
+	vc_fp_mm3_final(&h, len);
+	return h;
 }
 
 #endif

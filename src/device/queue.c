@@ -25,6 +25,7 @@
 #include "base/atomics.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "device/fp.h"
 #include "vramcache.h"
 
 static _Atomic uint32_t next_home;
@@ -199,7 +200,8 @@ int vc_dq_create(struct vc_device *d, const struct vc_dq_config *cfg, struct vc_
 			   q->lanes, VC_DQ_MAX_RINGS, VC_DQ_MAX_LANES);
 		goto fail;
 	}
-	size_t per_ring = (size_t)depth * (sizeof(struct vc_dq_desc) + sizeof(uint64_t));
+	size_t per_ring = (size_t)depth * (sizeof(struct vc_dq_desc) + sizeof(uint64_t) +
+					   sizeof(struct vc_dq_fp));
 	size_t pos_bytes = (size_t)q->nrings * q->lanes * sizeof(uint64_t);
 	size_t len = per_ring * q->nrings + pos_bytes + 64;
 	uint64_t base_dev;
@@ -217,6 +219,9 @@ int vc_dq_create(struct vc_device *d, const struct vc_dq_config *cfg, struct vc_
 		rg->done = (_Atomic uint64_t *)(h + off);
 		rg->done_dev = base_dev + off;
 		off += (size_t)depth * sizeof(uint64_t);
+		rg->fp = (struct vc_dq_fp *)(h + off); /* 16-byte aligned: depth >= 64 */
+		rg->fp_dev = base_dev + off;
+		off += (size_t)depth * sizeof(struct vc_dq_fp);
 	}
 	q->pos = (uint64_t *)(h + off);
 	q->pos_dev = base_dev + off;
@@ -337,6 +342,9 @@ int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t 
 		int e = vc_move_check(&m[i], q->key);
 		if (e < 0)
 			return e;
+		if ((m[i].op & VC_MOVE_FP) && q->pieces_per_page != 1)
+			return vc_err(-EINVAL, "device queue: a fingerprint of a %u-byte page (one "
+					       "piece at most)", q->page_size);
 	}
 	struct vc_dq_ring *rg = &q->rings[r];
 	*sp = (struct vc_dq_span){ .ring = r, .n = (uint32_t)npieces };
@@ -371,6 +379,22 @@ int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t 
 	if (!atomic_load(&q->running)) /* seq_cst */
 		return kick(q);
 	return 0;
+}
+
+bool vc_dq_fp(const struct vc_dq *q, uint32_t r, uint64_t t, struct vc_fp_digest *out)
+{
+	const struct vc_dq_ring *rg = &q->rings[r];
+	const struct vc_dq_fp *f = &rg->fp[t & (q->depth - 1)];
+	uint64_t w[2] = { atomic_load_explicit(&f->w[0], memory_order_relaxed),
+			  atomic_load_explicit(&f->w[1], memory_order_relaxed) };
+	/* Acquire: had a later move's digest been read, its descriptor (which
+	 * its consumer read before writing the digest) is seen below. */
+	atomic_thread_fence(memory_order_acquire);
+	uint64_t op = atomic_load_explicit(&rg->desc[t & (q->depth - 1)].op, memory_order_relaxed);
+	if (op >> VC_DQ_ADDR_BITS != vc_dq_tag(t, q->dshift))
+		return false;
+	memcpy(out, w, sizeof w);
+	return true;
 }
 
 int vc_dq_wait(struct vc_dq *q, const struct vc_dq_span *sp)

@@ -34,6 +34,15 @@
  * system-scope fence (cuda) or release (emu); monotonic, so a slot's later
  * use never hides an earlier completion.
  *
+ * Fingerprints: a move with VC_MOVE_FP (device.h) writes its digest to
+ * fp[t % depth] of its ring before its completion word, so a waiter that
+ * saw done[t] reads it with vc_dq_fp. The slot is free for ticket t +
+ * depth as soon as t completes, so a reader that comes late may find it
+ * rewritten: vc_dq_fp reads the digest, then the descriptor's op word, and
+ * reports the digest only if the descriptor still carries t's tag (a
+ * later move rewrites its descriptor before the consumer writes its
+ * digest). The caller computes the digest itself otherwise.
+ *
  * Costs: submit is one atomic add per call plus four 8-byte stores per
  * 4 KiB piece; completion checks read one word per lane touched; the
  * consumers' polling is O(lanes) PCIe reads per microsecond while they run.
@@ -73,13 +82,20 @@ static inline uint64_t vc_dq_desc_tweak(uint64_t op, uint64_t tweak)
 	return ((op >> VC_DQ_OP_BITS) & 0xffff) << VC_DQ_ADDR_BITS | (tweak & VC_DQ_ADDR_MASK);
 }
 
+/* A move's fingerprint (struct vc_fp_digest's 16 bytes as two words),
+ * 16-byte aligned: the CUDA server stores it as one uint4. */
+struct vc_dq_fp {
+	_Atomic uint64_t w[2];
+} __attribute__((aligned(16)));
+
 struct vc_dq_ring {
 	_Atomic uint64_t tail; /* next ticket to claim */
 	_Atomic uint64_t submits, pieces; /* statistics */
 	char _line[40];        /* producers' line: keep it to themselves */
 	struct vc_dq_desc *desc;  /* host view */
 	_Atomic uint64_t *done;   /* host view */
-	uint64_t desc_dev, done_dev; /* device-visible addresses */
+	struct vc_dq_fp *fp;      /* host view: [depth] */
+	uint64_t desc_dev, done_dev, fp_dev; /* device-visible addresses */
 	void *priv;               /* backend state of this ring */
 };
 
@@ -169,12 +185,19 @@ uint32_t vc_dq_home(const struct vc_dq *q);
 /* Submits n page moves on ring r (pages of q->page_size; each becomes
  * pieces_per_page descriptors). Waits for free slots as needed, never for
  * its own moves. *sp names the claimed tickets. 0, or -EINVAL for a bad
- * ring or an address past 2^48. */
+ * ring, an address past 2^48, a bad op word (vc_move_check), or
+ * VC_MOVE_FP on pages of more than one piece. */
 int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t n,
 		 struct vc_dq_span *sp);
 /* Whether every piece of the span has completed: one load per lane the
  * span touches (at most q->lanes). */
 bool vc_dq_done(const struct vc_dq *q, const struct vc_dq_span *sp);
+/* After ticket t of ring r completed (vc_dq_done or vc_dq_wait said so):
+ * the fingerprint its move computed (VC_MOVE_FP) into *out, true; false
+ * when the slot has been reused since (see the top). Two loads and a
+ * copy. */
+struct vc_fp_digest;
+bool vc_dq_fp(const struct vc_dq *q, uint32_t r, uint64_t t, struct vc_fp_digest *out);
 /* Waits for the span: spins, then the backend's bounded waits, checking
  * the device's health between them. 0 or the device's error. */
 int vc_dq_wait(struct vc_dq *q, const struct vc_dq_span *sp);

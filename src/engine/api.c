@@ -113,7 +113,8 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "a key file (%s) but encryption is off", cfg->key_file);
 	if (cfg->dedup != VC_DEDUP_OFF && cfg->dedup != VC_DEDUP_ON && cfg->dedup != VC_DEDUP_ADAPTIVE)
 		return vc_err(-EINVAL, "unknown dedup mode %d", cfg->dedup);
-	if (cfg->dedup_algo != VC_DEDUP_MURMUR3 && cfg->dedup_algo != VC_DEDUP_MD5)
+	if (cfg->dedup_algo != VC_DEDUP_LANES && cfg->dedup_algo != VC_DEDUP_MURMUR3 &&
+	    cfg->dedup_algo != VC_DEDUP_MD5)
 		return vc_err(-EINVAL, "unknown dedup hash %d", cfg->dedup_algo);
 	uint32_t dd = cfg->dedup_degree ? cfg->dedup_degree : 4;
 	if (cfg->dedup_degree && dd != 1 && dd != 2 && dd != 4 && dd != 8)

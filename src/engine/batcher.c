@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "device/fp.h"
 #include "device/queue.h"
 
 /* Eight slots: one filling, the rest in flight or draining their waiters.
@@ -101,12 +102,16 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 	for (i = 0; i < NSLOTS; i++) {
 		struct slot *s = &b->slots[i];
 		void *mem;
-		r = dev->ops->host_alloc(dev, (size_t)max_pages * sizeof(struct vc_move), &mem,
-					 &s->dev_addr);
+		/* The moves, then their digests (VC_MOVE_FP): 32 + 16 bytes a move. */
+		const size_t mlen = (size_t)max_pages * sizeof(struct vc_move);
+		r = dev->ops->host_alloc(dev, mlen + (size_t)max_pages * sizeof(struct vc_fp_digest),
+					 &mem, &s->dev_addr);
 		if (r < 0)
 			break;
 		s->db.moves = mem;
 		s->db.moves_dev = s->dev_addr;
+		s->db.fp = (struct vc_fp_digest *)((char *)mem + mlen);
+		s->db.fp_dev = s->dev_addr + mlen;
 		s->db.cap = max_pages;
 		s->db.page_size = page_size;
 		s->db.key = key;
@@ -365,7 +370,8 @@ int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 		memcpy(&s->db.moves[s->db.n], &m[k], take * sizeof *m);
 		s->db.n += take;
 		for (uint32_t j = 0; j < take; j++)
-			t[k + j] = (struct vc_ticket){ .slot = (uint32_t)i, .gen = s->gen };
+			t[k + j] = (struct vc_ticket){ .slot = (uint32_t)i, .gen = s->gen,
+						       .seq = s->db.n - take + j };
 		k += take;
 		if (s->db.n == b->max_pages)
 			submit(b, i);
@@ -424,6 +430,26 @@ int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t 
 	b->st.wait_ns += vc_now_ns() - t0;
 	pthread_mutex_unlock(&b->mu);
 	return r;
+}
+
+void vc_batcher_fp_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
+		     struct vc_fp_digest *out, bool *ok)
+{
+	if (b->dq) {
+		for (uint32_t i = 0; i < n; i++)
+			ok[i] = vc_dq_fp(b->dq, t[i].slot & ~VC_TICKET_QUEUE, t[i].seq, &out[i]);
+		return;
+	}
+	/* A batch's digests are there until its slot opens again (a new
+	 * generation), which happens under b->mu. */
+	pthread_mutex_lock(&b->mu);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct slot *s = &b->slots[t[i].slot];
+		ok[i] = s->gen == t[i].gen && s->state == SLOT_FREE;
+		if (ok[i])
+			out[i] = s->db.fp[t[i].seq];
+	}
+	pthread_mutex_unlock(&b->mu);
 }
 
 void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st)

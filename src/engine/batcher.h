@@ -27,6 +27,7 @@
 #ifndef VC_BATCHER_H
 #define VC_BATCHER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "device/device.h"
@@ -34,9 +35,9 @@
 
 struct vc_batcher;
 
-/* A move's ticket: a launched batch's (slot, generation), or, on the
- * device-queue path, VC_TICKET_QUEUE | ring and the move's last piece's
- * ticket in seq. */
+/* A move's ticket: a launched batch's (slot, generation) and the move's
+ * index in the batch in seq, or, on the device-queue path,
+ * VC_TICKET_QUEUE | ring and the move's last piece's ticket in seq. */
 #define VC_TICKET_QUEUE 0x80000000u
 struct vc_ticket {
 	uint32_t slot;
@@ -80,6 +81,16 @@ int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t 
  * once done. */
 bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, bool ask,
 		       int *err);
+
+/* After the n moves completed (a wait or poll returned 0 for them): the
+ * fingerprint each move with VC_MOVE_FP computed (device.h), in out[i],
+ * with ok[i] true; ok[i] false where it can no longer be read (its ring
+ * slot or batch was reused since: the caller computes it itself). For
+ * moves without the flag out[i] is meaningless. O(n); the batch path takes
+ * b->mu once. */
+struct vc_fp_digest;
+void vc_batcher_fp_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
+		     struct vc_fp_digest *out, bool *ok);
 
 void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st);
 

@@ -62,8 +62,6 @@
 #include "device/cmp.h"
 #include "engine/engine.h"
 
-_Static_assert((int)VC_DEDUP_MURMUR3 == (int)VC_FP_MURMUR3 && (int)VC_DEDUP_MD5 == (int)VC_FP_MD5,
-	       "public hash names are the fingerprint layer's");
 
 /* One page in DD_SAMPLE is sampled; a window is DD_WINDOW sampled blocks. */
 #define DD_SAMPLE 16
@@ -163,6 +161,8 @@ static void use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 		return;
 	if (k->indexed)
 		tab_remove(d, b);
+	if (k->pins > 0)
+		return; /* a merge compares against it: its last unpin frees it */
 	if (slotted)
 		vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 	d->free_ids[d->nfree++] = b;
@@ -224,7 +224,8 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 		return 1;
 	}
 	const struct eng_dedup *d = &c->dd;
-	const uint32_t op = VC_MOVE_COPY | (c->gpu.cipher ? (up ? VC_MOVE_DECRYPT : VC_MOVE_ENCRYPT) : 0);
+	const uint32_t op = VC_MOVE_COPY | (c->gpu.cipher ? (up ? VC_MOVE_DECRYPT : VC_MOVE_ENCRYPT) : 0) |
+			    (!up && d->fp_move ? VC_MOVE_FP : 0);
 	for (uint32_t j = 0; j < d->D; j++) {
 		uint32_t b = d->res[(uint64_t)page_id(c, p) * d->D + j];
 		uint64_t g = vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
@@ -237,8 +238,15 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 
 /* --- the merge --- */
 
-/* The scratch's parts for m blocks: addresses (8 B), digests (16), pairs
- * (16), results (1), then the plaintext bounce (block size each). */
+/* A merge's device-visible scratch for up to scr_blocks blocks (one
+ * host_alloc): addresses (8 B a block), digests (16), pairs (16), results
+ * (1), then with encryption the plaintext bounce (a block each). */
+struct dd_scratch {
+	struct dd_scratch *next; /* on d->scr_free */
+	void *mem;
+	uint64_t dev;
+};
+
 struct scratch {
 	uint64_t *addr, addr_dev;
 	struct vc_fp_digest *fp;
@@ -250,22 +258,52 @@ struct scratch {
 	uint64_t buf_dev;
 };
 
-static struct scratch scratch_of(const struct eng_dedup *d)
+static uint64_t scratch_len(const struct vc_cache *c)
+{
+	const uint64_t m = c->dd.scr_blocks;
+	return m * 41 + 64 + (c->gpu.cipher ? m * c->dd.bsize : 0);
+}
+
+static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scratch *sc)
 {
 	const uint64_t m = d->scr_blocks;
-	unsigned char *h = d->scr;
+	unsigned char *h = sc->mem;
 	uint64_t o_fp = m * 8, o_pair = o_fp + m * 16, o_eq = o_pair + m * 16;
 	uint64_t o_buf = (o_eq + m + 63) / 64 * 64;
-	return (struct scratch){ .addr = (uint64_t *)h, .addr_dev = d->scr_dev,
-				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = d->scr_dev + o_fp,
-				 .pair = (uint64_t *)(h + o_pair), .pair_dev = d->scr_dev + o_pair,
-				 .eq = h + o_eq, .eq_dev = d->scr_dev + o_eq,
-				 .buf = h + o_buf, .buf_dev = d->scr_dev + o_buf };
+	return (struct scratch){ .addr = (uint64_t *)h, .addr_dev = sc->dev,
+				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
+				 .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
+				 .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
+				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf };
+}
+
+/* Unlocked: a new scratch (a merge found the free list empty: as many
+ * exist as merges ever ran at once). NULL on failure. */
+static struct dd_scratch *scratch_new(struct vc_cache *c)
+{
+	struct dd_scratch *sc = calloc(1, sizeof *sc);
+	if (sc && c->gpu.dev->ops->host_alloc(c->gpu.dev, scratch_len(c), &sc->mem, &sc->dev) < 0) {
+		free(sc);
+		sc = NULL;
+	}
+	return sc;
 }
 
 static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 {
 	return vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+}
+
+/* Under c->mu: a merge is done comparing against block b. The last unpin
+ * of a block that lost its last use meanwhile frees it (use_unlink left
+ * that to us). */
+static void blk_unpin(struct vc_cache *c, uint32_t b)
+{
+	struct eng_dedup *d = &c->dd;
+	if (--d->blk[b].pins > 0 || d->blk[b].refs > 0)
+		return;
+	vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+	d->free_ids[d->nfree++] = b;
 }
 
 /* Every DD_WINDOW sampled blocks: the volume's estimates, and (adaptive)
@@ -297,63 +335,87 @@ static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
 }
 
-/* Fingerprints of the m blocks listed (use u[k]): into s->fp. 0 or the
- * device's error. */
-static int fingerprint(struct vc_cache *c, const struct scratch *s, const uint64_t *use,
-		       const unsigned char *const *plain, const uint32_t *pi, uint32_t m)
+/* What one merge works on: the m blocks chosen, block k being block j =
+ * sel[k] % D of page sel[k] / D (and move sel[k] of the caller's). */
+struct merge {
+	uint32_t m, np;
+	uint32_t *sel;
+	struct vc_fp_digest *fp; /* [m] */
+	uint32_t *pk, *cand;     /* pair q: block pk[q] against stored block cand[q] */
+	bool *hit;               /* [m]: shared */
+	struct scratch s;
+};
+
+/* Unlocked: the fingerprints of the m blocks, into g->fp. From the moves
+ * (VC_MOVE_FP; one whose digest can no longer be read is hashed here from
+ * the plaintext), from the plaintext (encryption: no plaintext rests in
+ * GPU memory, and the cipher kernels do not fingerprint), or by a device
+ * job over the blocks' slots (MurmurHash3, MD5). 0 or the device's error. */
+static int fingerprint(struct vc_cache *c, struct merge *g, const unsigned char *const *plain,
+		       const struct vc_move *mv, const struct vc_ticket *tk)
 {
-	struct eng_dedup *d = &c->dd;
-	int r = 0;
-	if (c->gpu.cipher) {
-		for (uint32_t k = 0; k < m; k++)
-			vc_fp_block(d->algo, plain[pi[k]] + (use[k] % d->D) * d->bsize, d->bsize,
-				    &s->fp[k]);
-	} else {
-		for (uint32_t k = 0; k < m; k++)
-			s->addr[k] = blk_addr(c, d->res[use[k]]);
-		struct vc_fp_job job = { .blocks_dev = s->addr_dev, .out_dev = s->fp_dev, .n = m,
-					 .block_size = d->bsize, .algo = d->algo,
-					 .max_sms = d->max_sms };
-		r = vc_fp_run(c->gpu.dev, &job);
+	const struct eng_dedup *d = &c->dd;
+	bool *ok = NULL;
+	if (d->fp_move) {
+		struct vc_ticket *t = malloc((size_t)g->m * sizeof *t);
+		ok = malloc(g->m);
+		if (t && ok) {
+			for (uint32_t k = 0; k < g->m; k++)
+				t[k] = tk[g->sel[k]];
+			vc_batcher_fp_n(c->gpu.bat, t, g->m, g->fp, ok);
+		} else {
+			free(ok);
+			ok = NULL; /* every block hashed here */
+		}
+		free(t);
 	}
-	if (r == 0 && d->fp_same)
-		memset(s->fp, 0, (size_t)m * sizeof *s->fp);
+	if (d->fp_move || c->gpu.cipher) {
+		for (uint32_t k = 0; k < g->m; k++)
+			if (!ok || !ok[k])
+				vc_fp_block(d->algo, plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize,
+					    d->bsize, &g->fp[k]);
+		free(ok);
+		return 0;
+	}
+	for (uint32_t k = 0; k < g->m; k++)
+		g->s.addr[k] = mv[g->sel[k]].dst; /* the fresh block's slot: ours (BUSY pages) */
+	struct vc_fp_job job = { .blocks_dev = g->s.addr_dev, .out_dev = g->s.fp_dev, .n = g->m,
+				 .block_size = d->bsize, .algo = d->algo, .max_sms = d->max_sms };
+	int r = vc_fp_run(c->gpu.dev, &job);
+	if (r == 0)
+		memcpy(g->fp, g->s.fp, (size_t)g->m * sizeof *g->fp);
 	return r;
 }
 
-/* Compares the np pairs (use use[pk[q]], stored block cand[q]): s->eq[q].
+/* Unlocked: compares the np pairs (g->s.pair, set under c->mu, the stored
+ * blocks pinned): g->s.eq[q]. One device job for the batch; with
+ * encryption the stored blocks come up decrypted into the bounce (one
+ * batch of moves) and are compared with the pages' plaintext on the host.
  * 0 or the device's error (then nothing is shared). */
-static int compare(struct vc_cache *c, const struct scratch *s, const uint64_t *use,
-		   const unsigned char *const *plain, const uint32_t *pi, const uint32_t *pk,
-		   const uint32_t *cand, uint32_t np)
+static int compare(struct vc_cache *c, struct merge *g, const unsigned char *const *plain)
 {
-	struct eng_dedup *d = &c->dd;
+	const struct eng_dedup *d = &c->dd;
+	const struct scratch *s = &g->s;
 	if (!c->gpu.cipher) {
-		for (uint32_t q = 0; q < np; q++) {
-			s->pair[2 * q] = blk_addr(c, d->res[use[pk[q]]]);
-			s->pair[2 * q + 1] = blk_addr(c, cand[q]);
-		}
-		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = np,
+		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = g->np,
 					  .len = d->bsize };
 		return vc_cmp_run(c->gpu.dev, &job);
 	}
-	/* Encrypted: the stored blocks come up decrypted into the bounce,
-	 * against the pages' plaintext on the host. */
-	struct vc_move *mv = malloc((size_t)np * sizeof *mv);
-	struct vc_ticket *tk = malloc((size_t)np * sizeof *tk);
+	struct vc_move *mv = malloc((size_t)g->np * sizeof *mv);
+	struct vc_ticket *tk = malloc((size_t)g->np * sizeof *tk);
 	int r = mv && tk ? 0 : vc_err(-ENOMEM, "out of memory");
-	for (uint32_t q = 0; r == 0 && q < np; q++)
-		mv[q] = (struct vc_move){ .src = blk_addr(c, cand[q]),
+	for (uint32_t q = 0; r == 0 && q < g->np; q++) /* pair[2q + 1]: the stored block's slot */
+		mv[q] = (struct vc_move){ .src = s->pair[2 * q + 1],
 					  .dst = s->buf_dev + (uint64_t)q * d->bsize,
 					  .op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
-					  .tweak = d->blk[cand[q]].tweak };
+					  .tweak = s->pair[2 * q] }; /* the stored block's tweak */
 	if (r == 0)
-		r = vc_batcher_add_n(c->gpu.bat, mv, np, tk);
+		r = vc_batcher_add_n(c->gpu.bat, mv, g->np, tk);
 	if (r == 0)
-		r = vc_batcher_wait_n(c->gpu.bat, tk, np);
-	for (uint32_t q = 0; r == 0 && q < np; q++) {
-		const uint64_t u = use[pk[q]];
-		s->eq[q] = memcmp(plain[pi[pk[q]]] + (u % d->D) * d->bsize,
+		r = vc_batcher_wait_n(c->gpu.bat, tk, g->np);
+	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
+		const uint32_t b = g->sel[g->pk[q]];
+		s->eq[q] = memcmp(plain[b / d->D] + (b % d->D) * d->bsize,
 				  s->buf + (uint64_t)q * d->bsize, d->bsize) == 0;
 	}
 	free(mv);
@@ -361,79 +423,136 @@ static int compare(struct vc_cache *c, const struct scratch *s, const uint64_t *
 	return r;
 }
 
-void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		  const unsigned char *const *plain)
+/* Under c->mu: the table's verdict on the m fingerprinted blocks. A miss
+ * enters the table (so a later block, of this batch or another, can
+ * match it); a match becomes a pair to compare, its stored block pinned
+ * and its slot's address (and, encrypted, its tweak) noted for the
+ * unlocked compare. */
+static void lookup(struct vc_cache *c, struct merge *g, struct vc_page *const *pages,
+		   const struct vc_move *mv)
 {
-	eng_assert_locked(c);
+	struct eng_dedup *d = &c->dd;
+	if (d->fp_same)
+		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
+	g->np = 0;
+	for (uint32_t k = 0; k < g->m; k++) {
+		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		const uint32_t b = d->res[(uint64_t)page_id(c, pages[i]) * d->D + j];
+		d->blk[b].fp = g->fp[k];
+		uint32_t o = tab_find(d, &g->fp[k]);
+		if (o == DD_NIL) {
+			tab_insert(d, b);
+			continue;
+		}
+		d->blk[o].pins++;
+		g->pk[g->np] = k;
+		g->cand[g->np] = o;
+		g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak : mv[g->sel[k]].dst;
+		g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
+		g->np++;
+	}
+}
+
+/* Under c->mu: shares what compared equal, if the stored block still
+ * lives (it may have lost its last use while we compared: then the fresh
+ * block stays, unique), unpins, and counts. */
+static void link_equal(struct vc_cache *c, struct merge *g, struct vc_page *const *pages, int r)
+{
+	struct eng_dedup *d = &c->dd;
+	for (uint32_t q = 0; q < g->np; q++) {
+		const uint32_t k = g->pk[q], o = g->cand[q];
+		const uint64_t u = (uint64_t)page_id(c, pages[g->sel[k] / d->D]) * d->D + g->sel[k] % d->D;
+		if (r == 0 && !g->s.eq[q]) {
+			d->collisions++;
+		} else if (r == 0 && d->blk[o].refs > 0) {
+			use_unlink(c, u, true); /* the fresh block dies: its slot is for cleaning */
+			use_link(d, u, o);
+			d->hits++;
+			g->hit[k] = true;
+		}
+		blk_unpin(c, o);
+	}
+	d->blocks_in += g->m;
+	/* The sample's counts, per volume (pages of several may mix). */
+	for (uint32_t k = 0; k < g->m; k++) {
+		struct vc_page *p = pages[g->sel[k] / d->D];
+		if (!sampled(p->pno))
+			continue;
+		struct vc_volume *v = vol_of(c, p->pno);
+		v->dd_in++;
+		v->dd_dup += g->hit[k];
+		if (g->sel[k] % d->D == d->D - 1)
+			dd_decide(c, v);
+	}
+}
+
+/* The merge in three short holds of c->mu, the device work between them
+ * unlocked:
+ *   lock    which pages (mode, volume switch, sample), a scratch
+ *   unlocked  fingerprints (fingerprint())
+ *   lock    table lookups and inserts, stored blocks pinned (lookup())
+ *   unlocked  one compare job for the batch's matches (compare())
+ *   lock    links, unpins, counts (link_equal())
+ * What the unlocked phases read cannot change under them: the batch's
+ * pages are BUSY (nobody else moves, drops, cleans or evicts their fresh
+ * blocks, whose slots are the moves' destinations), and a pinned stored
+ * block is not moved, evicted or freed. What can change is whether the
+ * stored block still has a use; link_equal checks it. */
+void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		  const unsigned char *const *plain, const struct vc_move *mv,
+		  const struct vc_ticket *tk)
+{
 	struct eng_dedup *d = &c->dd;
 	if (!eng_dd(c) || n == 0)
 		return;
-	const uint32_t cap = d->scr_blocks;
-	uint64_t *use = malloc((size_t)cap * sizeof *use);
-	uint32_t *pi = malloc((size_t)cap * 3 * sizeof *pi);
-	if (!use || !pi) {
-		free(use);
-		free(pi);
-		return; /* the blocks stay unique: correct, unshared */
-	}
-	uint32_t *pk = pi + cap, *cand = pk + cap;
-	const struct scratch s = scratch_of(d);
-	for (uint32_t i0 = 0; i0 < n;) {
-		/* A round: as many pages as the scratch holds blocks of. */
-		uint32_t m = 0, i = i0;
-		for (; i < n && m + d->D <= cap; i++) {
-			struct vc_volume *v = vol_of(c, pages[i]->pno);
-			if (d->mode != VC_DEDUP_ON && !v->dd_on && !sampled(pages[i]->pno))
-				continue;
-			for (uint32_t j = 0; j < d->D; j++) {
-				use[m] = (uint64_t)page_id(c, pages[i]) * d->D + j;
-				pi[m++] = i;
-			}
-		}
-		i0 = i;
-		if (m == 0 || fingerprint(c, &s, use, plain, pi, m) < 0)
+	const uint32_t cap = n * d->D < d->scr_blocks ? n * d->D : d->scr_blocks;
+	struct merge g = { .sel = malloc((size_t)cap * 3 * sizeof *g.sel),
+			   .fp = malloc((size_t)cap * sizeof *g.fp),
+			   .hit = calloc(cap, sizeof *g.hit) };
+	if (!g.sel || !g.fp || !g.hit)
+		goto out; /* the blocks stay unique: correct, unshared */
+	g.pk = g.sel + cap;
+	g.cand = g.pk + cap;
+	eng_lock(c);
+	for (uint32_t i = 0; i < n && g.m + d->D <= cap; i++) {
+		struct vc_volume *v = vol_of(c, pages[i]->pno);
+		if (d->mode != VC_DEDUP_ON && !v->dd_on && !sampled(pages[i]->pno))
 			continue;
-		uint32_t np = 0;
-		for (uint32_t k = 0; k < m; k++) {
-			uint32_t b = d->res[use[k]];
-			d->blk[b].fp = s.fp[k];
-			uint32_t o = tab_find(d, &s.fp[k]);
-			if (o == DD_NIL) {
-				tab_insert(d, b);
-			} else {
-				pk[np] = k;
-				cand[np++] = o;
-			}
-		}
-		int r = np ? compare(c, &s, use, plain, pi, pk, cand, np) : 0;
-		for (uint32_t q = 0; r == 0 && q < np; q++) {
-			const uint64_t u = use[pk[q]];
-			if (!s.eq[q]) {
-				d->collisions++;
-				continue;
-			}
-			use_unlink(c, u, true); /* the fresh block dies: its slot is for cleaning */
-			use_link(d, u, cand[q]);
-			d->hits++;
-		}
-		d->blocks_in += m;
-		/* The sample's counts, per volume (pages of several may mix). */
-		for (uint32_t k = 0, q = 0; k < m; k++) {
-			const bool hit = r == 0 && q < np && pk[q] == k && s.eq[q];
-			if (q < np && pk[q] == k)
-				q++;
-			struct vc_page *p = pages[pi[k]];
-			if (!sampled(p->pno))
-				continue;
-			struct vc_volume *v = vol_of(c, p->pno);
-			v->dd_in++;
-			v->dd_dup += hit;
-			if (k % d->D == d->D - 1)
-				dd_decide(c, v);
-		}
+		for (uint32_t j = 0; j < d->D; j++)
+			g.sel[g.m++] = i * d->D + j;
 	}
-	free(use);
-	free(pi);
+	struct dd_scratch *sc = d->scr_free;
+	if (sc)
+		d->scr_free = sc->next;
+	eng_unlock(c);
+	if (g.m == 0 || (!sc && !(sc = scratch_new(c))))
+		goto out_scratch;
+	g.s = scratch_of(d, sc);
+	if (fingerprint(c, &g, plain, mv, tk) < 0)
+		goto out_scratch;
+	eng_lock(c);
+	lookup(c, &g, pages, mv);
+	eng_unlock(c);
+	int r = g.np ? compare(c, &g, plain) : 0;
+	eng_lock(c);
+	link_equal(c, &g, pages, r);
+	if (g.np)
+		eng_wake(c); /* claims that met a pin wait for it */
+	sc->next = d->scr_free;
+	d->scr_free = sc;
+	sc = NULL;
+	eng_unlock(c);
+out_scratch:
+	if (sc) {
+		eng_lock(c);
+		sc->next = d->scr_free;
+		d->scr_free = sc;
+		eng_unlock(c);
+	}
+out:
+	free(g.sel);
+	free(g.fp);
+	free(g.hit);
 }
 
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write)
@@ -466,6 +585,10 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 			uint32_t b = vc_ls_key(c->gpu.ls, segs[i] * per + s);
 			if (b == VC_LS_DEAD)
 				continue;
+			if (d->blk[b].pins) { /* a merge reads it unlocked: no moving it now */
+				ok = false;
+				break;
+			}
 			for (uint32_t u = d->blk[b].head; ok && u != DD_NIL; u = d->next[u]) {
 				uint32_t id = u / d->D;
 				if (d->mark[id] == d->mark_gen)
@@ -509,7 +632,12 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 		return 0;
 	d->D = cfg->dedup_degree ? cfg->dedup_degree : 4;
 	d->bsize = c->page_size / d->D;
-	d->algo = (uint32_t)cfg->dedup_algo;
+	static const uint32_t algo[] = { [VC_DEDUP_LANES] = VC_FP_LANES, [VC_DEDUP_MD5] = VC_FP_MD5,
+					 [VC_DEDUP_MURMUR3] = VC_FP_MURMUR3 };
+	d->algo = algo[cfg->dedup_algo];
+	/* The cipher kernels do not fingerprint: encrypted, the lanes hash
+	 * is taken on the host from the plaintext (fingerprint()). */
+	d->fp_move = d->algo == VC_FP_LANES && !c->gpu.cipher;
 	d->max_sms = DD_MAX_SMS;
 	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
 	d->page_cap = d->nblocks;
@@ -532,19 +660,24 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	for (uint32_t b = 0; b < d->nblocks; b++)
 		d->free_ids[b] = d->nblocks - 1 - b; /* 0 on top */
 	d->nfree = d->nblocks;
-	/* The merge's scratch: a demotion batch or a prefetch round of blocks. */
+	/* A merge's scratch: a demotion batch or a prefetch round of blocks.
+	 * One now, more as merges run at once (scratch_new). */
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
-	uint64_t len = (uint64_t)d->scr_blocks * 41 + 64 +
-		       (c->gpu.cipher ? (uint64_t)d->scr_blocks * d->bsize : 0);
-	return c->gpu.dev->ops->host_alloc(c->gpu.dev, len, &d->scr, &d->scr_dev);
+	if (!(d->scr_free = scratch_new(c)))
+		return vc_err(-ENOMEM, "out of pinned memory for the dedup scratch");
+	return 0;
 }
 
 void eng_dd_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	if (d->scr)
-		c->gpu.dev->ops->host_free(c->gpu.dev, d->scr);
+	while (d->scr_free) {
+		struct dd_scratch *sc = d->scr_free;
+		d->scr_free = sc->next;
+		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
+		free(sc);
+	}
 	free(d->blk);
 	free(d->free_ids);
 	free(d->res);

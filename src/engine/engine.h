@@ -77,6 +77,10 @@
  *                 for a pass over the pool; an extent takes no c->mu.
  *   batcher, device queue, backing store: their own locks, taken inside
  *                 c->mu or alone; none calls back into the engine.
+ *   dedup merge  runs unlocked between three short holds of c->mu
+ *                 (dedup.c): its pages BUSY, the stored blocks it compares
+ *                 against pinned (eng_blk.pins: not moved, evicted or
+ *                 freed), re-checked under c->mu before sharing.
  * Order: c->mu, then the policy queue's lock, then the device's locks;
  * a dirty set's lock innermost.
  * Deadlock freedom: a thread holds at most one pin or ownership while it
@@ -233,7 +237,10 @@ struct vc_gpu {
 /* Block deduplication of the GPU tier (vc_config.dedup; dedup.c, which
  * says more). With it on the log store's slots are blocks of page / D
  * bytes and its owners block ids; a GPU page is D uses, use u = page id *
- * D + j naming block res[u]. Everything here is under c->mu. */
+ * D + j naming block res[u]. Everything here is under c->mu, but for the
+ * fields set at open and the merge's unlocked phases (dedup.c), which
+ * touch only their own scratch, their BUSY pages' moves and plaintext,
+ * and blocks they pinned. */
 #define DD_NIL UINT32_MAX
 #define DD_DEGREE_MAX 8
 
@@ -242,13 +249,20 @@ struct eng_blk {
 	uint64_t tweak;         /* cipher: its unit number, a serial never reused */
 	uint32_t refs;          /* its uses (on its list) */
 	uint32_t head;          /* its first use, DD_NIL: none */
+	/* Merges comparing against it unlocked: while > 0 it is neither
+	 * moved nor evicted (eng_dd_claim refuses its segments) nor freed
+	 * (a block that loses its last use meanwhile dies at the last unpin). */
+	uint32_t pins;
 	bool indexed;           /* the fingerprint table names it */
 };
+
+struct dd_scratch;
 
 struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
 	uint32_t D, bsize; /* blocks per page, bytes per block */
 	uint32_t algo;     /* enum vc_fp_algo */
+	bool fp_move;      /* fingerprints come with the moves down (VC_MOVE_FP) */
 	uint32_t max_sms;  /* the fingerprint job's SM cap */
 	uint32_t nblocks;  /* block ids < nblocks: the log store's owners */
 	struct eng_blk *blk;
@@ -259,10 +273,10 @@ struct eng_dedup {
 	uint32_t *mark, mark_gen; /* per page id: claimed by the current walk (eng_dd_claim) */
 	uint64_t pages, page_cap; /* logical GPU pages (resident or going down), their bound */
 	uint64_t tweak_next;
-	/* The merge's scratch, device-visible (host_alloc): block addresses,
-	 * digests, pairs, results, and with encryption a plaintext bounce. */
-	void *scr;
-	uint64_t scr_dev;
+	/* The merges' scratches, device-visible (host_alloc): block
+	 * addresses, digests, pairs, results, and with encryption a plaintext
+	 * bounce; one per merge running, kept on a free list for the next. */
+	struct dd_scratch *scr_free;
 	uint32_t scr_blocks;
 	uint64_t blocks_in, hits, collisions, switches;
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
@@ -728,13 +742,17 @@ int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
  * slot is orphaned, or with dedup its uses released (a block left with
  * none is freed and its slot orphaned). */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
-/* Under c->mu, after the move down of pages[0..n) (BUSY) completed:
- * fingerprints their blocks, and points each block equal to a stored one
- * (fingerprint match, then bytes compared) at that one. plain[i]: page
- * i's plaintext in host memory, unchanged meanwhile. No-op without dedup.
- * Never fails: a failed fingerprint or compare leaves the blocks unique. */
+/* Unlocked (takes c->mu three times, briefly), after the move down of
+ * pages[0..n) (BUSY, from eng_gpu_append) completed: fingerprints their
+ * blocks, and points each block equal to a stored one (fingerprint match,
+ * then bytes compared) at that one. plain[i]: page i's plaintext in host
+ * memory, unchanged meanwhile; mv and tk: the D moves a page that brought
+ * them down (eng_mv_page's, in page order) and their tickets, for the
+ * fingerprints the moves computed. No-op without dedup. Never fails: a
+ * failed fingerprint or compare leaves the blocks unique. */
 void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		  const unsigned char *const *plain);
+		  const unsigned char *const *plain, const struct vc_move *mv,
+		  const struct vc_ticket *tk);
 /* Unlocked: counts an access to page pno of v for the sampled update
  * ratio (a hash test, one atomic add for sampled pages). */
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write);

@@ -196,12 +196,12 @@ static int demote_batch(struct vc_cache *c)
 		r = vc_batcher_add_n(c->gpu.bat, mv, n * mpp, tk);
 	if (r == 0)
 		r = vc_batcher_wait_n(c->gpu.bat, tk, n * mpp);
+	if (r == 0) /* unlocked, before the host slots go */
+		eng_dd_merge(c, n, v, plain, mv, tk);
 	free(mv);
 	free(tk);
 	eng_lock(c);
 	c->demoters--;
-	if (r == 0)
-		eng_dd_merge(c, n, v, plain); /* before the host slots go */
 	for (uint32_t i = 0; i < n; i++) {
 		if (r < 0) {
 			eng_gpu_release(c, v[i]);

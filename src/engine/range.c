@@ -136,10 +136,11 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 
 	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
 	int dev_r = eng_bulk_move(c, &b, false);
-	eng_lock(c);
 	if (eng_dd(c) && dev_r == 0 && b.n) {
 		/* Dedup of the round's pages that arrived, while their
-		 * plaintext is still in the staging pages. */
+		 * plaintext is still in the staging pages (unlocked). Their
+		 * moves are b.moves in this order: eng_bulk_move moved those
+		 * whose read succeeded. */
 		struct vc_page **pg = malloc(b.n * sizeof *pg);
 		const unsigned char **pl = malloc(b.n * sizeof *pl);
 		uint32_t k = 0;
@@ -148,10 +149,12 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 				pg[k] = b.jobs[i].p;
 				pl[k++] = vc_tier_host(c->gpu.stage_bulk, b.jobs[i].stage);
 			}
-		eng_dd_merge(c, k, pg, pl); /* k = 0 without memory: left unshared */
+		/* k = 0 without memory: left unshared */
+		eng_dd_merge(c, k, pg, pl, b.moves, b.tickets);
 		free(pg);
 		free(pl);
 	}
+	eng_lock(c);
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
 		vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);

@@ -402,6 +402,11 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 	for (uint32_t i = 0; i < b->n; i++) {
 		if ((r = vc_move_check(&b->moves[i], b->key)) < 0)
 			goto out;
+		if ((b->moves[i].op & VC_MOVE_FP) && (!b->fp_dev || b->page_size > 4096)) {
+			r = vc_err(-EINVAL, "cuda: a fingerprint needs the batch's digests and pages "
+					    "of at most 4 KiB");
+			goto out;
+		}
 		ciph |= b->moves[i].op & VC_MOVE_CIPHER;
 	}
 	cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) % NSTREAMS];
@@ -425,7 +430,8 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 				b->key, ciph == VC_MOVE_ENCRYPT, mdev, b->n, b->page_size,
 				c->xts_max_blocks, cb->flag_dev, gen, cb->counter, cb->stream));
 		else
-			r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->n, b->page_size, c->max_blocks,
+			r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->fp_dev, b->n, b->page_size,
+								 c->max_blocks,
 								 cb->flag_dev, gen, cb->counter,
 								 cb->stream));
 		if (r < 0)

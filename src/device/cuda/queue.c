@@ -57,6 +57,7 @@ static int cu_dq_start(struct vc_dq *q)
 	for (uint32_t i = 0; i < q->nrings; i++) {
 		v.desc[i] = q->rings[i].desc_dev;
 		v.done[i] = q->rings[i].done_dev;
+		v.fp[i] = q->rings[i].fp_dev;
 	}
 	if (q->key) {
 		_Static_assert(sizeof v.key == sizeof *q->key, "the view holds the key");

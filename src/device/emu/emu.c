@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "device/device.h"
 #include "device/emu/internal.h"
+#include "device/fp.h"
 #include "device/xts.h"
 #include "device/queue.h"
 #include "vramcache.h"
@@ -75,6 +76,8 @@ static int run_moves(const struct vc_dbatch *b)
 		int r = emu_move(b->key, m->src, m->dst, m->op, m->tweak, b->page_size);
 		if (r < 0 && err == 0)
 			err = r;
+		if (r == 0 && (m->op & VC_MOVE_FP)) /* the same function as the kernels' */
+			vc_fp_lanes((const void *)(uintptr_t)m->dst, b->page_size, &b->fp[i]);
 	}
 	return err;
 }
@@ -188,6 +191,9 @@ static int emu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		int r = vc_move_check(&b->moves[i], b->key);
 		if (r < 0)
 			return r;
+		if ((b->moves[i].op & VC_MOVE_FP) && (!b->fp || b->page_size > VC_FP_BLOCK_MAX))
+			return vc_err(-EINVAL, "emu: a fingerprint needs the batch's digests and pages "
+					       "of at most %u bytes", VC_FP_BLOCK_MAX);
 	}
 	pthread_mutex_lock(&e->mu);
 	eb->submitted++;
@@ -352,6 +358,16 @@ static void *emu_lane_main(void *arg)
 			uint64_t tw = atomic_load_explicit(&d->tweak, memory_order_relaxed);
 			int r = emu_move(q->key, src & VC_DQ_ADDR_MASK, dst & VC_DQ_ADDR_MASK,
 					 (uint32_t)(op & 0xff), vc_dq_desc_tweak(op, tw), q->piece);
+			if (r == 0 && (op & VC_MOVE_FP)) {
+				/* Before done; release: vc_dq_fp's reader, had it
+				 * read this, sees the descriptor read above. */
+				struct vc_fp_digest f;
+				uint64_t w[2];
+				vc_fp_lanes((const void *)(uintptr_t)(dst & VC_DQ_ADDR_MASK), q->piece, &f);
+				memcpy(w, f.b, sizeof w);
+				atomic_store_explicit(&rg->fp[t & mask].w[0], w[0], memory_order_release);
+				atomic_store_explicit(&rg->fp[t & mask].w[1], w[1], memory_order_release);
+			}
 			if (r < 0) /* sticky, and never done: health fails the waiters */
 				atomic_store(&ed->err, -VC_EDEVICE);
 			else

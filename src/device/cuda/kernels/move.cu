@@ -26,9 +26,16 @@
  * stores before thread 0's fence, as in the cooperative-groups grid sync),
  * so a host that reads gen also sees every store of the batch.
  *
+ * Fingerprints (VC_MOVE_FP, plain kernel only: a batch with a key refuses
+ * the flag, device.h): the warp hashes the piece from its registers
+ * (piece.cuh's vc_move_piece_fp) and lane 0 stores the digest at fp[i],
+ * before batch_done's fences.
+ *
  * Cost: bytes moved once each way (twice for a SWAP), plus one 24-byte
  * descriptor read per piece and one atomic per block. Registers (ptxas,
- * V = 8/4/2/1): 64/48/31/23 on sm_90, 62/39/30/24 on sm_80, no local
+ * V = 8/4/2/1): 64/48/32/32 on sm_90 with the VC_MOVE_FP branch (before
+ * it 64/48/31/23; occupancy unchanged: V = 1 and 2 stay warp-limited),
+ * 62/39/30/24 on sm_80 before it (not remeasured), no local
  * memory; at 64, 4 blocks (32 warps, 128 KiB of loads) per SM. ptxas
  * interleaves a SWAP's stores to one side with its remaining loads from
  * that side (same lane, other offsets), which keeps V = 8 at 64 registers.
@@ -101,7 +108,7 @@ static bool batch_shape(uint32_t n, uint32_t page_size, uint32_t max_blocks, uin
  * Grid-stride over pieces, one warp each. */
 template <int V>
 __global__ void __launch_bounds__(VC_CUDA_MOVE_THREADS)
-move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t shift,
+move_kernel(const struct vc_move *__restrict__ moves, uint4 *fp, uint32_t nitems, uint32_t shift,
 	    volatile uint32_t *flag, uint32_t gen, uint32_t *counter)
 {
 	constexpr uint32_t PIECE = V * 32 * 16;
@@ -121,10 +128,20 @@ move_kernel(const struct vc_move *__restrict__ moves, uint32_t nitems, uint32_t 
 			const uint64_t dst = __shfl_sync(FULL, w, 1);
 			const uint32_t op = (uint32_t)__shfl_sync(FULL, w, 2);
 			const uint64_t off = (uint64_t)(it & mask) * PIECE + lane * 16u;
-			/* Like emu: anything but COPY exchanges. */
-			vc_move_piece<V, vc_stream_hint>(reinterpret_cast<uint4 *>(src + off),
-				      reinterpret_cast<uint4 *>(dst + off),
-				      (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			/* Like emu: anything but COPY exchanges. A fingerprint
+			 * comes with one-piece pages only (shift 0: item it is
+			 * move it), stored before batch_done's fences. */
+			if (op & VC_MOVE_FP) {
+				const uint4 dg = vc_move_piece_fp<V, vc_stream_hint>(
+					reinterpret_cast<const uint4 *>(src + off),
+					reinterpret_cast<uint4 *>(dst + off), lane);
+				if (lane == 0)
+					__stcs(fp + it, dg);
+			} else {
+				vc_move_piece<V, vc_stream_hint>(reinterpret_cast<uint4 *>(src + off),
+					      reinterpret_cast<uint4 *>(dst + off),
+					      (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			}
 			if (nx >= nitems)
 				break;
 			it = nx;
@@ -333,13 +350,14 @@ extern "C" int vc_cuda_moves_blocks_per_sm(int *out)
 								  VC_CUDA_MOVE_THREADS, 0);
 }
 
-extern "C" int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint32_t n, uint32_t page_size,
-				    uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
-				    uint32_t *counter_dev, void *stream)
+extern "C" int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint64_t fp_dev, uint32_t n,
+				    uint32_t page_size, uint32_t max_blocks, volatile uint32_t *flag_dev,
+				    uint32_t gen, uint32_t *counter_dev, void *stream)
 {
 	uint32_t v, shift;
 	if (!batch_shape(n, page_size, max_blocks, &v, &shift))
 		return (int)cudaErrorInvalidValue;
+	uint4 *fp = reinterpret_cast<uint4 *>(fp_dev);
 	const uint64_t items = (uint64_t)n << shift;
 	uint64_t blocks = (items + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
 	if (blocks > max_blocks)
@@ -350,16 +368,16 @@ extern "C" int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint32_t n,
 	const uint32_t ni = (uint32_t)items;
 	switch (v) {
 	case 1:
-		move_kernel<1><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		move_kernel<1><<<grid, block, 0, s>>>(moves_dev, fp, ni, shift, flag_dev, gen, counter_dev);
 		break;
 	case 2:
-		move_kernel<2><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		move_kernel<2><<<grid, block, 0, s>>>(moves_dev, fp, ni, shift, flag_dev, gen, counter_dev);
 		break;
 	case 4:
-		move_kernel<4><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		move_kernel<4><<<grid, block, 0, s>>>(moves_dev, fp, ni, shift, flag_dev, gen, counter_dev);
 		break;
 	default:
-		move_kernel<8><<<grid, block, 0, s>>>(moves_dev, ni, shift, flag_dev, gen, counter_dev);
+		move_kernel<8><<<grid, block, 0, s>>>(moves_dev, fp, ni, shift, flag_dev, gen, counter_dev);
 		break;
 	}
 	/* Launch errors only; the kernel's own faults surface at the event. */

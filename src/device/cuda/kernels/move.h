@@ -34,10 +34,11 @@ int vc_cuda_moves_blocks_per_sm(int *out);
  * *counter_dev (device memory, 0 at launch) is back to 0 and *flag_dev
  * (mapped host memory) holds gen, written after a system-scope fence, so a
  * host thread that reads gen there also sees every byte the batch wrote.
- * n must be at least 1. */
-int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint32_t n, uint32_t page_size,
-			 uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
-			 uint32_t *counter_dev, void *stream);
+ * n must be at least 1. fp_dev: the batch's digests (vc_dbatch.fp), which
+ * moves with VC_MOVE_FP write (page_size <= 4 KiB), or 0 when none has it. */
+int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint64_t fp_dev, uint32_t n,
+			 uint32_t page_size, uint32_t max_blocks, volatile uint32_t *flag_dev,
+			 uint32_t gen, uint32_t *counter_dev, void *stream);
 
 /* Sets up the cipher kernel (its shared memory, xts.cuh) once per
  * process and device, and gives its resident blocks per multiprocessor. */

@@ -27,8 +27,14 @@
  * in progress finishes first; descriptors seen but not started stay in the
  * ring for the next launch.
  *
+ * Fingerprints (VC_MOVE_FP, plain rounds only: a queue with a key
+ * refuses the flag, device.h): the warp hashes the piece from its
+ * registers (piece.cuh's vc_move_piece_fp) and lane 0 stores the digest
+ * in fp[t % depth] before the fence that precedes its done word.
+ *
  * Cost per piece: its bytes once each way (twice for a SWAP), 32 bytes of
- * descriptor read, one 8-byte completion write; per round one PCIe round
+ * descriptor read, one 8-byte completion write (and a 16-byte digest with
+ * VC_MOVE_FP); per round one PCIe round
  * trip and two block barriers. Idle: one 32-byte read per ring per poll,
  * polls spaced by naps of up to v.nap_ns.
  */
@@ -257,7 +263,16 @@ server_kernel(const struct vc_cuda_dq_view v)
 			uint4 *ps = reinterpret_cast<uint4 *>(sw[d][0] + off);
 			uint4 *pd = reinterpret_cast<uint4 *>(sw[d][1] + off);
 			const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
-			vc_move_piece<V, vc_l2_hint>(ps, pd, (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			if (op & VC_MOVE_FP) {
+				/* The digest before the fence that precedes done
+				 * (lane 0 stores both): a waiter that saw done
+				 * reads it (queue.h). */
+				const uint4 dg = vc_move_piece_fp<V, vc_l2_hint>(ps, pd, lane);
+				if (lane == 0)
+					__stcg(reinterpret_cast<uint4 *>(v.fp[r]) + ((h + d) & mask), dg);
+			} else {
+				vc_move_piece<V, vc_l2_hint>(ps, pd, (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			}
 			__threadfence_system();
 			__syncwarp();
 			if (lane == 0)

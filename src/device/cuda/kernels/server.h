@@ -33,6 +33,7 @@ extern "C" {
 struct vc_cuda_dq_view {
 	uint64_t desc[VC_DQ_MAX_RINGS]; /* struct vc_dq_desc[depth] per ring (mapped) */
 	uint64_t done[VC_DQ_MAX_RINGS]; /* uint64_t[depth] per ring (mapped) */
+	uint64_t fp[VC_DQ_MAX_RINGS];   /* 16-byte digests [depth] per ring (mapped): VC_MOVE_FP's */
 	uint64_t pos;                   /* uint64_t[rings * lanes] (mapped) */
 	uint64_t stop;                  /* uint32_t (mapped): nonzero asks to exit */
 	uint32_t nrings, lanes, depth_shift, piece;
