@@ -359,6 +359,12 @@ static void write_json(const char *path, const char *desc, const struct geom *g,
 		bench_json_field(f, "", "est_update_ratio", p->st.dedup_est_update_ratio);
 		bench_json_field(f, "", "true_factor_end", p->true_f_end);
 		bench_json_field(f, "", "true_update_ratio", p->true_u);
+		bench_json_field(f, "", "gpu_fragmentation", p->st.gpu_fragmentation);
+		bench_json_field(f, "", "gc_runs", (double)p->st.gc_runs);
+		bench_json_field(f, "", "gc_pages_moved", (double)p->st.gc_pages_moved);
+		bench_json_field(f, "", "gpu_segments_evicted", (double)p->st.gpu_segments_evicted);
+		bench_json_field(f, "", "gpu_segments", (double)p->st.gpu_segments);
+		bench_json_field(f, "", "gpu_segments_free", (double)p->st.gpu_segments_free);
 		bench_json_field(f, "", "volumes_on", (double)p->st.dedup_volumes_on);
 		bench_json_field(f, "", "switches", (double)p->st.dedup_switches);
 		fputc('}', f);

@@ -19,7 +19,9 @@
 # 3. Serves all images as exports of one cache (`vramcache serve`, read
 #    only, host tier HOST_MIB, GPU tier GPU_MIB, fixed), dedup off, on at
 #    each degree of DEGREES, and adaptive at degree 4, and reads every
-#    export through NBD with nbdcopy to null: twice, cold then warm. From
+#    export through NBD with nbdcopy to null: (or, where nbdcopy is
+#    missing or NBD_READER=python, a raw client reading the same data
+#    extents) twice, cold then warm. From
 #    `vramcache stat` before and after each pass: hit ratios, the dedup
 #    factor the GPU tier reached, logical pages against physical ones
 #    (blocks / degree), the engine's estimate, and the warm pass's hit
@@ -35,7 +37,7 @@
 # plus one tree. Quick on the emulated device: a minute or two.
 set -euo pipefail
 . "$(dirname "$0")/nbd_lib.sh"
-bench_start dedup_images "mkfs.ext4 nbdcopy python3" "$@"
+bench_start dedup_images "mkfs.ext4 python3" "$@"
 dev=${VC_DEVICE:-auto}
 if [ $quick = 1 ]; then
 	: "${NIMG:=3}" "${TREE_MIB:=16}" "${HOST_MIB:=8}" "${DEGREES:=4}"
@@ -132,7 +134,7 @@ while read -r k bytes; do
 	# that the block groups, and with them the files' offsets, differ.
 	mib=$((bytes * 13 / 10 / 1048576 + 48 + 16 * k))
 	E2FSPROGS_FAKE_TIME=1700000000 mkfs.ext4 -q -F -b 4096 -N $((16384 + 4096 * k)) \
-		-U "$(printf '00000000-0000-4000-8000-%012d' "$k")" -E root_owner=0:0 \
+		-U "$(printf '00000000-0000-4000-8000-%012d' "$k")" -E root_owner=0:0,hash_seed="$(printf '00000000-0000-4000-8000-%012d' "$k")" \
 		-d "$dir/tree$k" "$dir/img$k.img" "${mib}M" >&2
 	imgs+=("$dir/img$k.img")
 	exports+=("img$k=$dir/img$k.img")
@@ -161,6 +163,45 @@ configs=(off)
 for d in $DEGREES; do configs+=("on:$d"); done
 configs+=(adaptive:4)
 stat_to() { "$vc" stat "$sock" >"$1"; }
+# read_export K: reads export imgK to nowhere: nbdcopy (which asks the
+# server for the extents and reads the data ones), or where it is missing
+# (binaries carried to the GPU machine) a raw client reading the same
+# extents, taken from the image file beside the server.
+read_export() {
+	if [ "${NBD_READER:-}" != python ] && command -v nbdcopy >/dev/null; then
+		nbdcopy "nbd+unix:///img$1?socket=$sock" null:
+		return
+	fi
+	python3 - "$sock" "img$1" "$dir/img$1.img" <<'PY'
+import os, socket, struct, sys
+sock, name, path = sys.argv[1:]
+s = socket.socket(socket.AF_UNIX); s.connect(sock)
+def rd(k):
+    b = bytearray()
+    while len(b) < k:
+        d = s.recv(min(k - len(b), 1 << 20)); assert d; b += d
+    return b
+assert rd(18)[:16] == b"NBDMAGICIHAVEOPT"
+s.sendall(struct.pack(">IQII", 3, 0x49484156454F5054, 1, len(name)) + name.encode())
+size = struct.unpack(">QH", rd(10))[0]
+fd = os.open(path, os.O_RDONLY)
+off, h = 0, 0
+while off < size:
+    try:
+        d = os.lseek(fd, off, os.SEEK_DATA)
+    except OSError:
+        break
+    e = os.lseek(fd, d, os.SEEK_HOLE)
+    d &= ~4095
+    while d < e:
+        n = min(1 << 20, e - d, size - d)
+        s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 0, h, d, n))
+        magic, err, _ = struct.unpack(">IIQ", rd(16)); assert magic == 0x67446698 and err == 0, err
+        rd(n); d += n; h += 1
+    off = e
+s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, h, 0, 0))  # DISC
+PY
+}
 for cf in "${configs[@]}"; do
 	mode=${cf%%:*} deg=${cf#*:}
 	[ "$mode" = off ] && deg=4
@@ -173,7 +214,7 @@ for cf in "${configs[@]}"; do
 		stat_to "$dir/$cf-$pass-0.json"
 		t0=$(date +%s.%N)
 		for k in $(seq 0 $((NIMG - 1))); do
-			nbdcopy "nbd+unix:///img$k?socket=$sock" null:
+			read_export "$k"
 		done
 		t1=$(date +%s.%N)
 		stat_to "$dir/$cf-$pass-1.json"
