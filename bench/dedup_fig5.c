@@ -45,8 +45,8 @@
  *                   [--threads N] [--latency T] [--degree D] [--factors LIST]
  *                   [--updates LIST] [--quick] [--json FILE] [--dir DIR]
  * --quick: --scale 0.01 (a 6.5K-page working set, 40K accesses a point),
- * factors 1, 2, 4, 6, 8, 10 and updates 0, 16, 32, 64, 100 % (options
- * after it override).
+ * and unless --factors or --updates say otherwise, factors 1, 2, 4, 6, 8,
+ * 10 and updates 0, 16, 32, 64, 100 %.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -388,24 +388,13 @@ int main(int argc, char **argv)
 	double updates[MAXU] = { 0, 0.08, 0.16, 0.32, 0.48, 0.64, 0.80, 1.0 };
 	int nf = 10, nu = 8;
 	uint64_t accesses = 4000000;
-	const char *json = NULL, *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct bench_common co = bench_common_init();
+	bool lists = false;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--quick") == 0) {
-			scale = 0.01;
-			nf = 6;
-			memcpy(factors, (double[]){ 1, 2, 4, 6, 8, 10 }, 6 * sizeof *factors);
-			nu = 5;
-			memcpy(updates, (double[]){ 0, 0.16, 0.32, 0.64, 1 }, 5 * sizeof *updates);
+		const char *a = argv[i], *v = NULL;
+		if (bench_common_opt(argc, argv, &i, &co, &v, usage))
 			continue;
-		}
-		const char *v = i + 1 < argc ? argv[++i] : NULL;
-		if (!v)
-			usage();
-		if (strcmp(a, "--device") == 0) {
-			if ((g.device = vc_device_parse(v)) < 0)
-				usage();
-		} else if (strcmp(a, "--scale") == 0) {
+		if (strcmp(a, "--scale") == 0) {
 			scale = atof(v);
 		} else if (strcmp(a, "--accesses") == 0) {
 			accesses = strtoull(v, NULL, 10);
@@ -418,15 +407,24 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--factors") == 0) {
 			if ((nf = bench_parse_list_double(v, factors, MAXF)) < 0)
 				usage();
+			lists = true;
 		} else if (strcmp(a, "--updates") == 0) {
 			if ((nu = bench_parse_list_double(v, updates, MAXU)) < 0)
 				usage();
-		} else if (strcmp(a, "--json") == 0) {
-			json = v;
-		} else if (strcmp(a, "--dir") == 0) {
-			dir = v;
+			lists = true;
 		} else {
 			usage();
+		}
+	}
+	g.device = co.device;
+	if (co.quick) {
+		scale = 0.01;
+		if (!lists) {
+			static const double qf[] = { 1, 2, 4, 6, 8, 10 }, qu[] = { 0, 0.16, 0.32, 0.64, 1 };
+			nf = 6;
+			memcpy(factors, qf, sizeof qf);
+			nu = 5;
+			memcpy(updates, qu, sizeof qu);
 		}
 	}
 	bool bad = scale <= 0 || scale > 1 || g.threads < 1 || g.threads > 64 || g.lat_ms < 0 ||
@@ -477,7 +475,7 @@ int main(int argc, char **argv)
 		if (p->f != made) {
 			if (made)
 				unlink(path);
-			snprintf(path, sizeof path, "%s/dedup-fig5-%d-f%g.img", dir, (int)getpid(), p->f);
+			snprintf(path, sizeof path, "%s/dedup-fig5-%d-f%g.img", co.dir, (int)getpid(), p->f);
 			dup_init(&dd, g.ws * PS, PS / g.D, p->f);
 			if (dup_make_file(&dd, path) < 0)
 				return 1;
@@ -545,8 +543,8 @@ int main(int argc, char **argv)
 	print_cross(what, cross[2]);
 	print_cross("; total", cross[3]);
 	putchar('\n');
-	if (json)
-		write_json(json, desc, &g, pts, n, cross);
+	if (co.json)
+		write_json(co.json, desc, &g, pts, n, cross);
 	free(pts);
 	return 0;
 }

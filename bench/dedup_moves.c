@@ -275,23 +275,14 @@ int main(int argc, char **argv)
 	struct opts o = { .device = VC_DEVICE_AUTO, .threads = 8, .reps = 3, .algo = -1,
 			  .file_pages = (1024ull << 20) / PS, .host_pages = (64ull << 20) / PS,
 			  .seconds = 1 };
-	const char *json = NULL, *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct bench_common co = bench_common_init();
 	uint64_t degs[MAX_DEG] = { 1, 2, 4, 8 };
 	int ndeg = MAX_DEG;
-	bool quick = false;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--quick") == 0) {
-			quick = true;
+		const char *a = argv[i], *v = NULL;
+		if (bench_common_opt(argc, argv, &i, &co, &v, usage))
 			continue;
-		}
-		const char *v = i + 1 < argc ? argv[++i] : NULL;
-		if (!v)
-			usage();
-		if (strcmp(a, "--device") == 0) {
-			if ((o.device = vc_device_parse(v)) < 0)
-				usage();
-		} else if (strcmp(a, "--file-mib") == 0) {
+		if (strcmp(a, "--file-mib") == 0) {
 			o.file_pages = strtoull(v, NULL, 10) * (1u << 20) / PS;
 		} else if (strcmp(a, "--host-mib") == 0) {
 			o.host_pages = strtoull(v, NULL, 10) * (1u << 20) / PS;
@@ -311,15 +302,12 @@ int main(int argc, char **argv)
 				o.algo = VC_DEDUP_MD5;
 			else if (strcmp(v, "default") != 0)
 				usage();
-		} else if (strcmp(a, "--json") == 0) {
-			json = v;
-		} else if (strcmp(a, "--dir") == 0) {
-			dir = v;
 		} else {
 			usage();
 		}
 	}
-	if (quick) {
+	o.device = co.device;
+	if (co.quick) {
 		o.file_pages = (64u << 20) / PS;
 		o.host_pages = (8u << 20) / PS;
 		o.seconds = 0.2;
@@ -341,7 +329,7 @@ int main(int argc, char **argv)
 	char path[2][512];
 	for (int k = 0; k < 2; k++) {
 		dup_init(&dd[k], o.file_pages * PS, PS, k ? 4 : 1);
-		snprintf(path[k], sizeof path[k], "%s/dedup-moves-%d-%s.img", dir, (int)getpid(),
+		snprintf(path[k], sizeof path[k], "%s/dedup-moves-%d-%s.img", co.dir, (int)getpid(),
 			 k ? "f4" : "unique");
 		if (dup_make_file(&dd[k], path[k]) < 0)
 			return 1;
@@ -417,8 +405,8 @@ int main(int argc, char **argv)
 	}
 	printf("goal: every path with dedup on >= %.0f %% of its rate with it off: %s (worst %.3f)\n",
 	       100 * GOAL, worst >= GOAL ? "met" : "not met", worst);
-	if (json)
-		write_json(json, desc, &o, pts, n, ndeg, worst);
+	if (co.json)
+		write_json(co.json, desc, &o, pts, n, ndeg, worst);
 	free(pts);
 	return 0;
 }
