@@ -115,6 +115,44 @@ static inline int bench_parse_list_double(const char *s, double *out, int max)
 	}
 }
 
+/* The options most benchmarks share: "--quick", "--device NAME",
+ * "--json FILE" and "--dir DIR" (scratch files; default $TMPDIR or /tmp). */
+struct bench_common {
+	int device;
+	bool quick;
+	const char *json, *dir;
+};
+
+static inline struct bench_common bench_common_init(void)
+{
+	return (struct bench_common){ .device = VC_DEVICE_AUTO,
+				      .dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp" };
+}
+
+/* The option at argv[*i]: true when it is one of the shared ones (taken,
+ * with its value: *i moves on); false for another, whose value it puts in
+ * *v (and moves *i on). A missing value or an unknown device calls usage,
+ * which must not return. */
+static inline bool bench_common_opt(int argc, char **argv, int *i, struct bench_common *c,
+				    const char **v, void (*usage)(void))
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "--quick") == 0) {
+		c->quick = true;
+		return true;
+	}
+	if (*i + 1 >= argc)
+		usage();
+	*v = argv[++*i];
+	if (strcmp(a, "--device") == 0 && (c->device = vc_device_parse(*v)) < 0)
+		usage();
+	if (strcmp(a, "--json") == 0)
+		c->json = *v;
+	else if (strcmp(a, "--dir") == 0)
+		c->dir = *v;
+	return strcmp(a, "--device") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--dir") == 0;
+}
+
 /* The CPU's model name (from /proc/cpuinfo) in buf, or "host CPU"; returns buf. */
 static inline const char *bench_cpu_model(char *buf, size_t len)
 {
