@@ -1,0 +1,30 @@
+/* GPUfs's revoke pass on the device (vramcache/gpufs.h's
+ * vc_gfs_revoke_pass): a grid-stride sweep of the device table, one thread
+ * per entry, with device-scope CAS; what it revokes goes to mapped host
+ * memory. Cost: one 4-byte read per entry, one CAS and 4-byte PCIe write
+ * per revoked entry; 16384 entries take a few microseconds. */
+#include <cuda_runtime.h>
+
+#include "vramcache/gpufs.h"
+#include "device/cuda/kernels/gpufs_launch.h"
+
+namespace {
+
+/* Blocks x threads: a small grid, so that it finds room beside a user's
+ * kernel; the sweep is memory-bound and short anyway. */
+constexpr unsigned BLOCKS = 8, THREADS = 256;
+
+__global__ void revoke_kernel(struct vc_gfs_ctx g, uint32_t *out, uint32_t cap)
+{
+	uint32_t rank = blockIdx.x * blockDim.x + threadIdx.x;
+	vc_gfs_revoke_pass(&g, rank, gridDim.x * blockDim.x, out, out + cap, cap);
+}
+
+} // namespace
+
+extern "C" int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, uint32_t *out, uint32_t cap,
+					 void *stream)
+{
+	revoke_kernel<<<BLOCKS, THREADS, 0, (cudaStream_t)stream>>>(*ctx, out, cap);
+	return (int)cudaGetLastError();
+}
