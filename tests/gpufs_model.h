@@ -31,9 +31,11 @@
 
 #ifdef __CUDACC__
 #define GM_FN __device__
+#define GM_HD __host__ __device__
 #define GM_WAIT() __nanosleep(10000)
 #else
 #define GM_FN static
+#define GM_HD static
 #define GM_WAIT() usleep(1000) /* a CPU warp that waits for others gives way */
 #endif
 
@@ -56,7 +58,7 @@ struct gm_arg {
 	unsigned nreaders;
 };
 
-GM_FN uint64_t gm_rand(uint64_t *s)
+GM_HD uint64_t gm_rand(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -65,7 +67,7 @@ GM_FN uint64_t gm_rand(uint64_t *s)
 }
 
 /* C's page content for generation gen. */
-GM_FN unsigned char gm_cbyte(uint32_t gen, uint64_t page, uint64_t i)
+GM_HD unsigned char gm_cbyte(uint32_t gen, uint64_t page, uint64_t i)
 {
 	return (unsigned char)(gen * 131u + page * 7u + i * 13u + (i >> 8));
 }
