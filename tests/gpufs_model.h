@@ -353,6 +353,29 @@ static void *gm_cpu_main(void *p)
 	return NULL;
 }
 
+struct gm_sweep {
+	vc_volume *v;
+	uint64_t size;
+	volatile int stop;
+	unsigned long long sweeps;
+};
+
+/* A CPU reader sweeping R through the cache during the gmmap kernel: it
+ * churns the host tier, where mapped pages are pinned. */
+static void *gm_sweep_main(void *p)
+{
+	struct gm_sweep *w = (struct gm_sweep *)p;
+	unsigned char *b = (unsigned char *)malloc(64 * GM_PAGE);
+	GM_CHECK(b);
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		for (uint64_t off = 0; off < w->size; off += 64 * GM_PAGE)
+			GM_CHECK(vc_volume_read(w->v, b, 64 * GM_PAGE, off) >= 0);
+		w->sweeps++;
+	}
+	free(b);
+	return NULL;
+}
+
 static void gm_report(const char *what, const struct gm_arg *a)
 {
 	fprintf(stderr, "%s: %llu bytes checked, %llu wrong, %llu calls failed (first %lld)\n", what,
@@ -469,8 +492,20 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	a->errors = a->checked = a->calls_failed = 0;
 	a->nreaders = 4;
 	a->readers_done = 0;
-	GM_CHECK(env->launch(g, GM_MMAP, 12, a) == 0);
+	int fr = vc_gpufs_open(g, a->path_r, VC_GO_RDONLY);
+	GM_CHECK(fr >= 0);
+	struct gm_sweep sw;
+	memset(&sw, 0, sizeof sw);
+	sw.v = vc_gpufs_volume(g, fr);
+	sw.size = a->size_r;
+	pthread_t swt;
+	GM_CHECK(pthread_create(&swt, NULL, gm_sweep_main, &sw) == 0);
+	r = env->launch(g, GM_MMAP, 12, a);
+	__atomic_store_n(&sw.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(swt, NULL);
+	GM_CHECK(r == 0 && vc_gpufs_close(g, fr) == 0);
 	gm_report("gmmap under eviction", a);
+	fprintf(stderr, "  the CPU swept R %llu times meanwhile\n", sw.sweeps);
 	GM_CHECK(a->errors == 0 && a->calls_failed == 0 && a->checked > 0);
 	GM_CHECK(vc_gpufs_release(g) == 0);
 

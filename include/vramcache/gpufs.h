@@ -230,7 +230,9 @@ static __device__ __forceinline__ struct vc_gfs_warp vc_gfs_warp_self(void)
 #define VC_GFS_ADD32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_SUB32(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_ADD64(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
-#define VC_GFS_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* Nothing: on the host the release store that publishes (VC_GFS_ST) orders
+ * the plain stores before it. */
+#define VC_GFS_FENCE() ((void)0)
 /* A CPU warp waiting for the host sleeps a little: on a few cores a spin
  * would take the time the host's service threads need. */
 #define VC_GFS_PAUSE() vc_gfs_nap_()
