@@ -486,6 +486,9 @@ VC_GFS_FN int64_t vc_gfs_rpc_(const struct vc_gfs_ctx *g, uint32_t op, uint32_t 
 	a->size = VC_GFS_LD(&s->size);
 	a->base = VC_GFS_LD(&s->base);
 	a->version = (uint32_t)VC_GFS_LD(&s->version);
+	a->addr = VC_GFS_LD(&s->addr);
+	a->id = (uint32_t)VC_GFS_LD(&s->id);
+	a->rflags = (uint32_t)VC_GFS_LD(&s->rflags);
 	vc_gfs_release_slot_(s, t);
 	return a->result;
 }
@@ -523,26 +526,14 @@ VC_GFS_FN int64_t vc_gfs_get_(const struct vc_gfs_ctx *g, int fd, uint64_t idx, 
 	}
 	/* A miss of the table: the host pins the page in the engine (loading
 	 * it into the GPU tier when it is not cached) and says where it is. */
-	uint64_t t0 = vc_gfs_now_ns(), t;
-	if (vc_gfs_broken_(g))
-		return -EIO;
-	struct vc_gfs_req *s = vc_gfs_claim_(g, &t, t0);
-	if (!s)
-		return vc_gfs_timeout_(g);
-	vc_gfs_fill_(s, VC_GFS_OP_GET, (uint32_t)fd, idx, 0, flags);
-	int64_t r = vc_gfs_post_(g, s, t, 1, t0);
+	struct vc_gfs_req a;
+	int64_t r = vc_gfs_rpc_(g, VC_GFS_OP_GET, (uint32_t)fd, idx, 0, flags, &a);
 	if (r < 0)
 		return r;
-	r = (int64_t)VC_GFS_LD((uint64_t *)&s->result);
-	uint64_t a = VC_GFS_LD(&s->addr);
-	uint32_t gid = (uint32_t)VC_GFS_LD(&s->id), gver = (uint32_t)VC_GFS_LD(&s->version);
-	uint32_t rf = (uint32_t)VC_GFS_LD(&s->rflags);
-	vc_gfs_release_slot_(s, t);
-	if (r < 0)
-		return r;
-	*addr = a;
-	*id = gid;
-	x = (rf & VC_GFS_R_CACHE) ? vc_gfs_tab_insert_(g, key, a, gid, gver) : -1;
+	*addr = a.addr;
+	*id = a.id;
+	uint32_t rf = a.rflags;
+	x = (rf & VC_GFS_R_CACHE) ? vc_gfs_tab_insert_(g, key, a.addr, a.id, a.version) : -1;
 	/* Granted for the table but no entry was free: kept for this call
 	 * alone, and handed back as a table grant (the host counts those). */
 	*ent = x >= 0 ? (uint32_t)x + 1 : (rf & VC_GFS_R_CACHE) ? VC_GFS_ENT_LOOSE : 0;
