@@ -50,6 +50,7 @@ struct gm_arg {
 	unsigned char *scratch;        /* GM_MAXLEN per warp */
 	uint64_t stripe;               /* bytes of A per warp */
 	unsigned ops, seed, nwarps;
+	int host_fd_a; /* A as the host opened it (vc_gpufs_open): usable without a gopen */
 	/* out (device-scope atomics) */
 	unsigned long long errors, checked, calls_failed;
 	long long first_err;           /* the first failing call's result */
@@ -250,6 +251,11 @@ GM_FN void gm_errors_warp(const struct vc_gfs_ctx *g, unsigned warp, struct gm_a
 	got[9] = vc_gread(g, fr, a->size_r - 3, 10, buf);            /* short: 3 */
 	vc_gclose(g, fa);
 	vc_gclose(g, fr);
+	/* The host's fd, no gopen in this kernel: 100 bytes of A. */
+	if (vc_gread(g, a->host_fd_a, 1000, 100, buf) != 100)
+		gm_fail(a, -1);
+	else
+		gm_cmp(a, buf, a->result_a + 1000, 100);
 	const long long want[10] = { -ENOENT, 0, -EBADF, -EACCES, 0, -ENXIO, -ENOTSUP, -EBADF, -EFBIG, 3 };
 	struct vc_gfs_warp w = vc_gfs_warp_self();
 	for (int i = 0; i < 10; i++) {
@@ -446,6 +452,7 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	int fc = vc_gpufs_open(g, a->path_c, VC_GO_RDWR);
 	int fa = vc_gpufs_open(g, a->path_a, VC_GO_RDWR);
 	GM_CHECK(fc >= 0 && fa >= 0);
+	a->host_fd_a = fa;
 
 	for (unsigned round = 0; round < rounds; round++) {
 		a->seed = round + 1;
@@ -513,7 +520,7 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	a->errors = a->checked = a->calls_failed = 0;
 	GM_CHECK(env->launch(g, GM_ERRORS, 1, a) == 0);
 	gm_report("errors", a);
-	GM_CHECK(a->errors == 0);
+	GM_CHECK(a->errors == 0 && a->calls_failed == 0 && a->checked == 100);
 
 	struct vc_gpufs_stats st;
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0);

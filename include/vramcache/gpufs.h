@@ -109,6 +109,8 @@ struct vc_gfs_ent {
 	uint32_t version, _pad;
 };
 
+#define VC_GFS_FD_OPEN 0x80000000u /* vc_gfs_file.flags: the fd is open */
+
 #define VC_GFS_PINS 0xffffu
 #define VC_GFS_E_VALID (1u << 16)
 #define VC_GFS_E_FILL (1u << 17)
@@ -603,7 +605,7 @@ VC_GFS_FN int vc_gopen(const struct vc_gfs_ctx *g, const char *path, int flags)
 				VC_GFS_ST(&f->base, VC_GFS_LD(&s->base));
 				VC_GFS_ST(&f->size, VC_GFS_LD(&s->size));
 				VC_GFS_ST(&f->version, (uint32_t)VC_GFS_LD(&s->version));
-				VC_GFS_ST(&f->flags, (uint32_t)VC_GFS_LD(&s->flags) | 0x80000000u);
+				VC_GFS_ST(&f->flags, (uint32_t)VC_GFS_LD(&s->flags) | VC_GFS_FD_OPEN);
 			}
 			vc_gfs_release_slot_(s, t);
 		}

@@ -655,7 +655,22 @@ int vc_gpufs_open(vc_gpufs *g, const char *path, int flags)
 	if (!g || !path)
 		return vc_err(-EINVAL, "vc_gpufs_open: NULL argument");
 	struct gfs_file *f;
-	return file_open(g, path, flags, &f);
+	int fd = file_open(g, path, flags, &f);
+	if (fd < 0)
+		return fd;
+	/* The device's entry, as a kernel's vc_gopen writes it, so that kernels
+	 * may be handed the fd instead of opening the file themselves. */
+	pthread_rwlock_rdlock(&f->rw);
+	struct vc_gfs_file e = { .base = eng_gfs_base(f->v), .size = vc_volume_size(f->v),
+				 .version = f->version, .flags = f->flags | VC_GFS_FD_OPEN };
+	pthread_rwlock_unlock(&f->rw);
+	int r = g->dev->ops->memcpy_sync(g->dev, g->files_dev + (uint64_t)fd * sizeof e,
+					 (uint64_t)(uintptr_t)&e, sizeof e);
+	if (r < 0) {
+		file_close(g, f);
+		return r;
+	}
+	return fd;
 }
 
 int vc_gpufs_close(vc_gpufs *g, int fd)
