@@ -57,6 +57,10 @@ struct gm_arg {
 	/* gmmap test */
 	unsigned long long readers_done;
 	unsigned nreaders;
+	/* timeout test */
+	uint64_t short_timeout_ns;
+	unsigned long long writer_done, mapped;
+	long long writer_result, after_result;
 };
 
 GM_HD uint64_t gm_rand(uint64_t *s)
@@ -268,7 +272,50 @@ GM_FN void gm_errors_warp(const struct vc_gfs_ctx *g, unsigned warp, struct gm_a
 	}
 }
 
-enum gm_kernel { GM_MODEL, GM_MMAP, GM_ERRORS };
+/* Never a hang: warp 1 writes a page that warp 0 keeps mapped (the host's
+ * write waits for the mapping's pin), with a short timeout: the write
+ * returns -ETIMEDOUT, the context is broken (the next call: -EIO), and
+ * after vc_gpufs_release a kernel works again. */
+GM_FN void gm_timeout_warp(const struct vc_gfs_ctx *g0, unsigned warp, struct gm_arg *a)
+{
+	struct vc_gfs_ctx g = *g0;
+	g.timeout_ns = a->short_timeout_ns;
+	struct vc_gfs_warp w = vc_gfs_warp_self();
+	int fa = vc_gopen(&g, a->path_a, VC_GO_RDWR);
+	if (fa < 0) {
+		gm_fail(a, fa);
+		return;
+	}
+	if (warp == 0) {
+		struct vc_gmap m;
+		int64_t r = vc_gmmap(&g, fa, 0, 100, VC_GPROT_READ, &m);
+		if (r != 100) {
+			gm_fail(a, r);
+			VC_GFS_ST(&a->mapped, 2ull); /* let the writer go */
+			return;
+		}
+		if (VC_GFS_LEADER(w))
+			VC_GFS_ST(&a->mapped, 1ull);
+		uint64_t t0 = vc_gfs_now_ns();
+		while (VC_GFS_LD(&a->writer_done) == 0 && vc_gfs_now_ns() - t0 < 60000000000ull)
+			GM_WAIT();
+		vc_gmunmap(&g, &m); /* the context is broken by now: its result is -EIO */
+	} else {
+		unsigned char *buf = a->scratch;
+		uint64_t t0 = vc_gfs_now_ns();
+		while (VC_GFS_LD(&a->mapped) == 0 && vc_gfs_now_ns() - t0 < 60000000000ull)
+			GM_WAIT();
+		int64_t r = vc_gwrite(&g, fa, 10, 20, buf);
+		int64_t r2 = vc_gread(&g, fa, 0, 10, buf);
+		if (VC_GFS_LEADER(w)) {
+			a->writer_result = r;
+			a->after_result = r2;
+			VC_GFS_ST(&a->writer_done, 1ull);
+		}
+	}
+}
+
+enum gm_kernel { GM_MODEL, GM_MMAP, GM_ERRORS, GM_TIMEOUT };
 
 /* ---- the harness (host) ------------------------------------------------------ */
 
@@ -521,6 +568,30 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	GM_CHECK(env->launch(g, GM_ERRORS, 1, a) == 0);
 	gm_report("errors", a);
 	GM_CHECK(a->errors == 0 && a->calls_failed == 0 && a->checked == 100);
+
+	/* Never a hang (the first kernel's warps must run together). */
+	GM_CHECK(vc_gpufs_release(g) == 0);
+	a->errors = a->checked = a->calls_failed = 0;
+	a->short_timeout_ns = 300000000; /* 0.3 s */
+	a->writer_done = a->mapped = 0;
+	GM_CHECK(env->launch(g, GM_TIMEOUT, 2, a) == 0);
+	fprintf(stderr, "timeout: the blocked write returned %lld, the next call %lld\n",
+		a->writer_result, a->after_result);
+	GM_CHECK(a->calls_failed == 0 && a->writer_result == -ETIMEDOUT && a->after_result == -EIO);
+	GM_CHECK(vc_gpufs_release(g) == 0);
+	a->errors = a->checked = a->calls_failed = 0;
+	GM_CHECK(env->launch(g, GM_ERRORS, 1, a) == 0);
+	gm_report("errors, after the release", a);
+	GM_CHECK(a->errors == 0 && a->calls_failed == 0);
+	/* The write the timed-out call left went through once the mapping
+	 * went (release serves what was published): A's shadow is taken from
+	 * the disk again, and the cache must agree with it. */
+	{
+		int afd = open(a->path_a, O_RDONLY);
+		GM_CHECK(afd >= 0 && pread(afd, sa, a->size_a, 0) == (ssize_t)a->size_a);
+		close(afd);
+		gm_check_cache(vc_gpufs_volume(g, fa), sa, a->size_a);
+	}
 
 	struct vc_gpufs_stats st;
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0);

@@ -25,12 +25,17 @@ static void k_errors(const struct vc_gfs_ctx *g, unsigned warp, void *arg)
 	gm_errors_warp(g, warp, arg);
 }
 
+static void k_timeout(const struct vc_gfs_ctx *g, unsigned warp, void *arg)
+{
+	gm_timeout_warp(g, warp, arg);
+}
+
 static int t_launch(vc_gpufs *g, enum gm_kernel k, unsigned nwarps, struct gm_arg *a)
 {
 	void (*fn)(const struct vc_gfs_ctx *, unsigned, void *) =
-		k == GM_MODEL ? k_model : k == GM_MMAP ? k_mmap : k_errors;
-	/* gmmap holders wait for the readers: every warp needs a thread. */
-	unsigned threads = k == GM_MMAP ? nwarps : 8;
+		k == GM_MODEL ? k_model : k == GM_MMAP ? k_mmap : k == GM_ERRORS ? k_errors : k_timeout;
+	/* gmmap holders wait for others: every warp needs a thread. */
+	unsigned threads = k == GM_MMAP || k == GM_TIMEOUT ? nwarps : 8;
 	return vc_gpufs_emu_run(g, nwarps, threads, fn, a);
 }
 

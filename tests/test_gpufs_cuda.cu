@@ -20,6 +20,11 @@ __global__ void k_mmap(struct vc_gfs_ctx g, struct gm_arg *a, unsigned nwarps)
 		gm_mmap_warp(&g, warp, a);
 }
 
+__global__ void k_timeout(struct vc_gfs_ctx g, struct gm_arg *a)
+{
+	gm_timeout_warp(&g, threadIdx.x / 32, a);
+}
+
 /* Errors, then a block-level read of R into scratch, compared there. */
 __global__ void k_errors(struct vc_gfs_ctx g, struct gm_arg *a)
 {
@@ -59,6 +64,8 @@ static int t_launch(vc_gpufs *g, enum gm_kernel k, unsigned nwarps, struct gm_ar
 		k_model<<<blocks, threads>>>(ctx, a);
 	else if (k == GM_MMAP)
 		k_mmap<<<blocks, threads>>>(ctx, a, nwarps);
+	else if (k == GM_TIMEOUT)
+		k_timeout<<<1, 64>>>(ctx, a);
 	else
 		k_errors<<<1, 128>>>(ctx, a);
 	cudaError_t e = cudaGetLastError();
