@@ -33,6 +33,8 @@
  *          and a data area per slot, claimed with one device-scope atomic
  *          add on ctl->tail; host service threads take published slots in
  *          ticket order, as many as are there (opportunistic batching).
+ *   uring  the same for UNPIN alone (pins handed back), drained by a host
+ *          thread that never sleeps in the engine.
  * Lock rules (device side): no locks. A table entry's st word is changed
  * only by compare-and-swap: pin/unpin (pins < VC_GFS_PINS), FILL (an
  * inserter owns the entry), VALID, DEAD (revoked: the host will drop its
