@@ -83,22 +83,23 @@ __global__ void k_gpufs(struct vc_gfs_ctx g, int fd, uint64_t nrec, unsigned ste
 			unsigned nwarps, uint64_t *out, unsigned long long *errs)
 {
 	__shared__ __align__(16) uint64_t buf[WPB][REC / 8];
-	unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, w = threadIdx.x / 32;
-	if (warp >= nwarps)
-		return;
-	uint64_t r = first_rec(warp, nrec), s = 0;
-	for (unsigned k = 0; k < steps; k++) {
-		if (vc_gread(&g, fd, r * REC, REC, buf[w]) != REC) {
-			if ((threadIdx.x & 31) == 0)
-				atomicAdd(errs, 1ull);
-			break;
+	unsigned w = threadIdx.x / 32, stride = gridDim.x * blockDim.x / 32;
+	/* A grid that leaves SMs free (see main): each warp runs many chains. */
+	for (unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32; warp < nwarps; warp += stride) {
+		uint64_t r = first_rec(warp, nrec), s = 0;
+		for (unsigned k = 0; k < steps; k++) {
+			if (vc_gread(&g, fd, r * REC, REC, buf[w]) != REC) {
+				if ((threadIdx.x & 31) == 0)
+					atomicAdd(errs, 1ull);
+				break;
+			}
+			s = warp_sum(buf[w]);
+			__syncwarp();
+			r = next_rec(s, warp, k, nrec);
 		}
-		s = warp_sum(buf[w]);
-		__syncwarp();
-		r = next_rec(s, warp, k, nrec);
+		if ((threadIdx.x & 31) == 0)
+			out[warp] = s;
 	}
-	if ((threadIdx.x & 31) == 0)
-		out[warp] = s;
 }
 
 /* ---- cpu-orchestrated: one step of every warp ---- */
@@ -238,6 +239,12 @@ int main(int argc, char **argv)
 	const uint64_t nrec = (uint64_t)st.st_size / REC;
 	const double bytes = (double)nwarps * steps * REC;
 	const unsigned blocks = (nwarps + WPB - 1) / WPB;
+	/* The GPUfs kernel's grid: the engine's page moves (the device queue's
+	 * server kernel) and the revoke pass are kernels too, and need SMs
+	 * while the user's kernel waits for them; a grid of resident warps
+	 * looping over the chains (4 blocks of 4 warps per SM) leaves room. */
+	const unsigned gblocks = blocks < 4u * (unsigned)prop.multiProcessorCount
+					 ? blocks : 4u * (unsigned)prop.multiProcessorCount;
 	uint64_t *out, *ref;
 	unsigned long long *errs;
 	BENCH_CUOK(cudaMallocManaged(&out, nwarps * sizeof *out));
@@ -277,7 +284,7 @@ int main(int argc, char **argv)
 			drop_os_cache(path);
 		*errs = 0;
 		t0 = now_s();
-		k_gpufs<<<blocks, WPB * 32>>>(g, gfd, nrec, steps, nwarps, out, errs);
+		k_gpufs<<<gblocks, WPB * 32>>>(g, gfd, nrec, steps, nwarps, out, errs);
 		BENCH_CUOK(cudaGetLastError());
 		BENCH_CUOK(cudaDeviceSynchronize());
 		secs[pass] = now_s() - t0;

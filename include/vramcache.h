@@ -510,8 +510,9 @@ int vc_gpufs_release(vc_gpufs *g);
 /* Opens a file on the host as a kernel's vc_gopen would (the same fd, one
  * more open, and the fd's device entry written): kernels may be handed the
  * fd instead of opening the file (a gopen is a request to the host), and
- * CPU threads share the file with kernels through vc_gpufs_volume. Not
- * while a kernel truncates the file. */
+ * CPU threads share the file with kernels through vc_gpufs_volume. Call
+ * it between kernels: the device entry is written with a copy that waits
+ * for kernels on the default stream. */
 int vc_gpufs_open(vc_gpufs *g, const char *path, int flags);
 int vc_gpufs_close(vc_gpufs *g, int fd);
 /* The cache volume of an open fd (NULL: not open): CPU reads and writes of
