@@ -131,7 +131,7 @@ struct vc_gfs_ctl {
 	uint64_t tail;   /* next ticket */
 	uint64_t utail;  /* next ticket of the unpin ring */
 	uint32_t broken; /* a call timed out: the ring may be stuck */
-	uint32_t _pad;
+	uint32_t rev_n;  /* the revoke pass's count (device-scope atomics) */
 };
 
 /* The context view: trivially copyable, passed to kernels by value. The
@@ -167,6 +167,7 @@ struct vc_gmap {
  *                     (host thread, other warp) writes or reads; on the
  *                     device volatile, with a system-scope fence before a
  *                     store (the host reads it over PCIe) and after a load
+ * VC_GFS_LDD/STD      the same for words in device memory (device scope)
  * VC_GFS_CAS32, _ADD  device-scope atomics (words in device memory only)
  * VC_GFS_FENCE        orders a warp's plain stores before what follows
  * struct vc_gfs_warp  the calling warp: its active mask, this lane's rank
@@ -177,6 +178,8 @@ struct vc_gmap {
 #define VC_GFS_FN static __device__ __forceinline__
 #define VC_GFS_LD(p) vc_gfs_ld_((const volatile void *)(p), sizeof *(p))
 #define VC_GFS_ST(p, v) vc_gfs_st_((volatile void *)(p), sizeof *(p), (uint64_t)(v))
+#define VC_GFS_LDD(p) vc_gfs_ldd_((const volatile void *)(p), sizeof *(p))
+#define VC_GFS_STD(p, v) vc_gfs_std_((volatile void *)(p), sizeof *(p), (uint64_t)(v))
 #define VC_GFS_CAS32(p, e, d) (atomicCAS((unsigned int *)(p), (e), (d)) == (e))
 #define VC_GFS_ADD32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
 #define VC_GFS_SUB32(p, v) atomicSub((unsigned int *)(p), (unsigned int)(v))
@@ -194,6 +197,24 @@ static __device__ __forceinline__ uint64_t vc_gfs_ld_(const volatile void *p, si
 static __device__ __forceinline__ void vc_gfs_st_(volatile void *p, size_t n, uint64_t v)
 {
 	__threadfence_system();
+	if (n == 8)
+		*(volatile uint64_t *)p = v;
+	else
+		*(volatile uint32_t *)p = (uint32_t)v;
+}
+
+/* The same for words in device memory (the table, the files, ctl): a
+ * device-scope fence is enough there, and much cheaper than a system one. */
+static __device__ __forceinline__ uint64_t vc_gfs_ldd_(const volatile void *p, size_t n)
+{
+	uint64_t v = n == 8 ? *(const volatile uint64_t *)p : *(const volatile uint32_t *)p;
+	__threadfence();
+	return v;
+}
+
+static __device__ __forceinline__ void vc_gfs_std_(volatile void *p, size_t n, uint64_t v)
+{
+	__threadfence();
 	if (n == 8)
 		*(volatile uint64_t *)p = v;
 	else
@@ -230,6 +251,8 @@ static __device__ __forceinline__ struct vc_gfs_warp vc_gfs_warp_self(void)
 #define VC_GFS_FN static inline
 #define VC_GFS_LD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define VC_GFS_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define VC_GFS_LDD(p) VC_GFS_LD(p)
+#define VC_GFS_STD(p, v) VC_GFS_ST(p, v)
 #define VC_GFS_CAS32(p, e, d) vc_gfs_cas32_((p), (e), (d))
 #define VC_GFS_ADD32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_SUB32(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
@@ -295,22 +318,22 @@ VC_GFS_FN int32_t vc_gfs_tab_pin_(const struct vc_gfs_ctx *g, uint64_t key, uint
 	for (uint32_t i = 0; i < VC_GFS_PROBES; i++) {
 		uint32_t x = (h + i) & g->tab_mask;
 		struct vc_gfs_ent *e = &g->tab[x];
-		uint32_t st = (uint32_t)VC_GFS_LD(&e->st);
+		uint32_t st = (uint32_t)VC_GFS_LDD(&e->st);
 		if (st == 0)
 			return -1; /* never used: the probe sequence ends here */
-		if (!(st & VC_GFS_E_VALID) || VC_GFS_LD(&e->key) != key)
+		if (!(st & VC_GFS_E_VALID) || VC_GFS_LDD(&e->key) != key)
 			continue;
 		if ((st & VC_GFS_PINS) == VC_GFS_PINS || !VC_GFS_CAS32(&e->st, st, st + 1)) {
 			i--; /* changed under us: look again */
 			continue;
 		}
 		/* Pinned VALID: key, version and addr hold still now. */
-		if (VC_GFS_LD(&e->key) == key) {
-			if ((uint32_t)VC_GFS_LD(&e->version) == version)
+		if (VC_GFS_LDD(&e->key) == key) {
+			if ((uint32_t)VC_GFS_LDD(&e->version) == version)
 				return (int32_t)x;
 			if (*stale_id == UINT32_MAX &&
 			    VC_GFS_CAS32(&e->st, st + 1, (st & ~(VC_GFS_E_VALID | VC_GFS_PINS)) | VC_GFS_E_DEAD)) {
-				*stale_id = (uint32_t)VC_GFS_LD(&e->id);
+				*stale_id = (uint32_t)VC_GFS_LDD(&e->id);
 				continue;
 			}
 		}
@@ -328,14 +351,14 @@ VC_GFS_FN int32_t vc_gfs_tab_insert_(const struct vc_gfs_ctx *g, uint64_t key, u
 	for (uint32_t i = 0; i < VC_GFS_PROBES; i++) {
 		uint32_t x = (h + i) & g->tab_mask;
 		struct vc_gfs_ent *e = &g->tab[x];
-		uint32_t st = (uint32_t)VC_GFS_LD(&e->st);
+		uint32_t st = (uint32_t)VC_GFS_LDD(&e->st);
 		if ((st != 0 && st != VC_GFS_E_DEAD) || !VC_GFS_CAS32(&e->st, st, VC_GFS_E_FILL))
 			continue;
-		VC_GFS_ST(&e->key, key);
-		VC_GFS_ST(&e->addr, addr);
-		VC_GFS_ST(&e->id, id);
-		VC_GFS_ST(&e->version, version);
-		VC_GFS_ST(&e->st, VC_GFS_E_VALID | 1u);
+		VC_GFS_STD(&e->key, key);
+		VC_GFS_STD(&e->addr, addr);
+		VC_GFS_STD(&e->id, id);
+		VC_GFS_STD(&e->version, version);
+		VC_GFS_STD(&e->st, VC_GFS_E_VALID | 1u);
 		return (int32_t)x;
 	}
 	return -1;
@@ -345,51 +368,59 @@ VC_GFS_FN int32_t vc_gfs_tab_insert_(const struct vc_gfs_ctx *g, uint64_t key, u
 VC_GFS_FN int vc_gfs_tab_revoke_(const struct vc_gfs_ctx *g, uint32_t x, uint32_t *id)
 {
 	struct vc_gfs_ent *e = &g->tab[x];
-	uint32_t st = (uint32_t)VC_GFS_LD(&e->st);
+	uint32_t st = (uint32_t)VC_GFS_LDD(&e->st);
 	if (st != VC_GFS_E_VALID || !VC_GFS_CAS32(&e->st, st, VC_GFS_E_DEAD))
 		return 0;
-	*id = (uint32_t)VC_GFS_LD(&e->id);
+	*id = (uint32_t)VC_GFS_LDD(&e->id);
 	return 1;
 }
 
 /* The host's revoke pass (a small kernel on CUDA, a host thread on emu):
  * every VALID entry that nobody pins becomes DEAD and its engine id goes
- * to out[] (at most cap; the rest stay). `rank`/`stride`: this thread's
- * share of the entries. Returns how many this thread revoked; *n counts
- * them all (a device-scope add). */
-VC_GFS_FN uint32_t vc_gfs_revoke_pass(const struct vc_gfs_ctx *g, uint32_t rank, uint32_t stride,
-				      uint32_t *out, uint32_t *n, uint32_t cap)
+ * to out[] (mapped host memory; at most cap, the rest stay), counted in
+ * ctl->rev_n (device memory: device atomics never touch host memory).
+ * `rank`/`stride`: this thread's share of the entries. Then, once the
+ * whole pass is done, vc_gfs_revoke_publish. */
+VC_GFS_FN void vc_gfs_revoke_pass(const struct vc_gfs_ctx *g, uint32_t rank, uint32_t stride,
+				  uint32_t *out, uint32_t cap)
 {
-	uint32_t k = 0;
+	uint32_t *n = &g->ctl->rev_n;
 	for (uint64_t x = rank; x <= g->tab_mask; x += stride) {
 		uint32_t id;
-		if (VC_GFS_LD(n) >= cap)
+		if (VC_GFS_LDD(n) >= cap)
 			break;
 		if (!vc_gfs_tab_revoke_(g, (uint32_t)x, &id))
 			continue;
 		uint32_t at = VC_GFS_ADD32(n, 1);
 		if (at < cap) {
-			out[at] = id;
-			k++;
+			VC_GFS_ST(&out[at], id);
 		} else { /* no room: back to VALID, untouched */
 			VC_GFS_SUB32(n, 1);
-			VC_GFS_ST(&g->tab[x].st, VC_GFS_E_VALID);
+			VC_GFS_STD(&g->tab[x].st, VC_GFS_E_VALID);
 			break;
 		}
 	}
-	return k;
+}
+
+/* After the pass (one thread): the count to out[cap], where the host reads
+ * it, and the counter back to 0. */
+VC_GFS_FN void vc_gfs_revoke_publish(const struct vc_gfs_ctx *g, uint32_t *out, uint32_t cap)
+{
+	uint32_t n = (uint32_t)VC_GFS_LDD(&g->ctl->rev_n);
+	VC_GFS_STD(&g->ctl->rev_n, 0u);
+	VC_GFS_ST(&out[cap], n < cap ? n : cap);
 }
 
 /* ---- internals: requests --------------------------------------------------- */
 
 VC_GFS_FN int vc_gfs_broken_(const struct vc_gfs_ctx *g)
 {
-	return VC_GFS_LD(&g->ctl->broken) != 0;
+	return VC_GFS_LDD(&g->ctl->broken) != 0;
 }
 
 VC_GFS_FN int64_t vc_gfs_timeout_(const struct vc_gfs_ctx *g)
 {
-	VC_GFS_ST(&g->ctl->broken, 1u);
+	VC_GFS_STD(&g->ctl->broken, 1u);
 	return -ETIMEDOUT;
 }
 
@@ -499,7 +530,7 @@ VC_GFS_FN int64_t vc_gfs_rpc_(const struct vc_gfs_ctx *g, uint32_t op, uint32_t 
 
 VC_GFS_FN int vc_gfs_fd_ok_(const struct vc_gfs_ctx *g, int fd)
 {
-	return fd >= 0 && fd < VC_GFS_MAX_FILES && VC_GFS_LD(&g->files[fd].flags) != 0;
+	return fd >= 0 && fd < VC_GFS_MAX_FILES && VC_GFS_LDD(&g->files[fd].flags) != 0;
 }
 
 #define VC_GFS_ENT_LOOSE 0x80000000u
@@ -511,8 +542,8 @@ VC_GFS_FN int64_t vc_gfs_get_(const struct vc_gfs_ctx *g, int fd, uint64_t idx, 
 			      uint64_t *addr, uint32_t *ent, uint32_t *id)
 {
 	struct vc_gfs_file *f = &g->files[fd];
-	uint64_t key = VC_GFS_LD(&f->base) | idx;
-	uint32_t version = (uint32_t)VC_GFS_LD(&f->version), stale = UINT32_MAX;
+	uint64_t key = VC_GFS_LDD(&f->base) | idx;
+	uint32_t version = (uint32_t)VC_GFS_LDD(&f->version), stale = UINT32_MAX;
 	int32_t x = (flags & VC_GFS_F_MAP) ? -1 : vc_gfs_tab_pin_(g, key, version, &stale);
 	if (stale != UINT32_MAX) {
 		int64_t r = vc_gfs_unpin_(g, &stale, 1, VC_GFS_R_CACHE);
@@ -523,9 +554,9 @@ VC_GFS_FN int64_t vc_gfs_get_(const struct vc_gfs_ctx *g, int fd, uint64_t idx, 
 		}
 	}
 	if (x >= 0) {
-		*addr = VC_GFS_LD(&g->tab[x].addr);
+		*addr = VC_GFS_LDD(&g->tab[x].addr);
 		*ent = (uint32_t)x + 1;
-		*id = (uint32_t)VC_GFS_LD(&g->tab[x].id);
+		*id = (uint32_t)VC_GFS_LDD(&g->tab[x].id);
 		return 0;
 	}
 	/* A miss of the table: the host pins the page in the engine (loading
@@ -604,10 +635,10 @@ VC_GFS_FN int vc_gopen(const struct vc_gfs_ctx *g, const char *path, int flags)
 			r = (int64_t)VC_GFS_LD((uint64_t *)&s->result);
 			if (r >= 0 && r < VC_GFS_MAX_FILES) {
 				struct vc_gfs_file *f = &g->files[r];
-				VC_GFS_ST(&f->base, VC_GFS_LD(&s->base));
-				VC_GFS_ST(&f->size, VC_GFS_LD(&s->size));
-				VC_GFS_ST(&f->version, (uint32_t)VC_GFS_LD(&s->version));
-				VC_GFS_ST(&f->flags, (uint32_t)VC_GFS_LD(&s->flags) | VC_GFS_FD_OPEN);
+				VC_GFS_STD(&f->base, VC_GFS_LD(&s->base));
+				VC_GFS_STD(&f->size, VC_GFS_LD(&s->size));
+				VC_GFS_STD(&f->version, (uint32_t)VC_GFS_LD(&s->version));
+				VC_GFS_STD(&f->flags, (uint32_t)VC_GFS_LD(&s->flags) | VC_GFS_FD_OPEN);
 			}
 			vc_gfs_release_slot_(s, t);
 		}
@@ -618,7 +649,7 @@ VC_GFS_FN int vc_gopen(const struct vc_gfs_ctx *g, const char *path, int flags)
 /* The file's size as this context knows it. */
 VC_GFS_FN int64_t vc_gfsize(const struct vc_gfs_ctx *g, int fd)
 {
-	return vc_gfs_fd_ok_(g, fd) ? (int64_t)VC_GFS_LD(&g->files[fd].size) : -EBADF;
+	return vc_gfs_fd_ok_(g, fd) ? (int64_t)VC_GFS_LDD(&g->files[fd].size) : -EBADF;
 }
 
 /* Reads up to len bytes at off into buf (any memory the warp can write):
@@ -632,7 +663,7 @@ VC_GFS_FN int64_t vc_gread(const struct vc_gfs_ctx *g, int fd, uint64_t off, uin
 	struct vc_gfs_warp w = vc_gfs_warp_self();
 	if (!vc_gfs_fd_ok_(g, fd))
 		return -EBADF;
-	uint64_t size = VC_GFS_LD(&g->files[fd].size);
+	uint64_t size = VC_GFS_LDD(&g->files[fd].size);
 	if (off >= size)
 		return 0;
 	if (len > size - off)
@@ -678,9 +709,9 @@ VC_GFS_FN int64_t vc_gwrite(const struct vc_gfs_ctx *g, int fd, uint64_t off, ui
 	struct vc_gfs_warp w = vc_gfs_warp_self();
 	if (!vc_gfs_fd_ok_(g, fd))
 		return -EBADF;
-	if (!(VC_GFS_LD(&g->files[fd].flags) & VC_GO_RDWR))
+	if (!(VC_GFS_LDD(&g->files[fd].flags) & VC_GO_RDWR))
 		return -EBADF;
-	uint64_t size = VC_GFS_LD(&g->files[fd].size);
+	uint64_t size = VC_GFS_LDD(&g->files[fd].size);
 	if (off > size || len > size - off)
 		return -EFBIG;
 	uint64_t done = 0;
@@ -696,7 +727,7 @@ VC_GFS_FN int64_t vc_gwrite(const struct vc_gfs_ctx *g, int fd, uint64_t off, ui
 			 * their pins go back on the unpin ring, never behind the
 			 * write itself (a write queued behind another that waits
 			 * for them would wait for ever). */
-			uint64_t base = VC_GFS_LD(&g->files[fd].base);
+			uint64_t base = VC_GFS_LDD(&g->files[fd].base);
 			if (vc_gfs_broken_(g))
 				r = -EIO;
 			for (uint64_t p = pos >> g->page_shift; p <= (pos + k - 1) >> g->page_shift && r == 0; p++) {
@@ -704,10 +735,10 @@ VC_GFS_FN int64_t vc_gwrite(const struct vc_gfs_ctx *g, int fd, uint64_t off, ui
 				for (uint32_t i = 0; i < VC_GFS_PROBES && r == 0; i++) {
 					uint32_t x = (h + i) & g->tab_mask;
 					struct vc_gfs_ent *e = &g->tab[x];
-					uint32_t st = (uint32_t)VC_GFS_LD(&e->st);
+					uint32_t st = (uint32_t)VC_GFS_LDD(&e->st);
 					if (st == 0)
 						break;
-					if (!(st & VC_GFS_E_VALID) || VC_GFS_LD(&e->key) != (base | p))
+					if (!(st & VC_GFS_E_VALID) || VC_GFS_LDD(&e->key) != (base | p))
 						continue;
 					if (!vc_gfs_tab_revoke_(g, x, &ids[n])) {
 						if (vc_gfs_now_ns() - t0 > g->timeout_ns)
@@ -767,7 +798,7 @@ VC_GFS_FN int64_t vc_gmmap(const struct vc_gfs_ctx *g, int fd, uint64_t off, uin
 		return -EBADF;
 	if (prot & VC_GPROT_WRITE)
 		return -ENOTSUP;
-	uint64_t size = VC_GFS_LD(&g->files[fd].size);
+	uint64_t size = VC_GFS_LDD(&g->files[fd].size);
 	if (off >= size || len == 0)
 		return -ENXIO;
 	const uint64_t psz = 1ull << g->page_shift, in = off & (psz - 1);
@@ -815,9 +846,9 @@ VC_GFS_FN int64_t vc_gfs_simple_(const struct vc_gfs_ctx *g, uint32_t op, int fd
 		struct vc_gfs_req a;
 		r = vc_gfs_rpc_(g, op, (uint32_t)fd, arg, 0, 0, &a);
 		if (r >= 0 && op == VC_GFS_OP_TRUNC)
-			VC_GFS_ST(&g->files[fd].size, a.size);
+			VC_GFS_STD(&g->files[fd].size, a.size);
 		if (r == 0 && op == VC_GFS_OP_CLOSE) /* the last close: r = opens left */
-			VC_GFS_ST(&g->files[fd].flags, 0u);
+			VC_GFS_STD(&g->files[fd].flags, 0u);
 	}
 	return (int64_t)VC_GFS_BCAST(w, (long long)r);
 }
@@ -832,7 +863,7 @@ VC_GFS_FN int vc_gfsync(const struct vc_gfs_ctx *g, int fd)
  * 0 or -errno (-EBADF read-only). No other call may use the fd meanwhile. */
 VC_GFS_FN int vc_gftruncate(const struct vc_gfs_ctx *g, int fd, uint64_t size)
 {
-	if (vc_gfs_fd_ok_(g, fd) && !(VC_GFS_LD(&g->files[fd].flags) & VC_GO_RDWR))
+	if (vc_gfs_fd_ok_(g, fd) && !(VC_GFS_LDD(&g->files[fd].flags) & VC_GO_RDWR))
 		return -EBADF;
 	return (int)vc_gfs_simple_(g, VC_GFS_OP_TRUNC, fd, size);
 }

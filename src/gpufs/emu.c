@@ -11,9 +11,9 @@
 
 int gfs_emu_revoke(struct vc_gpufs *g, uint32_t *n)
 {
-	uint32_t *count = &g->rev[g->ntab];
-	vc_gfs_revoke_pass(&g->ctx, 0, 1, g->rev, count, g->ntab);
-	*n = __atomic_load_n(count, __ATOMIC_ACQUIRE);
+	vc_gfs_revoke_pass(&g->ctx, 0, 1, g->rev, g->ntab);
+	vc_gfs_revoke_publish(&g->ctx, g->rev, g->ntab);
+	*n = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
 	return 0;
 }
 

@@ -12,8 +12,8 @@ extern "C" {
 struct vc_gfs_ctx;
 
 /* Enqueues the pass on `stream` (a cudaStream_t): every table entry nobody
- * pins is revoked, its engine id written to out[] (cap at most, count at
- * out[cap], which the caller zeroed). */
+ * pins is revoked, its engine id written to out[] (cap at most), and then
+ * the count to out[cap]. */
 int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, uint32_t *out, uint32_t cap,
 			      void *stream);
 
