@@ -176,10 +176,10 @@ struct vc_gmap {
  *                     one lane. */
 #ifdef __CUDACC__
 #define VC_GFS_FN static __device__ __forceinline__
-#define VC_GFS_LD(p) vc_gfs_ld_((const volatile void *)(p), sizeof *(p))
-#define VC_GFS_ST(p, v) vc_gfs_st_((volatile void *)(p), sizeof *(p), (uint64_t)(v))
-#define VC_GFS_LDD(p) vc_gfs_ldd_((const volatile void *)(p), sizeof *(p))
-#define VC_GFS_STD(p, v) vc_gfs_std_((volatile void *)(p), sizeof *(p), (uint64_t)(v))
+#define VC_GFS_LD(p) vc_gfs_ld_((const volatile void *)(p), sizeof *(p), true)
+#define VC_GFS_ST(p, v) vc_gfs_st_((volatile void *)(p), sizeof *(p), (uint64_t)(v), true)
+#define VC_GFS_LDD(p) vc_gfs_ld_((const volatile void *)(p), sizeof *(p), false)
+#define VC_GFS_STD(p, v) vc_gfs_st_((volatile void *)(p), sizeof *(p), (uint64_t)(v), false)
 #define VC_GFS_CAS32(p, e, d) (atomicCAS((unsigned int *)(p), (e), (d)) == (e))
 #define VC_GFS_ADD32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
 #define VC_GFS_SUB32(p, v) atomicSub((unsigned int *)(p), (unsigned int)(v))
@@ -187,34 +187,24 @@ struct vc_gmap {
 #define VC_GFS_FENCE() __threadfence_system()
 #define VC_GFS_PAUSE() __nanosleep(200)
 
-static __device__ __forceinline__ uint64_t vc_gfs_ld_(const volatile void *p, size_t n)
+/* `sys`: the word is in mapped host memory (system-scope fence), else in
+ * device memory (a device-scope fence is enough there, and much cheaper). */
+static __device__ __forceinline__ uint64_t vc_gfs_ld_(const volatile void *p, size_t n, bool sys)
 {
 	uint64_t v = n == 8 ? *(const volatile uint64_t *)p : *(const volatile uint32_t *)p;
-	__threadfence_system();
-	return v;
-}
-
-static __device__ __forceinline__ void vc_gfs_st_(volatile void *p, size_t n, uint64_t v)
-{
-	__threadfence_system();
-	if (n == 8)
-		*(volatile uint64_t *)p = v;
+	if (sys)
+		__threadfence_system();
 	else
-		*(volatile uint32_t *)p = (uint32_t)v;
-}
-
-/* The same for words in device memory (the table, the files, ctl): a
- * device-scope fence is enough there, and much cheaper than a system one. */
-static __device__ __forceinline__ uint64_t vc_gfs_ldd_(const volatile void *p, size_t n)
-{
-	uint64_t v = n == 8 ? *(const volatile uint64_t *)p : *(const volatile uint32_t *)p;
-	__threadfence();
+		__threadfence();
 	return v;
 }
 
-static __device__ __forceinline__ void vc_gfs_std_(volatile void *p, size_t n, uint64_t v)
+static __device__ __forceinline__ void vc_gfs_st_(volatile void *p, size_t n, uint64_t v, bool sys)
 {
-	__threadfence();
+	if (sys)
+		__threadfence_system();
+	else
+		__threadfence();
 	if (n == 8)
 		*(volatile uint64_t *)p = v;
 	else
