@@ -476,6 +476,67 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown);
 int vc_gpu_mem_info(vc_cache *c, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16]);
 
+/* ---- GPUfs: a file API for GPU kernels over this cache ---------------------
+ * (docs/GPUFS.md; the device half is include/vramcache/gpufs.h, and
+ * vramcache/gpufs.cuh for CUDA kernels.) A vc_gpufs binds to one cache: its
+ * host threads serve kernels' requests from the cache's own index and
+ * tiers, so a page CPU clients cached is a hit for a kernel, and what a
+ * kernel writes goes through the cache (vc_volume_write) to CPU readers.
+ * Files are opened by path, each as a volume of the cache. Not with dedup
+ * or encryption on (-ENOTSUP). Calls on one vc_gpufs may come from many
+ * threads, but vc_gpufs_release and vc_gpufs_destroy only while no kernel
+ * uses its context. */
+typedef struct vc_gpufs vc_gpufs;
+struct vc_gfs_ctx;
+
+#define VC_GPUFS_CONFIG_VERSION 1
+struct vc_gpufs_config {
+	uint32_t size;    /* sizeof(struct vc_gpufs_config) */
+	uint32_t version; /* VC_GPUFS_CONFIG_VERSION */
+	uint32_t ring_slots;      /* requests in flight: a power of two; 0: 256 */
+	uint32_t table_entries;   /* device table entries: a power of two; 0: 16384 */
+	uint32_t max_cached;      /* engine pins the table may hold; 0: entries / 2 */
+	uint32_t service_threads; /* host threads serving requests; 0: 2 */
+	uint64_t timeout_ns;      /* a device call's bound; 0: 30 s */
+};
+void vc_gpufs_config_init(struct vc_gpufs_config *cfg);
+/* cfg NULL: defaults. */
+int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **out);
+/* Releases everything (vc_gpufs_release), closes the files (their dirty
+ * pages written back) and frees the context. NULL is a no-op. */
+int vc_gpufs_destroy(vc_gpufs *g);
+/* The view kernels receive by value (struct vc_gfs_ctx, vramcache/gpufs.h). */
+int vc_gpufs_ctx(const vc_gpufs *g, struct vc_gfs_ctx *out);
+/* After the kernels using the context completed: drops every engine pin the
+ * device table holds (pages stay cached) and resets the request ring, a
+ * broken context included. O(table + page entries). */
+int vc_gpufs_release(vc_gpufs *g);
+/* Opens a file on the host as a kernel's vc_gopen would (the same fd, one
+ * more open, and the fd's device entry written): kernels may be handed the
+ * fd instead of opening the file (a gopen is a request to the host), and
+ * CPU threads share the file with kernels through vc_gpufs_volume. Call
+ * it between kernels: the device entry is written with a copy that waits
+ * for kernels on the default stream. */
+int vc_gpufs_open(vc_gpufs *g, const char *path, int flags);
+int vc_gpufs_close(vc_gpufs *g, int fd);
+/* The cache volume of an open fd (NULL: not open): CPU reads and writes of
+ * the file must go through it to share the page cache with kernels. */
+vc_volume *vc_gpufs_volume(vc_gpufs *g, int fd);
+/* Emulated device only: runs fn for warps 0 .. nwarps-1 on `threads` CPU
+ * threads (one warp at a time each), each with its own copy of the view,
+ * and returns when all are done: a kernel launch, for tests and CI.
+ * -ENOTSUP on a CUDA cache (launch a kernel). */
+int vc_gpufs_emu_run(vc_gpufs *g, unsigned nwarps, unsigned threads,
+		     void (*fn)(const struct vc_gfs_ctx *ctx, unsigned warp, void *arg), void *arg);
+struct vc_gpufs_stats {
+	uint64_t requests, batches;  /* served; service rounds that found work */
+	uint64_t gets, get_cached;   /* GET requests; granted for the table */
+	uint64_t revokes, revoked;   /* revoke passes; entries they revoked */
+	uint64_t writes, opens;
+	uint64_t held;               /* engine pins held now */
+};
+int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,373 @@
+/* Data-driven random reads (issue 15; the collage pattern of GPUfs'16 §2.4):
+ * every warp reads a chain of 4 KiB records, each chosen by the checksum
+ * of the one before, from a file larger than the GPU tier. Side by side in
+ * one run, over the same chains (the final checksums must agree):
+ *
+ *   gpufs-cold  vramcache GPUfs, a fresh cache, the file dropped from the
+ *               OS page cache first (posix_fadvise DONTNEED)
+ *   gpufs-warm  the same chains again: records partly in the GPU tier
+ *   cpu-orch    CPU-orchestrated CUDA: per step, 16 CPU threads pread each
+ *               warp's record into pinned memory, one cudaMemcpy, a kernel
+ *               computes the checksums and the next records
+ *   uvm         the file in cudaMallocManaged memory (filled by the CPU
+ *               first; that fill is timed apart), read by the kernel
+ *   cpu         16 threads doing the whole chain with pread
+ *
+ * Effective bandwidth = records read x 4 KiB / time. Goals (issue 15):
+ * cold >= 38 GB/s, >= 3x cpu-orch, >= 5x uvm, warm hits >= 1 TB/s.
+ *
+ *   gpufs_collage --file F [--create-gib N] [--warps W] [--steps S]
+ *                 [--gpu-gib G] [--threads T] [--no-uvm] [--json OUT]
+ * A skeleton for the GPU machine: it has not been run yet. */
+#include <cuda_runtime.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BENCH_NAME "gpufs_collage"
+#include "bench.h"
+#include "vramcache/gpufs.cuh"
+
+#define REC 4096u
+#define WPB 4u /* warps per block */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+__host__ __device__ static uint64_t mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+__host__ __device__ static uint64_t first_rec(unsigned warp, uint64_t nrec)
+{
+	return mix(warp + 1) % nrec;
+}
+
+__host__ __device__ static uint64_t next_rec(uint64_t sum, unsigned warp, unsigned step, uint64_t nrec)
+{
+	return mix(sum ^ ((uint64_t)warp << 32) ^ step) % nrec;
+}
+
+/* The checksum of one record: every lane its 16 words, reduced. */
+__device__ static uint64_t warp_sum(const uint64_t *w)
+{
+	unsigned lane = threadIdx.x & 31;
+	uint64_t s = 0;
+	for (unsigned i = lane; i < REC / 8; i += 32)
+		s += w[i] * (i + 1);
+	for (int o = 16; o; o >>= 1)
+		s += __shfl_xor_sync(0xffffffffu, s, o);
+	return s;
+}
+
+static uint64_t host_sum(const uint64_t *w)
+{
+	uint64_t s = 0;
+	for (unsigned i = 0; i < REC / 8; i++)
+		s += w[i] * (i + 1);
+	return s;
+}
+
+/* ---- gpufs ---- */
+/* fd: opened by the host (vc_gpufs_open), so that 65536 warps do not each
+ * send a gopen to the host. */
+__global__ void k_gpufs(struct vc_gfs_ctx g, int fd, uint64_t nrec, unsigned steps,
+			unsigned nwarps, uint64_t *out, unsigned long long *errs)
+{
+	__shared__ __align__(16) uint64_t buf[WPB][REC / 8];
+	unsigned w = threadIdx.x / 32, stride = gridDim.x * blockDim.x / 32;
+	/* A grid that leaves SMs free (see main): each warp runs many chains. */
+	for (unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32; warp < nwarps; warp += stride) {
+		uint64_t r = first_rec(warp, nrec), s = 0;
+		for (unsigned k = 0; k < steps; k++) {
+			if (vc_gread(&g, fd, r * REC, REC, buf[w]) != REC) {
+				if ((threadIdx.x & 31) == 0)
+					atomicAdd(errs, 1ull);
+				break;
+			}
+			s = warp_sum(buf[w]);
+			__syncwarp();
+			r = next_rec(s, warp, k, nrec);
+		}
+		if ((threadIdx.x & 31) == 0)
+			out[warp] = s;
+	}
+}
+
+/* ---- cpu-orchestrated: one step of every warp ---- */
+__global__ void k_step(const uint64_t *recs, uint64_t *cur, uint64_t *sums, uint64_t nrec, unsigned step,
+		       unsigned nwarps)
+{
+	unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	if (warp >= nwarps)
+		return;
+	uint64_t s = warp_sum(recs + (uint64_t)warp * (REC / 8));
+	if ((threadIdx.x & 31) == 0) {
+		sums[warp] = s;
+		cur[warp] = next_rec(s, warp, step, nrec);
+	}
+}
+
+/* ---- uvm ---- */
+__global__ void k_uvm(const uint64_t *file, uint64_t nrec, unsigned steps, unsigned nwarps, uint64_t *out)
+{
+	unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	if (warp >= nwarps)
+		return;
+	uint64_t r = first_rec(warp, nrec), s = 0;
+	for (unsigned k = 0; k < steps; k++) {
+		s = warp_sum(file + r * (REC / 8));
+		r = next_rec(s, warp, k, nrec);
+	}
+	if ((threadIdx.x & 31) == 0)
+		out[warp] = s;
+}
+
+/* ---- CPU threads ---- */
+struct cpu_job {
+	int fd;
+	uint64_t nrec;
+	unsigned steps, nwarps, nthreads, id;
+	const uint64_t *cur; /* cpu-orch: the records to fetch */
+	unsigned char *dst;  /* cpu-orch: where (pinned) */
+	uint64_t *out;       /* cpu: the final sums */
+};
+
+static void *cpu_fetch(void *p) /* cpu-orch: this thread's share of one step's records */
+{
+	struct cpu_job *j = (struct cpu_job *)p;
+	for (unsigned w = j->id; w < j->nwarps; w += j->nthreads)
+		if (pread(j->fd, j->dst + (uint64_t)w * REC, REC, (off_t)(j->cur[w] * REC)) != REC)
+			abort();
+	return NULL;
+}
+
+static void *cpu_chain(void *p) /* cpu: whole chains */
+{
+	struct cpu_job *j = (struct cpu_job *)p;
+	uint64_t buf[REC / 8];
+	for (unsigned w = j->id; w < j->nwarps; w += j->nthreads) {
+		uint64_t r = first_rec(w, j->nrec), s = 0;
+		for (unsigned k = 0; k < j->steps; k++) {
+			if (pread(j->fd, buf, REC, (off_t)(r * REC)) != REC)
+				abort();
+			s = host_sum(buf);
+			r = next_rec(s, w, k, j->nrec);
+		}
+		j->out[w] = s;
+	}
+	return NULL;
+}
+
+static void run_threads(struct cpu_job *proto, unsigned n, void *(*fn)(void *))
+{
+	pthread_t t[256];
+	struct cpu_job j[256];
+	for (unsigned i = 0; i < n; i++) {
+		j[i] = *proto;
+		j[i].id = i;
+		j[i].nthreads = n;
+		if (pthread_create(&t[i], NULL, fn, &j[i]) != 0)
+			abort();
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+static void drop_os_cache(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		fdatasync(fd);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL, *json = NULL;
+	double create_gib = 0, gpu_gib = 32;
+	unsigned nwarps = 65536, steps = 16, threads = 16;
+	bool uvm = true;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--file") && v) path = v, i++;
+		else if (!strcmp(a, "--create-gib") && v) create_gib = atof(v), i++;
+		else if (!strcmp(a, "--warps") && v) nwarps = (unsigned)atoi(v), i++;
+		else if (!strcmp(a, "--steps") && v) steps = (unsigned)atoi(v), i++;
+		else if (!strcmp(a, "--gpu-gib") && v) gpu_gib = atof(v), i++;
+		else if (!strcmp(a, "--threads") && v) threads = (unsigned)atoi(v), i++;
+		else if (!strcmp(a, "--json") && v) json = v, i++;
+		else if (!strcmp(a, "--no-uvm")) uvm = false;
+		else {
+			fprintf(stderr, "usage: %s --file F [--create-gib N] [--warps W] [--steps S] "
+					"[--gpu-gib G] [--threads T] [--no-uvm] [--json OUT]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!path || threads == 0 || threads > 256)
+		return fprintf(stderr, BENCH_NAME ": --file is required (threads 1..256)\n"), 2;
+	struct cudaDeviceProp prop;
+	if (!bench_cuda_open(&prop))
+		return 77;
+	if (create_gib > 0) { /* random records, written once */
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		uint64_t n = (uint64_t)(create_gib * (1ull << 30)) / REC, chunk = 1 << 20;
+		uint64_t *b = (uint64_t *)malloc(chunk), z = 1;
+		for (uint64_t off = 0; fd >= 0 && off < n * REC; off += chunk) {
+			for (uint64_t i = 0; i < chunk / 8; i++)
+				b[i] = mix(z++);
+			if (pwrite(fd, b, chunk < n * REC - off ? chunk : n * REC - off, (off_t)off) < 0)
+				abort();
+		}
+		free(b);
+		if (fd < 0 || close(fd) < 0)
+			return perror(path), 1;
+	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return perror(path), 1;
+	const uint64_t nrec = (uint64_t)st.st_size / REC;
+	const double bytes = (double)nwarps * steps * REC;
+	const unsigned blocks = (nwarps + WPB - 1) / WPB;
+	/* The GPUfs kernel's grid: the engine's page moves (the device queue's
+	 * server kernel) and the revoke pass are kernels too, and need SMs
+	 * while the user's kernel waits for them; a grid of resident warps
+	 * looping over the chains (4 blocks of 4 warps per SM) leaves room. */
+	const unsigned gblocks = blocks < 4u * (unsigned)prop.multiProcessorCount
+					 ? blocks : 4u * (unsigned)prop.multiProcessorCount;
+	uint64_t *out, *ref;
+	unsigned long long *errs;
+	BENCH_CUOK(cudaMallocManaged(&out, nwarps * sizeof *out));
+	BENCH_CUOK(cudaMallocManaged(&errs, sizeof *errs));
+	ref = (uint64_t *)calloc(nwarps, sizeof *ref);
+	const char *name[5] = { "gpufs-cold", "gpufs-warm", "cpu-orch", "uvm", "cpu" };
+	double secs[5] = { 0 }, extra_uvm_fill = 0;
+	bool agree[5] = { false };
+
+	/* cpu: the reference checksums. */
+	int fd = open(path, O_RDONLY);
+	struct cpu_job proto = { fd, nrec, steps, nwarps, threads, 0, NULL, NULL, ref };
+	drop_os_cache(path);
+	double t0 = now_s();
+	run_threads(&proto, threads, cpu_chain);
+	secs[4] = now_s() - t0;
+	agree[4] = true;
+
+	/* gpufs, cold then warm. */
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.flags = VC_OPEN_READONLY;
+	cfg.device = VC_DEVICE_CUDA;
+	cfg.gpu_bytes = (uint64_t)(gpu_gib * (1ull << 30));
+	cfg.host_bytes = 4ull << 30;
+	vc_cache *c;
+	vc_gpufs *gfs;
+	struct vc_gfs_ctx g;
+	BENCH_OK(vc_open(&cfg, &c));
+	BENCH_OK(vc_gpufs_create(c, NULL, &gfs));
+	BENCH_OK(vc_gpufs_ctx(gfs, &g));
+	int gfd = vc_gpufs_open(gfs, path, VC_GO_RDONLY);
+	BENCH_OK(gfd);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0)
+			drop_os_cache(path);
+		*errs = 0;
+		t0 = now_s();
+		k_gpufs<<<gblocks, WPB * 32>>>(g, gfd, nrec, steps, nwarps, out, errs);
+		BENCH_CUOK(cudaGetLastError());
+		BENCH_CUOK(cudaDeviceSynchronize());
+		secs[pass] = now_s() - t0;
+		agree[pass] = *errs == 0 && !memcmp(out, ref, nwarps * sizeof *out);
+		BENCH_OK(vc_gpufs_release(gfs));
+	}
+	struct vc_gpufs_stats gs;
+	BENCH_OK(vc_gpufs_stats(gfs, &gs));
+	BENCH_OK(vc_gpufs_close(gfs, gfd));
+	BENCH_OK(vc_gpufs_destroy(gfs));
+	BENCH_OK(vc_close(c));
+
+	/* cpu-orch: per step, the CPU gathers and copies, a kernel computes. */
+	uint64_t *cur, *sums, *drecs;
+	unsigned char *pin;
+	BENCH_CUOK(cudaMallocManaged(&cur, nwarps * sizeof *cur));
+	BENCH_CUOK(cudaMallocManaged(&sums, nwarps * sizeof *sums));
+	BENCH_CUOK(cudaMallocHost(&pin, (size_t)nwarps * REC));
+	BENCH_CUOK(cudaMalloc(&drecs, (size_t)nwarps * REC));
+	for (unsigned w = 0; w < nwarps; w++)
+		cur[w] = first_rec(w, nrec);
+	drop_os_cache(path);
+	t0 = now_s();
+	for (unsigned k = 0; k < steps; k++) {
+		struct cpu_job pj = { fd, nrec, steps, nwarps, threads, 0, cur, pin, NULL };
+		run_threads(&pj, threads, cpu_fetch);
+		BENCH_CUOK(cudaMemcpy(drecs, pin, (size_t)nwarps * REC, cudaMemcpyHostToDevice));
+		k_step<<<blocks, WPB * 32>>>(drecs, cur, sums, nrec, k, nwarps);
+		BENCH_CUOK(cudaDeviceSynchronize());
+	}
+	secs[2] = now_s() - t0;
+	agree[2] = !memcmp(sums, ref, nwarps * sizeof *sums);
+
+	/* uvm: the file in managed memory (this machine has no HMM). */
+	if (uvm) {
+		uint64_t *file;
+		BENCH_CUOK(cudaMallocManaged(&file, (size_t)nrec * REC));
+		drop_os_cache(path);
+		t0 = now_s();
+		for (uint64_t off = 0; off < nrec * REC; off += 64u << 20) {
+			size_t n = nrec * REC - off < (64u << 20) ? nrec * REC - off : (64u << 20);
+			if (pread(fd, (char *)file + off, n, (off_t)off) != (ssize_t)n)
+				abort();
+		}
+		extra_uvm_fill = now_s() - t0;
+		t0 = now_s();
+		k_uvm<<<blocks, WPB * 32>>>(file, nrec, steps, nwarps, out);
+		BENCH_CUOK(cudaGetLastError());
+		BENCH_CUOK(cudaDeviceSynchronize());
+		secs[3] = now_s() - t0;
+		agree[3] = !memcmp(out, ref, nwarps * sizeof *out);
+		cudaFree(file);
+	}
+	close(fd);
+
+	printf("%s: %llu records of 4 KiB (%.1f GiB), %u warps x %u steps, %s\n", BENCH_NAME,
+	       (unsigned long long)nrec, nrec * (double)REC / (1ull << 30), nwarps, steps, prop.name);
+	printf("%-11s %9s %10s %s\n", "variant", "time s", "GB/s eff", "checksums");
+	for (int i = 0; i < 5; i++)
+		if (secs[i] > 0)
+			printf("%-11s %9.3f %10.2f %s\n", name[i], secs[i], bytes / secs[i] / 1e9,
+			       agree[i] ? "agree" : "DIFFER");
+	if (uvm)
+		printf("(uvm: the CPU's fill of managed memory took %.3f s more)\n", extra_uvm_fill);
+	printf("gpufs: %llu requests in %llu batches, %llu gets, %llu revoke passes\n",
+	       (unsigned long long)gs.requests, (unsigned long long)gs.batches,
+	       (unsigned long long)gs.gets, (unsigned long long)gs.revokes);
+	if (json) {
+		FILE *f = bench_json_open(json, BENCH_NAME, prop.name);
+		bench_json_field(f, "  ", "records", (double)nrec);
+		bench_json_field(f, "  ", "warps", nwarps);
+		bench_json_field(f, "  ", "steps", steps);
+		for (int i = 0; i < 5; i++)
+			if (secs[i] > 0) {
+				char key[64];
+				snprintf(key, sizeof key, "%s_gbs", name[i]);
+				bench_json_field(f, "  ", key, bytes / secs[i] / 1e9);
+			}
+		bench_json_field(f, "  ", "uvm_fill_s", extra_uvm_fill);
+		bench_json_close(f);
+	}
+	for (int i = 0; i < 5; i++)
+		if (secs[i] > 0 && !agree[i])
+			return 1;
+	return 0;
+}

@@ -1,0 +1,85 @@
+/* The engine's side of the GPU file API (engine/gpufs.h). */
+#include "engine/gpufs.h"
+#include "engine/engine.h"
+
+int eng_gfs_check(vc_cache *c)
+{
+	if (eng_dd(c))
+		return vc_err(-ENOTSUP, "gpufs: not with dedup on (vc_config.dedup): a GPU-tier page "
+					"is blocks in scattered slots, which kernels cannot read in place");
+	if (c->gpu.cipher)
+		return vc_err(-ENOTSUP, "gpufs: not with encryption on (vc_config.encrypt): the GPU "
+					"tier holds ciphertext and the key never leaves host memory");
+	return 0;
+}
+
+struct vc_device *eng_gfs_device(vc_cache *c)
+{
+	return c->gpu.dev;
+}
+
+uint64_t eng_gfs_base(vc_volume *v)
+{
+	return v->base;
+}
+
+uint64_t eng_gfs_npool(vc_cache *c)
+{
+	return c->ix.npool;
+}
+
+/* Pinned page p: the address where the device reads its bytes. */
+static uint64_t pin_addr(const struct vc_cache *c, const struct vc_page *p, int tier)
+{
+	return tier == GPU ? slot_addr_gpu(c, p) : vc_tier_addr(c->host, p->slot);
+}
+
+int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *addr)
+{
+	struct vc_cache *c = v->c;
+	if (idx >= (atomic_load(&v->size) + c->page_size - 1) >> c->pshift)
+		return vc_err(-ENXIO, "gpufs: page %llu past the end", (unsigned long long)idx);
+	uint64_t pno = v->base + idx;
+	struct tstate *t = eng_tstate(c);
+	for (int round = 0;; round++) {
+		int tier;
+		struct vc_page *p = eng_pin_fast(c, pno, !host, &tier);
+		if (p) {
+			eng_note_hit_fast(c, t, p, tier);
+			*id = page_id(c, p);
+			*addr = pin_addr(c, p, tier);
+			return 0;
+		}
+		/* Not cached (or busy, owned, racing): into the GPU tier when it
+		 * works, else (or after two tries) through the ordinary path,
+		 * which waits for the page and leaves it pinned in the host tier. */
+		if (round < 2 && !host && c->gpu.ls && !c->gpu.off && !vc_index_peek(&c->ix, pno)) {
+			int r = vc_volume_prefetch(v, idx << c->pshift, c->page_size, GPU);
+			if (r < 0 && r != -ENOSPC)
+				return r;
+			continue;
+		}
+		int r = eng_acquire(c, pno, ACQ_READ, true, false, &p);
+		if (r < 0)
+			return r;
+		*id = page_id(c, p);
+		*addr = pin_addr(c, p, HOST);
+		return 0;
+	}
+}
+
+void eng_gfs_unpin(vc_cache *c, uint32_t id)
+{
+	eng_unpin(c, &c->ix.pool[id]);
+}
+
+bool eng_gfs_waiters(vc_cache *c)
+{
+	if (atomic_load_explicit(&c->nwaiters, memory_order_relaxed) ||
+	    atomic_load_explicit(&c->slot_waiters, memory_order_relaxed))
+		return true;
+	for (uint32_t b = 0; b < PW_BUCKETS; b++)
+		if (atomic_load_explicit(&c->pw_waiters[b], memory_order_relaxed))
+			return true;
+	return false;
+}

@@ -1,0 +1,43 @@
+/* The engine's side of the GPU file API (src/gpufs/, docs/GPUFS.md): what
+ * the GPUfs host half may ask of the engine, and nothing else of it.
+ * Implemented in src/engine/gpufs.c; this header needs no engine internals.
+ *
+ * A grant is one engine pin (page.h: a read pin on the page's state word)
+ * that the GPUfs host half holds for the device: while it holds it, the
+ * page stays in the tier and slot it was granted in (cleaning, eviction,
+ * promotion, writers and drops all claim only unpinned pages), so the
+ * device may read its bytes at the granted address. */
+#ifndef VC_ENGINE_GPUFS_H
+#define VC_ENGINE_GPUFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vramcache.h"
+
+struct vc_device;
+
+/* 0 when GPUfs can run on c, else -ENOTSUP with a message (dedup: a GPU
+ * page is D blocks in scattered slots; encryption: the GPU tier holds
+ * ciphertext, and device reads would need the key on the device). */
+int eng_gfs_check(vc_cache *c);
+struct vc_device *eng_gfs_device(vc_cache *c);
+/* The volume's first page number (volume << 48): device keys are it | index. */
+uint64_t eng_gfs_base(vc_volume *v);
+/* Page ids are below this (sizes the host half's per-page counts). */
+uint64_t eng_gfs_npool(vc_cache *c);
+/* Pins page idx of v where it is cached (host or GPU tier), loading it into
+ * the GPU tier first when it is not (one bulk round: backing read, one
+ * batched move), or into the host tier when the GPU tier cannot take it:
+ * 0 with its id and the device-visible address of its bytes, or -errno
+ * (past the end: -ENXIO). `host`: in the host tier only (promoted there
+ * when it is in the GPU tier), for long pins. Unlocked; may sleep on the
+ * page. */
+int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *addr);
+/* Drops a pin eng_gfs_pin took. Lock-free (wakes sleepers). */
+void eng_gfs_unpin(vc_cache *c, uint32_t id);
+/* Somebody sleeps in the engine for a page or a resource: a grant may be
+ * what it waits for. O(buckets) atomic loads, no lock. */
+bool eng_gfs_waiters(vc_cache *c);
+
+#endif

@@ -1,0 +1,81 @@
+/* GPUfs's host half (docs/GPUFS.md): a front end over the public API and
+ * the engine's GPUfs room (engine/gpufs.h).
+ *
+ *   host.c   the context: files, the request ring's service threads, the
+ *            reaper (revoke passes), release, create and destroy
+ *   emu.c    the emulated device's runner and revoke pass
+ *
+ * Lock rules. g->mu guards the ring's head (which tickets a service thread
+ * takes) and the file table's slots (open, close); a file's rw lock is
+ * taken shared by its reads and writes and exclusive by what changes its
+ * size or drops its pages (truncate, a reopen that found it changed). The
+ * engine is called with neither g->mu held, so an engine sleep never
+ * blocks another service thread's ticket claims. Order: f->rw, then g->mu.
+ */
+#ifndef VC_GPUFS_HOST_H
+#define VC_GPUFS_HOST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "vramcache.h"
+#include "vramcache/gpufs.h"
+
+struct gfs_file {
+	char *path;      /* NULL: the slot is free */
+	int fd;          /* the host fd (the volume does not close it) */
+	vc_volume *v;
+	uint32_t flags;  /* VC_GO_RDWR when writable */
+	uint32_t version;
+	int opens;
+	struct stat st;  /* as of the last open or our last change */
+	pthread_rwlock_t rw;
+};
+
+struct vc_gpufs {
+	vc_cache *c;
+	struct vc_device *dev;
+	bool emu;
+	struct vc_gfs_ctx ctx; /* device-visible addresses */
+	/* host views */
+	struct vc_gfs_req *ring, *uring;
+	unsigned char *data;
+	uint64_t uhead; /* the unpin ring's next ticket (the reaper's alone) */
+	struct vc_gfs_ctl *ctl_host;   /* emu only (device memory is host memory) */
+	void *ring_mem;                /* host_alloc'ed: ring, then data */
+	uint64_t ctl_dev, tab_dev, files_dev;
+	uint32_t nring, ntab;
+	uint32_t page_shift;
+	/* The revoke pass's output, mapped: ids, then the count. */
+	uint32_t *rev;
+	uint64_t rev_dev;
+	void *rev_stream; /* CUDA: the pass's stream */
+
+	pthread_mutex_t mu;
+	uint64_t head; /* next ticket to serve (under mu) */
+	_Atomic uint32_t busy; /* service threads working on tickets */
+	struct gfs_file files[VC_GFS_MAX_FILES];
+
+	_Atomic uint32_t *held;    /* engine pins held, per page id */
+	uint64_t npool;
+	_Atomic uint64_t ncached, nheld;
+	uint32_t max_cached;
+	_Atomic bool stop;
+	_Atomic bool want_revoke;
+	pthread_t *svc;
+	uint32_t nsvc;
+	pthread_t reaper;
+	bool reaper_on;
+	pthread_mutex_t revoke_mu; /* one revoke pass at a time */
+
+	struct {
+		_Atomic uint64_t requests, batches, gets, get_cached, revokes, revoked, writes, opens;
+	} st;
+};
+
+/* emu.c */
+int gfs_emu_revoke(struct vc_gpufs *g, uint32_t *n);
+
+#endif

@@ -1,0 +1,707 @@
+/* GPUfs's host half: the context, the service threads and the reaper
+ * (gpufs.h has the lock rules, docs/GPUFS.md the design).
+ *
+ * Service threads take every published request at the ring's head in one
+ * claim (opportunistic batching, GPUfs'16 §4.3.1: nothing waits for a batch
+ * to fill) and serve them from the engine. Each grant (GET) is an engine
+ * pin held for the device, counted in held[id], so that release can drop
+ * every pin whatever the device did. The reaper runs a revoke pass (device
+ * table entries nobody pins become DEAD; their pins are dropped here) when
+ * the engine has sleepers (one may wait for a page the table pins) or the
+ * table holds more than max_cached grants.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "device/device.h"
+#include "engine/gpufs.h"
+#include "gpufs/gpufs.h"
+
+#ifdef VC_HAVE_CUDA
+#include "device/cuda/gpufs.h"
+#endif
+
+/* Batch bound of one claim: enough to fill a bulk round (batch_pages
+ * defaults to 256) with misses, small enough to share work between the
+ * service threads. */
+#define SVC_BATCH 64
+/* Idle service threads poll the ring every this many ns once a few quick
+ * polls found nothing: a request waits at most this long for a sleeping
+ * thread, against a core spent polling. */
+#define SVC_NAP_NS 20000
+/* The reaper looks at the engine's sleepers and the table's grants this
+ * often: bounds how long a CPU writer waits for an idle table entry. */
+#define REAPER_NS 200000
+/* ... and drains the unpin ring this often: how long a handed-back pin may
+ * keep a writer waiting. */
+#define UNPIN_NS 20000
+
+static void nap(long ns)
+{
+	struct timespec ts = { 0, ns };
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t ld64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void st64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* ---- grants ---------------------------------------------------------------- */
+
+static void grant_drop(struct vc_gpufs *g, uint32_t id, bool cached)
+{
+	if (id >= g->npool)
+		return; /* a device bug: never trust an id blindly */
+	uint32_t h = atomic_load(&g->held[id]);
+	do {
+		if (h == 0)
+			return;
+	} while (!atomic_compare_exchange_weak(&g->held[id], &h, h - 1));
+	atomic_fetch_sub(&g->nheld, 1);
+	if (cached)
+		atomic_fetch_sub(&g->ncached, 1);
+	eng_gfs_unpin(g->c, id);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* An open of path: fd or -errno; *f the file. Close-to-open: a file that
+ * changed outside the cache since its last open gets a new version (the
+ * device ignores table entries of older ones) and its cached pages are
+ * written back and dropped, so every page is read anew, lazily. */
+static int file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs_file **out)
+{
+	if (flags & ~(VC_GO_RDWR | VC_GO_CREAT | VC_GO_TRUNC))
+		return vc_err(-EINVAL, "gpufs: open flags %#x not supported", (unsigned)flags);
+	pthread_mutex_lock(&g->mu);
+	int fd = -1, freefd = -1;
+	for (int i = 0; i < VC_GFS_MAX_FILES; i++) {
+		if (g->files[i].path && strcmp(g->files[i].path, path) == 0)
+			fd = i;
+		else if (!g->files[i].path && freefd < 0)
+			freefd = i;
+	}
+	struct gfs_file *f;
+	int r = 0;
+	if (fd >= 0) {
+		f = &g->files[fd];
+		pthread_mutex_unlock(&g->mu);
+		if ((flags & VC_GO_RDWR) && !(f->flags & VC_GO_RDWR))
+			return vc_err(-EACCES, "gpufs: %s is open read-only", path);
+		if (flags & VC_GO_TRUNC)
+			return vc_err(-EBUSY, "gpufs: O_TRUNC of %s, which is open", path);
+		/* Our own writes re-stat the file under f->rw (shared) when
+		 * they are done, so a difference that remains once f->rw is
+		 * ours alone is someone else's change. */
+		struct stat st;
+		pthread_rwlock_rdlock(&f->rw);
+		bool changed = stat(path, &st) == 0 && !same_file(&st, &f->st);
+		pthread_rwlock_unlock(&f->rw);
+		if (changed)
+			pthread_rwlock_wrlock(&f->rw);
+		else
+			pthread_rwlock_rdlock(&f->rw);
+		if (changed && stat(path, &st) == 0 && !same_file(&st, &f->st)) {
+			f->version++;
+			r = vc_volume_drop(f->v, 0, 0, 0);
+			if (r == 0 && (uint64_t)st.st_size != vc_volume_size(f->v))
+				r = vc_volume_resize(f->v, (uint64_t)st.st_size);
+			if (r == 0)
+				f->st = st;
+		}
+		if (r == 0) {
+			pthread_mutex_lock(&g->mu);
+			f->opens++;
+			pthread_mutex_unlock(&g->mu);
+		}
+		pthread_rwlock_unlock(&f->rw);
+		*out = f;
+		return r < 0 ? r : fd;
+	}
+	if (freefd < 0) {
+		pthread_mutex_unlock(&g->mu);
+		return vc_err(-EMFILE, "gpufs: %d files open already", VC_GFS_MAX_FILES);
+	}
+	f = &g->files[freefd];
+	int ofl = O_CLOEXEC | ((flags & VC_GO_RDWR) ? O_RDWR : O_RDONLY) |
+		  ((flags & VC_GO_CREAT) ? O_CREAT : 0) | ((flags & VC_GO_TRUNC) ? O_TRUNC : 0);
+	int hfd = open(path, ofl, 0644);
+	if (hfd < 0) {
+		r = -errno;
+		pthread_mutex_unlock(&g->mu);
+		return vc_err(r, "gpufs: open %s: %s", path, strerror(-r));
+	}
+	char *p = strdup(path);
+	if (!p || fstat(hfd, &f->st) < 0) {
+		r = p ? -errno : -ENOMEM;
+		goto fail;
+	}
+	if (!S_ISREG(f->st.st_mode)) {
+		r = vc_err(-EINVAL, "gpufs: %s is not a regular file", path);
+		goto fail;
+	}
+	r = vc_volume_open(g->c, NULL, hfd, (flags & VC_GO_RDWR) ? 0 : VC_OPEN_READONLY, &f->v);
+	if (r < 0)
+		goto fail;
+	f->path = p;
+	f->fd = hfd;
+	f->flags = (uint32_t)flags & VC_GO_RDWR;
+	f->version = 1;
+	f->opens = 1;
+	pthread_mutex_unlock(&g->mu);
+	*out = f;
+	return freefd;
+fail:
+	free(p);
+	close(hfd);
+	pthread_mutex_unlock(&g->mu);
+	return r;
+}
+
+static struct gfs_file *file_of(struct vc_gpufs *g, uint32_t fd)
+{
+	if (fd >= VC_GFS_MAX_FILES)
+		return NULL;
+	pthread_mutex_lock(&g->mu);
+	struct gfs_file *f = g->files[fd].path ? &g->files[fd] : NULL;
+	pthread_mutex_unlock(&g->mu);
+	return f;
+}
+
+/* Our own change: the next open must not take it for someone else's. */
+static void file_restat(struct gfs_file *f)
+{
+	fstat(f->fd, &f->st);
+}
+
+/* One close: flushes (close-to-open: the writes are durable and visible),
+ * returns the opens left. The volume stays open (its pages cached) until
+ * the context is destroyed. */
+static int file_close(struct vc_gpufs *g, struct gfs_file *f)
+{
+	pthread_rwlock_wrlock(&f->rw);
+	int r = (f->flags & VC_GO_RDWR) ? vc_volume_flush(f->v) : 0;
+	file_restat(f);
+	pthread_mutex_lock(&g->mu);
+	if (r == 0 && f->opens > 0)
+		r = --f->opens;
+	pthread_mutex_unlock(&g->mu);
+	pthread_rwlock_unlock(&f->rw);
+	return r;
+}
+
+/* ---- serving requests -------------------------------------------------------- */
+
+static void answer(struct vc_gfs_req *s, uint64_t t, int64_t result)
+{
+	s->result = result;
+	st64(&s->done, t + 1);
+}
+
+static void serve_one(struct vc_gpufs *g, uint64_t t)
+{
+	struct vc_gfs_req *s = &g->ring[t & (g->nring - 1)];
+	unsigned char *data = g->data + (t & (g->nring - 1)) * (uint64_t)VC_GFS_SLOT_DATA;
+	struct gfs_file *f = NULL;
+	int64_t r = 0;
+	atomic_fetch_add_explicit(&g->st.requests, 1, memory_order_relaxed);
+	if (s->op != VC_GFS_OP_OPEN && s->op != VC_GFS_OP_NOP &&
+	    !(f = file_of(g, s->fd))) {
+		answer(s, t, -EBADF);
+		return;
+	}
+	switch (s->op) {
+	case VC_GFS_OP_NOP:
+		break;
+	case VC_GFS_OP_OPEN: {
+		atomic_fetch_add_explicit(&g->st.opens, 1, memory_order_relaxed);
+		char path[1024];
+		uint64_t n = s->len < sizeof path - 1 ? s->len : sizeof path - 1;
+		memcpy(path, data, n);
+		path[n] = 0;
+		r = file_open(g, path, (int)s->flags, &f);
+		if (r >= 0) {
+			pthread_rwlock_rdlock(&f->rw);
+			s->base = eng_gfs_base(f->v);
+			s->size = vc_volume_size(f->v);
+			s->version = f->version;
+			s->flags = f->flags;
+			pthread_rwlock_unlock(&f->rw);
+		}
+		break;
+	}
+	case VC_GFS_OP_GET: {
+		atomic_fetch_add_explicit(&g->st.gets, 1, memory_order_relaxed);
+		uint32_t id;
+		uint64_t addr;
+		pthread_rwlock_rdlock(&f->rw);
+		bool map = s->flags & VC_GFS_F_MAP;
+		r = eng_gfs_pin(f->v, s->off, map, &id, &addr);
+		uint32_t version = f->version;
+		pthread_rwlock_unlock(&f->rw);
+		if (r == 0) {
+			atomic_fetch_add(&g->held[id], 1);
+			atomic_fetch_add(&g->nheld, 1);
+			bool cache = !map && atomic_load(&g->ncached) < g->max_cached;
+			if (cache) {
+				atomic_fetch_add(&g->ncached, 1);
+				atomic_fetch_add_explicit(&g->st.get_cached, 1, memory_order_relaxed);
+			} else if (!map) {
+				atomic_store(&g->want_revoke, true);
+			}
+			s->id = id;
+			s->addr = addr;
+			s->version = version;
+			s->rflags = cache ? VC_GFS_R_CACHE : 0;
+		}
+		break;
+	}
+	case VC_GFS_OP_WRITE:
+		atomic_fetch_add_explicit(&g->st.writes, 1, memory_order_relaxed);
+		if (s->len > VC_GFS_SLOT_DATA) {
+			r = -EINVAL;
+			break;
+		}
+		pthread_rwlock_rdlock(&f->rw);
+		r = vc_volume_write(f->v, data, s->len, s->off);
+		file_restat(f);
+		pthread_rwlock_unlock(&f->rw);
+		break;
+	case VC_GFS_OP_FSYNC:
+		r = vc_volume_flush(f->v);
+		break;
+	case VC_GFS_OP_CLOSE:
+		r = file_close(g, f);
+		break;
+	case VC_GFS_OP_TRUNC:
+		if (!(f->flags & VC_GO_RDWR)) {
+			r = -EBADF;
+			break;
+		}
+		pthread_rwlock_wrlock(&f->rw);
+		/* Shrinking: the pages cut off go first (their pins may be the
+		 * table's: the reaper revokes them while the drop sleeps). */
+		r = vc_volume_resize(f->v, s->off);
+		if (r == 0 && ftruncate(f->fd, (off_t)s->off) < 0)
+			r = -errno;
+		file_restat(f);
+		s->size = vc_volume_size(f->v);
+		pthread_rwlock_unlock(&f->rw);
+		break;
+	default:
+		r = -ENOSYS;
+	}
+	answer(s, t, r);
+}
+
+static void *svc_main(void *arg)
+{
+	struct vc_gpufs *g = arg;
+	unsigned idle = 0;
+	while (!atomic_load(&g->stop)) {
+		pthread_mutex_lock(&g->mu);
+		uint64_t h = g->head, n = 0;
+		while (n < SVC_BATCH &&
+		       ld64(&g->ring[(h + n) & (g->nring - 1)].seq) == h + n + 1)
+			n++;
+		g->head = h + n;
+		if (n)
+			atomic_fetch_add(&g->busy, 1);
+		pthread_mutex_unlock(&g->mu);
+		if (!n) {
+			if (++idle > 64)
+				nap(SVC_NAP_NS);
+			else
+				sched_yield();
+			continue;
+		}
+		idle = 0;
+		atomic_fetch_add_explicit(&g->st.batches, 1, memory_order_relaxed);
+		for (uint64_t i = 0; i < n; i++)
+			serve_one(g, h + i);
+		atomic_fetch_sub(&g->busy, 1);
+	}
+	return NULL;
+}
+
+/* ---- revoking ------------------------------------------------------------------ */
+
+/* One revoke pass: entries nobody pins leave the table, their pins drop. */
+static int gfs_revoke(struct vc_gpufs *g)
+{
+	uint32_t n = 0;
+	int r;
+	pthread_mutex_lock(&g->revoke_mu);
+	g->rev[g->ntab] = 0;
+	if (g->emu) {
+		r = gfs_emu_revoke(g, &n);
+	} else {
+#ifdef VC_HAVE_CUDA
+		r = vc_cuda_gfs_revoke(g->dev, &g->ctx, g->rev_dev, g->ntab, &g->rev_stream,
+				       &g->stop);
+		n = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
+#else
+		r = -ENOTSUP;
+#endif
+	}
+	if (n > g->ntab)
+		n = g->ntab;
+	for (uint32_t i = 0; r == 0 && i < n; i++)
+		grant_drop(g, g->rev[i], true);
+	atomic_fetch_add_explicit(&g->st.revokes, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->st.revoked, n, memory_order_relaxed);
+	pthread_mutex_unlock(&g->revoke_mu);
+	return r;
+}
+
+/* Serves the unpin ring's published requests (the reaper's; never sleeps
+ * in the engine). Under revoke_mu, which release takes too. */
+static void drain_unpins(struct vc_gpufs *g)
+{
+	for (;;) {
+		uint64_t t = g->uhead;
+		struct vc_gfs_req *s = &g->uring[t & (g->nring - 1)];
+		if (ld64(&s->seq) != t + 1)
+			return;
+		for (uint32_t i = 0; i < s->nids && i < VC_GFS_IDS; i++)
+			grant_drop(g, s->ids[i], s->flags & VC_GFS_R_CACHE);
+		atomic_fetch_add_explicit(&g->st.requests, 1, memory_order_relaxed);
+		st64(&s->done, t + 1);
+		st64(&s->ack, t + 1);
+		g->uhead = t + 1;
+	}
+}
+
+static void *reaper_main(void *arg)
+{
+	struct vc_gpufs *g = arg;
+	unsigned k = 0;
+	while (!atomic_load(&g->stop)) {
+		nap(UNPIN_NS);
+		pthread_mutex_lock(&g->revoke_mu);
+		drain_unpins(g);
+		pthread_mutex_unlock(&g->revoke_mu);
+		if (++k < REAPER_NS / UNPIN_NS)
+			continue;
+		k = 0;
+		bool want = atomic_exchange(&g->want_revoke, false);
+		if (atomic_load(&g->ncached) && (want || eng_gfs_waiters(g->c)))
+			gfs_revoke(g);
+	}
+	return NULL;
+}
+
+/* ---- the context ------------------------------------------------------------- */
+
+void vc_gpufs_config_init(struct vc_gpufs_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->size = sizeof *cfg;
+	cfg->version = VC_GPUFS_CONFIG_VERSION;
+}
+
+static bool pow2(uint32_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Zeroes device or mapped memory through the device (either backend). */
+static int dev_zero(struct vc_gpufs *g, uint64_t dev_addr, size_t len)
+{
+	void *z = calloc(1, len);
+	if (!z)
+		return -ENOMEM;
+	/* Both backends copy from any host memory (CUDA: unified addressing). */
+	int r = g->dev->ops->memcpy_sync(g->dev, dev_addr, (uint64_t)(uintptr_t)z, len);
+	free(z);
+	return r;
+}
+
+/* Frees what create set up (threads stopped first). */
+static void teardown(struct vc_gpufs *g)
+{
+	struct vc_device *d = g->dev;
+#ifdef VC_HAVE_CUDA
+	if (g->rev_stream) /* waits for a pass still running: it writes g->rev */
+		vc_cuda_gfs_stream_free(g->dev, g->rev_stream);
+#endif
+	if (g->ring_mem)
+		d->ops->host_free(d, g->ring_mem);
+	if (g->rev)
+		d->ops->host_free(d, g->rev);
+	if (g->ctl_dev)
+		d->ops->mem_free(d, g->ctl_dev);
+	if (g->tab_dev)
+		d->ops->mem_free(d, g->tab_dev);
+	if (g->files_dev)
+		d->ops->mem_free(d, g->files_dev);
+	free((void *)g->held);
+	free(g->svc);
+	pthread_mutex_destroy(&g->mu);
+	pthread_mutex_destroy(&g->revoke_mu);
+	for (int i = 0; i < VC_GFS_MAX_FILES; i++)
+		pthread_rwlock_destroy(&g->files[i].rw);
+	free(g);
+}
+
+int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **out)
+{
+	struct vc_gpufs_config d;
+	vc_gpufs_config_init(&d);
+	if (!c || !out)
+		return vc_err(-EINVAL, "vc_gpufs_create: NULL argument");
+	if (cfg) {
+		if (cfg->size < sizeof d || cfg->version != VC_GPUFS_CONFIG_VERSION)
+			return vc_err(-VC_ECONFIG, "vc_gpufs_create: config of size %u version %u",
+				      cfg->size, cfg->version);
+		d = *cfg;
+	}
+	if (!d.ring_slots)
+		d.ring_slots = 256;
+	if (!d.table_entries)
+		d.table_entries = 16384;
+	if (!d.max_cached)
+		d.max_cached = d.table_entries / 2;
+	if (!d.service_threads)
+		d.service_threads = 2;
+	if (!d.timeout_ns)
+		d.timeout_ns = 30ull * 1000000000u;
+	if (!pow2(d.ring_slots) || !pow2(d.table_entries) || d.ring_slots > 65536 ||
+	    d.service_threads > 64)
+		return vc_err(-EINVAL, "vc_gpufs_create: ring_slots and table_entries must be powers "
+				       "of two (ring at most 65536), at most 64 service threads");
+	int r = eng_gfs_check(c);
+	if (r < 0)
+		return r;
+	struct vc_gpufs *g = calloc(1, sizeof *g);
+	if (!g)
+		return -ENOMEM;
+	g->c = c;
+	g->dev = eng_gfs_device(c);
+	g->emu = strcmp(vc_device_name(c), "emu") == 0;
+	g->nring = d.ring_slots;
+	g->ntab = d.table_entries;
+	g->max_cached = d.max_cached;
+	g->npool = eng_gfs_npool(c);
+	g->page_shift = (uint32_t)__builtin_ctz(vc_page_size(c));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_mutex_init(&g->revoke_mu, NULL);
+	for (int i = 0; i < VC_GFS_MAX_FILES; i++)
+		pthread_rwlock_init(&g->files[i].rw, NULL);
+	g->held = calloc(g->npool ? g->npool : 1, sizeof *g->held);
+	g->svc = calloc(d.service_threads, sizeof *g->svc);
+	struct vc_device *dv = g->dev;
+	uint64_t ring_dev = 0;
+	size_t ring_bytes = 2 * (size_t)g->nring * sizeof(struct vc_gfs_req); /* ring, uring */
+	size_t bytes = ring_bytes + (size_t)g->nring * VC_GFS_SLOT_DATA;
+	r = g->held && g->svc ? 0 : -ENOMEM;
+	if (r == 0)
+		r = dv->ops->host_alloc(dv, bytes, &g->ring_mem, &ring_dev);
+	if (r == 0)
+		r = dv->ops->host_alloc(dv, (g->ntab + 1) * sizeof(uint32_t), (void **)&g->rev,
+					&g->rev_dev);
+	if (r == 0)
+		r = dv->ops->mem_alloc(dv, sizeof(struct vc_gfs_ctl), &g->ctl_dev);
+	if (r == 0)
+		r = dv->ops->mem_alloc(dv, (size_t)g->ntab * sizeof(struct vc_gfs_ent), &g->tab_dev);
+	if (r == 0)
+		r = dv->ops->mem_alloc(dv, VC_GFS_MAX_FILES * sizeof(struct vc_gfs_file), &g->files_dev);
+	if (r == 0) {
+		memset(g->ring_mem, 0, bytes);
+		g->ring = g->ring_mem;
+		g->uring = g->ring + g->nring;
+		g->data = (unsigned char *)g->ring_mem + ring_bytes;
+		r = dev_zero(g, g->ctl_dev, sizeof(struct vc_gfs_ctl));
+	}
+	if (r == 0)
+		r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
+	if (r == 0)
+		r = dev_zero(g, g->files_dev, VC_GFS_MAX_FILES * sizeof(struct vc_gfs_file));
+	if (r < 0) {
+		teardown(g);
+		return vc_err(r, "vc_gpufs_create: out of %s memory", r == -ENOMEM ? "host" : "device");
+	}
+	g->ctx = (struct vc_gfs_ctx){
+		.ring = (struct vc_gfs_req *)(uintptr_t)ring_dev,
+		.uring = (struct vc_gfs_req *)(uintptr_t)ring_dev + g->nring,
+		.data = (unsigned char *)(uintptr_t)(ring_dev + ring_bytes),
+		.ctl = (struct vc_gfs_ctl *)(uintptr_t)g->ctl_dev,
+		.tab = (struct vc_gfs_ent *)(uintptr_t)g->tab_dev,
+		.files = (struct vc_gfs_file *)(uintptr_t)g->files_dev,
+		.ring_mask = g->nring - 1,
+		.tab_mask = g->ntab - 1,
+		.page_shift = g->page_shift,
+		.timeout_ns = d.timeout_ns,
+	};
+	for (uint32_t i = 0; i < d.service_threads; i++) {
+		if (pthread_create(&g->svc[i], NULL, svc_main, g) != 0)
+			break;
+		g->nsvc++;
+	}
+	g->reaper_on = g->nsvc && pthread_create(&g->reaper, NULL, reaper_main, g) == 0;
+	if (!g->reaper_on) {
+		atomic_store(&g->stop, true);
+		for (uint32_t i = 0; i < g->nsvc; i++)
+			pthread_join(g->svc[i], NULL);
+		teardown(g);
+		return vc_err(-EAGAIN, "vc_gpufs_create: cannot start threads");
+	}
+	*out = g;
+	return 0;
+}
+
+int vc_gpufs_ctx(const vc_gpufs *g, struct vc_gfs_ctx *out)
+{
+	if (!g || !out)
+		return vc_err(-EINVAL, "vc_gpufs_ctx: NULL argument");
+	*out = g->ctx;
+	return 0;
+}
+
+/* The device's ticket counter (device memory). */
+static int read_tail(struct vc_gpufs *g, uint64_t *tail)
+{
+	struct vc_gfs_ctl ctl;
+	int r = g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)&ctl, g->ctl_dev, sizeof ctl);
+	*tail = ctl.tail;
+	return r;
+}
+
+int vc_gpufs_release(vc_gpufs *g)
+{
+	if (!g)
+		return vc_err(-EINVAL, "vc_gpufs_release: NULL context");
+	/* Requests published before the kernels ended are served first (a
+	 * ticket claimed but never published, by a call that timed out, is
+	 * left: the ring is reset below). */
+	uint64_t tail;
+	int r = read_tail(g, &tail);
+	if (r < 0)
+		return r;
+	for (;;) {
+		pthread_mutex_lock(&g->mu);
+		uint64_t h = g->head;
+		bool next = h < tail && ld64(&g->ring[h & (g->nring - 1)].seq) == h + 1;
+		pthread_mutex_unlock(&g->mu);
+		if (!next && atomic_load(&g->busy) == 0)
+			break;
+		nap(SVC_NAP_NS);
+	}
+	pthread_mutex_lock(&g->revoke_mu);
+	drain_unpins(g);
+	/* Every pin held for the device goes, whatever the table says. */
+	pthread_mutex_lock(&g->mu);
+	for (uint64_t id = 0; id < g->npool; id++) {
+		uint32_t h = atomic_exchange(&g->held[id], 0);
+		atomic_fetch_sub(&g->nheld, h);
+		while (h--)
+			eng_gfs_unpin(g->c, (uint32_t)id);
+	}
+	atomic_store(&g->ncached, 0);
+	r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
+	if (r == 0)
+		r = dev_zero(g, g->ctl_dev, sizeof(struct vc_gfs_ctl));
+	memset(g->ring, 0, 2 * (size_t)g->nring * sizeof *g->ring);
+	g->head = 0;
+	g->uhead = 0;
+	pthread_mutex_unlock(&g->mu);
+	pthread_mutex_unlock(&g->revoke_mu);
+	return r;
+}
+
+int vc_gpufs_destroy(vc_gpufs *g)
+{
+	if (!g)
+		return 0;
+	int r = vc_gpufs_release(g);
+	atomic_store(&g->stop, true);
+	for (uint32_t i = 0; i < g->nsvc; i++)
+		pthread_join(g->svc[i], NULL);
+	pthread_join(g->reaper, NULL);
+	for (int i = 0; i < VC_GFS_MAX_FILES; i++) {
+		struct gfs_file *f = &g->files[i];
+		if (!f->path)
+			continue;
+		int e = vc_volume_close(f->v);
+		if (r == 0)
+			r = e;
+		close(f->fd);
+		free(f->path);
+	}
+	teardown(g);
+	return r;
+}
+
+int vc_gpufs_open(vc_gpufs *g, const char *path, int flags)
+{
+	if (!g || !path)
+		return vc_err(-EINVAL, "vc_gpufs_open: NULL argument");
+	struct gfs_file *f;
+	int fd = file_open(g, path, flags, &f);
+	if (fd < 0)
+		return fd;
+	/* The device's entry, as a kernel's vc_gopen writes it, so that kernels
+	 * may be handed the fd instead of opening the file themselves. */
+	pthread_rwlock_rdlock(&f->rw);
+	struct vc_gfs_file e = { .base = eng_gfs_base(f->v), .size = vc_volume_size(f->v),
+				 .version = f->version, .flags = f->flags | VC_GFS_FD_OPEN };
+	pthread_rwlock_unlock(&f->rw);
+	int r = g->dev->ops->memcpy_sync(g->dev, g->files_dev + (uint64_t)fd * sizeof e,
+					 (uint64_t)(uintptr_t)&e, sizeof e);
+	if (r < 0) {
+		file_close(g, f);
+		return r;
+	}
+	return fd;
+}
+
+int vc_gpufs_close(vc_gpufs *g, int fd)
+{
+	struct gfs_file *f = g && fd >= 0 ? file_of(g, (uint32_t)fd) : NULL;
+	if (!f)
+		return vc_err(-EBADF, "vc_gpufs_close: fd %d is not open", fd);
+	int r = file_close(g, f);
+	return r < 0 ? r : 0;
+}
+
+vc_volume *vc_gpufs_volume(vc_gpufs *g, int fd)
+{
+	struct gfs_file *f = g && fd >= 0 ? file_of(g, (uint32_t)fd) : NULL;
+	return f ? f->v : NULL;
+}
+
+int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st)
+{
+	if (!g || !st)
+		return vc_err(-EINVAL, "vc_gpufs_stats: NULL argument");
+	*st = (struct vc_gpufs_stats){
+		.requests = atomic_load(&g->st.requests),
+		.batches = atomic_load(&g->st.batches),
+		.gets = atomic_load(&g->st.gets),
+		.get_cached = atomic_load(&g->st.get_cached),
+		.revokes = atomic_load(&g->st.revokes),
+		.revoked = atomic_load(&g->st.revoked),
+		.writes = atomic_load(&g->st.writes),
+		.opens = atomic_load(&g->st.opens),
+		.held = atomic_load(&g->nheld),
+	};
+	return 0;
+}
