@@ -268,7 +268,7 @@ static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m
 		per = min_pages;
 	atomic_fetch_add_explicit(&b->q_hist[hist_bucket(n)], 1, memory_order_relaxed);
 	const uint32_t home = vc_dq_home(b->dq);
-	for (uint32_t k = 0, j = 0; k < n || (n == 0 && j == 0); j++) {
+	for (uint32_t k = 0, j = 0; k < n; j++) {
 		const uint32_t take = n - k < per ? n - k : (uint32_t)per;
 		struct vc_dq_span sp;
 		int r = vc_dq_submit(b->dq, (home + ring + j) % nr, m + k, take, &sp);

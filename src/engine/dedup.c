@@ -224,14 +224,14 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 		return 1;
 	}
 	const struct eng_dedup *d = &c->dd;
-	const uint32_t op = VC_MOVE_COPY | (c->gpu.cipher ? (up ? VC_MOVE_DECRYPT : VC_MOVE_ENCRYPT) : 0) |
-			    (!up && d->fp_move ? VC_MOVE_FP : 0);
 	for (uint32_t j = 0; j < d->D; j++) {
 		uint32_t b = d->res[(uint64_t)page_id(c, p) * d->D + j];
 		uint64_t g = vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 		uint64_t h = host + (uint64_t)j * d->bsize;
-		mv[j] = (struct vc_move){ .src = up ? g : h, .dst = up ? h : g, .op = op,
-					  .tweak = d->blk[b].tweak };
+		mv[j] = up ? eng_mv_up(c, g, h, p->pno) : eng_mv_down(c, h, g, p->pno);
+		mv[j].tweak = d->blk[b].tweak; /* the stored block's, not the page's */
+		if (!up && d->fp_move)
+			mv[j].op |= VC_MOVE_FP;
 	}
 	return d->D;
 }
