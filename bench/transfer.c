@@ -27,6 +27,7 @@
  * one-memcpy path (how VC_CUDA_MEMCPY_MIN in device/cuda/cuda.c was chosen).
  *
  * Usage: transfer [--device cuda|emu|auto] [--json FILE] [--quick] [--pool PAGES]
+ *                 [--from N]   (batch sizes from N up: sweeps of the large ones)
  */
 #include <errno.h>
 #include <math.h>
@@ -502,7 +503,7 @@ static int contig_runs(struct bench *B, struct contig *out)
 static void usage(void)
 {
 	fprintf(stderr, "usage: transfer [--device cuda|emu|auto] [--json FILE] [--quick] "
-			"[--pool PAGES]\n");
+			"[--pool PAGES] [--from N]\n");
 	exit(2);
 }
 
@@ -511,7 +512,7 @@ int main(int argc, char **argv)
 	int kind = VC_DEVICE_AUTO;
 	const char *json = NULL;
 	bool quick = false;
-	uint32_t pool = 65536;
+	uint32_t pool = 65536, from = 1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
 			kind = vc_device_parse(argv[++i]);
@@ -523,6 +524,10 @@ int main(int argc, char **argv)
 			quick = true;
 		} else if (strcmp(argv[i], "--pool") == 0 && i + 1 < argc) {
 			pool = (uint32_t)strtoul(argv[++i], NULL, 0);
+		} else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc) {
+			from = (uint32_t)strtoul(argv[++i], NULL, 0);
+			if (from == 0 || from > MAXN)
+				usage();
 		} else {
 			usage();
 		}
@@ -591,6 +596,8 @@ int main(int argc, char **argv)
 	       "kernel", "bulk", "ours/b", "per-page", "batchAsync", "cpu ns/pg", "ours+x", "kernel+x",
 	       "kx/k", "ox/o");
 	for (uint32_t n = 1; n <= MAXN; n *= 2) {
+		if (n < from)
+			continue;
 		measure(B, n, &rows[nrows]);
 		for (int dir = 0; dir < NDIRS; dir++) {
 			struct row *x = &rows[nrows + dir];

@@ -326,14 +326,8 @@ static void wait_slot(struct vc_dq *q, struct vc_dq_ring *rg, uint32_t r, uint64
 	}
 }
 
-int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t n,
-		 struct vc_dq_span *sp)
+int vc_dq_check(const struct vc_dq *q, const struct vc_move *m, uint32_t n)
 {
-	if (r >= q->nrings)
-		return vc_err(-EINVAL, "device queue: ring %u of %u", r, q->nrings);
-	uint64_t npieces = (uint64_t)n * q->pieces_per_page;
-	if (npieces > UINT32_MAX)
-		return vc_err(-EINVAL, "device queue: %u pages in one submission", n);
 	for (uint32_t i = 0; i < n; i++) {
 		if (((m[i].src + q->page_size - 1) | (m[i].dst + q->page_size - 1)) >> VC_DQ_ADDR_BITS)
 			return vc_err(-EINVAL, "device queue: address %#llx or %#llx is past 2^%d",
@@ -346,6 +340,20 @@ int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t 
 			return vc_err(-EINVAL, "device queue: a fingerprint of a %u-byte page (one "
 					       "piece at most)", q->page_size);
 	}
+	return 0;
+}
+
+int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t n,
+		 struct vc_dq_span *sp)
+{
+	if (r >= q->nrings)
+		return vc_err(-EINVAL, "device queue: ring %u of %u", r, q->nrings);
+	uint64_t npieces = (uint64_t)n * q->pieces_per_page;
+	if (npieces > UINT32_MAX)
+		return vc_err(-EINVAL, "device queue: %u pages in one submission", n);
+	int e = vc_dq_check(q, m, n);
+	if (e < 0)
+		return e;
 	struct vc_dq_ring *rg = &q->rings[r];
 	*sp = (struct vc_dq_span){ .ring = r, .n = (uint32_t)npieces };
 	if (n == 0) {

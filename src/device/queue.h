@@ -182,6 +182,9 @@ void vc_dq_destroy(struct vc_dq *q);
  * rings round robin, once each. */
 uint32_t vc_dq_home(const struct vc_dq *q);
 
+/* Checks n moves as vc_dq_submit does (the address, op word and
+ * fingerprint rules below), without submitting: 0 or -EINVAL. O(n). */
+int vc_dq_check(const struct vc_dq *q, const struct vc_move *m, uint32_t n);
 /* Submits n page moves on ring r (pages of q->page_size; each becomes
  * pieces_per_page descriptors). Waits for free slots as needed, never for
  * its own moves. *sp names the claimed tickets. 0, or -EINVAL for a bad

@@ -49,6 +49,10 @@ struct slot {
 struct vc_batcher {
 	struct vc_dq *dq; /* the device-queue path, or NULL */
 	_Atomic uint64_t q_wait_ns, q_hist[VC_BATCH_HIST]; /* its statistics */
+	/* The queue path with a key: an add of at least launch_min pages
+	 * sends all but launch_qpct percent of them (its tail) to a launched
+	 * batch on the slots below ("hybrid adds", dq_add_n). 0: never. */
+	uint32_t launch_min, launch_qpct;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC: slot state changed */
 	struct vc_device *dev;
@@ -72,39 +76,28 @@ static int hist_bucket(uint32_t n)
 	return b;
 }
 
-int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
-		      uint32_t timeout_us, const struct vc_xts_key *key, struct vc_batcher **out)
+/* Env knob for measurements: an unsigned value, or dflt when unset. */
+static uint32_t env_u32(const char *name, uint32_t dflt)
 {
-	if (max_pages == 0)
-		return vc_err(-EINVAL, "batch size must be at least 1 page");
-	struct vc_batcher *b = calloc(1, sizeof *b);
-	if (!b)
-		return vc_err(-ENOMEM, "out of memory");
-	const char *path = getenv("VC_MOVE_PATH");
-	if (dev->ops->dq_init && !(path && strcmp(path, "batch") == 0)) {
-		struct vc_dq_config qc = { .page_size = page_size, .key = key };
-		int r = vc_dq_create(dev, &qc, &b->dq);
-		if (r < 0) {
-			free(b);
-			return r;
-		}
-		b->dev = dev;
-		*out = b;
-		return 0;
-	}
-	b->dev = dev;
-	b->max_pages = max_pages;
+	const char *v = getenv(name);
+	return v && *v ? (uint32_t)strtoul(v, NULL, 0) : dflt;
+}
+
+/* The launched-batch slots, max_pages moves each. On failure frees what
+ * it made. */
+static int slots_init(struct vc_batcher *b, uint32_t page_size, uint32_t timeout_us,
+		      const struct vc_xts_key *key)
+{
+	struct vc_device *dev = b->dev;
 	b->timeout_ns = (uint64_t)timeout_us * 1000;
 	b->open = -1;
-	pthread_mutex_init(&b->mu, NULL);
-	vc_cond_init_monotonic(&b->cv);
 	int i, r = 0;
 	for (i = 0; i < NSLOTS; i++) {
 		struct slot *s = &b->slots[i];
 		void *mem;
 		/* The moves, then their digests (VC_MOVE_FP): 32 + 16 bytes a move. */
-		const size_t mlen = (size_t)max_pages * sizeof(struct vc_move);
-		r = dev->ops->host_alloc(dev, mlen + (size_t)max_pages * sizeof(struct vc_fp_digest),
+		const size_t mlen = (size_t)b->max_pages * sizeof(struct vc_move);
+		r = dev->ops->host_alloc(dev, mlen + (size_t)b->max_pages * sizeof(struct vc_fp_digest),
 					 &mem, &s->dev_addr);
 		if (r < 0)
 			break;
@@ -112,7 +105,7 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 		s->db.moves_dev = s->dev_addr;
 		s->db.fp = (struct vc_fp_digest *)((char *)mem + mlen);
 		s->db.fp_dev = s->dev_addr + mlen;
-		s->db.cap = max_pages;
+		s->db.cap = b->max_pages;
 		s->db.page_size = page_size;
 		s->db.key = key;
 		r = dev->ops->batch_init(dev, &s->db);
@@ -126,14 +119,83 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 		while (i-- > 0) {
 			dev->ops->batch_fini(dev, &b->slots[i].db);
 			dev->ops->host_free(dev, b->slots[i].db.moves);
+			b->slots[i].db.moves = NULL;
 		}
-		pthread_cond_destroy(&b->cv);
-		pthread_mutex_destroy(&b->mu);
-		free(b);
-		return r;
 	}
+	return r;
+}
+
+static void slots_fini(struct vc_batcher *b)
+{
+	for (int i = 0; i < NSLOTS; i++) {
+		struct slot *s = &b->slots[i];
+		if (!s->db.moves)
+			continue;
+		if (s->state == SLOT_INFLIGHT)
+			b->dev->ops->batch_wait(b->dev, &s->db);
+		else if (s->state == SLOT_OPEN && s->db.n) {
+			/* Adders broke the contract; run their moves anyway. */
+			if (b->dev->ops->batch_submit(b->dev, &s->db) == 0)
+				b->dev->ops->batch_wait(b->dev, &s->db);
+		}
+		b->dev->ops->batch_fini(b->dev, &s->db);
+		b->dev->ops->host_free(b->dev, s->db.moves);
+	}
+}
+
+/* Hybrid adds, defaults (measured on an H100 with bench/transfer, shares
+ * of 0 to 60 %, docs/BENCHMARKS.md): from 512 pages, a fifth on the
+ * rings. */
+#define LAUNCH_MIN_PAGES 512u
+#define LAUNCH_QUEUE_PCT 20u
+/* A hybrid add's launched part goes out in batches of at most this many
+ * moves (the slots' size on the queue path). */
+#define LAUNCH_SLOT_PAGES 4096u
+
+int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pages,
+		      uint32_t timeout_us, const struct vc_xts_key *key, struct vc_batcher **out)
+{
+	if (max_pages == 0)
+		return vc_err(-EINVAL, "batch size must be at least 1 page");
+	struct vc_batcher *b = calloc(1, sizeof *b);
+	if (!b)
+		return vc_err(-ENOMEM, "out of memory");
+	b->dev = dev;
+	b->max_pages = max_pages;
+	pthread_mutex_init(&b->mu, NULL);
+	vc_cond_init_monotonic(&b->cv);
+	const char *path = getenv("VC_MOVE_PATH");
+	int r;
+	if (dev->ops->dq_init && !(path && strcmp(path, "batch") == 0)) {
+		struct vc_dq_config qc = { .page_size = page_size, .key = key };
+		r = vc_dq_create(dev, &qc, &b->dq);
+		if (r < 0)
+			goto fail;
+		/* With a key the rings' server blocks are few (one SM each)
+		 * for a large add's AES: hybrid adds (dq_add_n). */
+		b->launch_min = key ? env_u32("VC_DQ_LAUNCH_MIN", LAUNCH_MIN_PAGES) : 0;
+		b->launch_qpct = env_u32("VC_DQ_LAUNCH_QPCT", LAUNCH_QUEUE_PCT);
+		if (b->launch_qpct >= 100)
+			b->launch_min = 0;
+		if (b->launch_min) {
+			b->max_pages = LAUNCH_SLOT_PAGES;
+			if ((r = slots_init(b, page_size, timeout_us, key)) < 0) {
+				vc_dq_destroy(b->dq);
+				goto fail;
+			}
+		}
+		*out = b;
+		return 0;
+	}
+	if ((r = slots_init(b, page_size, timeout_us, key)) < 0)
+		goto fail;
 	*out = b;
 	return 0;
+fail:
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+	return r;
 }
 
 const char *vc_batcher_path(const struct vc_batcher *b)
@@ -145,23 +207,10 @@ void vc_batcher_destroy(struct vc_batcher *b)
 {
 	if (!b)
 		return;
-	if (b->dq) {
+	if (b->dq)
 		vc_dq_destroy(b->dq);
-		free(b);
-		return;
-	}
-	for (int i = 0; i < NSLOTS; i++) {
-		struct slot *s = &b->slots[i];
-		if (s->state == SLOT_INFLIGHT)
-			b->dev->ops->batch_wait(b->dev, &s->db);
-		else if (s->state == SLOT_OPEN && s->db.n) {
-			/* Adders broke the contract; run their moves anyway. */
-			if (b->dev->ops->batch_submit(b->dev, &s->db) == 0)
-				b->dev->ops->batch_wait(b->dev, &s->db);
-		}
-		b->dev->ops->batch_fini(b->dev, &s->db);
-		b->dev->ops->host_free(b->dev, s->db.moves);
-	}
+	if (!b->dq || b->launch_min)
+		slots_fini(b);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
@@ -237,36 +286,59 @@ static void ensure_open(struct vc_batcher *b)
 	}
 }
 
+/* Adds n moves to launched batches: into the open slot, submitting each
+ * slot that fills, and with `now` the last one too (a hybrid add's part:
+ * nobody would wait on it before it ran). */
+static void slots_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
+			struct vc_ticket *t, bool now)
+{
+	pthread_mutex_lock(&b->mu);
+	for (uint32_t k = 0; k < n;) {
+		ensure_open(b);
+		int i = b->open;
+		struct slot *s = &b->slots[i];
+		uint32_t room = b->max_pages - s->db.n, take = n - k < room ? n - k : room;
+		memcpy(&s->db.moves[s->db.n], &m[k], take * sizeof *m);
+		s->db.n += take;
+		for (uint32_t j = 0; j < take; j++)
+			t[k + j] = (struct vc_ticket){ .slot = (uint32_t)i, .gen = s->gen,
+						       .seq = s->db.n - take + j };
+		k += take;
+		if (s->db.n == b->max_pages || (now && k == n))
+			submit(b, i);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
 int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_ticket *t)
 {
 	return vc_batcher_add_n(b, m, 1, t);
 }
 
 static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
+static int slots_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
 
 /* A ring's server block takes up to this many pieces a round (the CUDA
  * server's window); a submission of more is spread over several rings. */
 #define DQ_SPREAD_PIECES 32u
 
-/* The queue path: the caller's home ring plus `ring` takes the moves, or,
- * when there are more than DQ_SPREAD_PIECES pieces, that ring and the next
- * ones take consecutive shares of at least DQ_SPREAD_PIECES pieces each,
- * one submission per ring. Why: one ring is one server block on one SM,
- * which moves about 9 GB/s plain and 2-3 GB/s through the cipher
- * (measured on an H100, bench/transfer); shares run on as many SMs as
- * there are rings. Other threads' moves on those rings wait at most the
+/* The rings' part of an add: the caller's home ring plus `ring` takes the
+ * moves, or, when there are more than DQ_SPREAD_PIECES pieces, that ring
+ * and the next ones take consecutive shares of at least DQ_SPREAD_PIECES
+ * pieces each, one submission per ring. Why: one ring is one server block
+ * on one SM, which moves about 9 GB/s plain and 2-3 GB/s through the
+ * cipher (measured on an H100, bench/transfer); shares run on as many SMs
+ * as there are rings. Other threads' moves on those rings wait at most the
  * share's rounds. A failed submission (a bad move: checked per share)
  * waits for the shares already submitted before it returns the error, so
  * a failed add leaves nothing in flight, as on one ring. */
-static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
-		    struct vc_ticket *t)
+static int dq_spread_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
+		       uint32_t min_pages, struct vc_ticket *t)
 {
 	const uint32_t ppp = b->dq->pieces_per_page, nr = b->dq->nrings;
 	uint64_t per = ((uint64_t)n + nr - 1) / nr; /* pages a share */
-	const uint32_t min_pages = (DQ_SPREAD_PIECES + ppp - 1) / ppp;
 	if (per < min_pages)
 		per = min_pages;
-	atomic_fetch_add_explicit(&b->q_hist[hist_bucket(n)], 1, memory_order_relaxed);
 	const uint32_t home = vc_dq_home(b->dq);
 	for (uint32_t k = 0, j = 0; k < n; j++) {
 		const uint32_t take = n - k < per ? n - k : (uint32_t)per;
@@ -284,6 +356,36 @@ static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m
 	return 0;
 }
 
+/* The queue path's add. A hybrid add (a key, and at least launch_min
+ * pages): the rings' server blocks, 16 SMs, encrypt at 28-40 GB/s, below
+ * the link, while a launched batch uses the other SMs but starts only
+ * after its blocks' setup (tables and key schedules, about 3-4 us:
+ * measured on an H100, docs/BENCHMARKS.md). So the head, launch_qpct
+ * percent of the pages, goes to the rings, which start at once, spread
+ * evenly over all of them (a ring's share of a few pages takes about as
+ * long as the setup: in shares of 32 pages, the rings' part took longer
+ * than the launched rest and halved the add's rate), and the tail to
+ * launched batches, which take over once set up; both share the link.
+ * The whole add is checked first, so a bad move fails it with nothing
+ * submitted. */
+static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
+		    struct vc_ticket *t)
+{
+	atomic_fetch_add_explicit(&b->q_hist[hist_bucket(n)], 1, memory_order_relaxed);
+	const uint32_t ppp = b->dq->pieces_per_page;
+	if (!b->launch_min || n < b->launch_min)
+		return dq_spread_n(b, ring, m, n, (DQ_SPREAD_PIECES + ppp - 1) / ppp, t);
+	int r = vc_dq_check(b->dq, m, n);
+	if (r < 0)
+		return r;
+	const uint32_t q = (uint32_t)((uint64_t)n * b->launch_qpct / 100);
+	slots_add_n(b, m + q, n - q, t + q, true);
+	r = dq_spread_n(b, ring, m, q, 1, t);
+	if (r < 0) /* checked above: not reached unless the queue broke */
+		slots_wait_n(b, t + q, n - q);
+	return r;
+}
+
 static bool dq_spans(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
 		     bool (*fn)(struct vc_batcher *b, const struct vc_dq_span *sp, int *err), int *err);
 
@@ -295,8 +397,14 @@ static bool span_wait(struct vc_batcher *b, const struct vc_dq_span *sp, int *er
 	return true;
 }
 
-/* Waits for runs of tickets that are one ring's and consecutive as one
- * span each (the tickets of one add are). */
+static bool is_queue(const struct vc_ticket *t)
+{
+	return (t->slot & VC_TICKET_QUEUE) != 0;
+}
+
+/* Waits for the queue path's tickets: runs of one ring's consecutive
+ * tickets as one span each (the tickets of one add are), and a hybrid
+ * add's launched tickets as the batch path does. */
 static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n)
 {
 	uint64_t t0 = vc_now_ns();
@@ -307,12 +415,21 @@ static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n
 }
 
 /* Runs of tickets that are one ring's and consecutive, as spans: calls fn
- * on each until it returns false. */
+ * on each until it returns false. Runs of launched tickets (hybrid adds)
+ * are waited for, whatever fn: a launched batch has no cheaper test. */
 static bool dq_spans(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
 		     bool (*fn)(struct vc_batcher *b, const struct vc_dq_span *sp, int *err), int *err)
 {
 	uint64_t ppp = b->dq->pieces_per_page;
 	for (uint32_t i = 0, e; i < n; i = e) {
+		if (!is_queue(&t[i])) {
+			for (e = i + 1; e < n && !is_queue(&t[e]); e++)
+				;
+			int r = slots_wait_n(b, t + i, e - i);
+			if (r < 0 && !*err)
+				*err = r;
+			continue;
+		}
 		for (e = i + 1; e < n && t[e].slot == t[i].slot && t[e].seq == t[e - 1].seq + ppp; e++)
 			;
 		struct vc_dq_span sp = { .ring = t[i].slot & ~VC_TICKET_QUEUE,
@@ -361,22 +478,7 @@ int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 {
 	if (b->dq)
 		return dq_add_n(b, 0, m, n, t);
-	pthread_mutex_lock(&b->mu);
-	for (uint32_t k = 0; k < n;) {
-		ensure_open(b);
-		int i = b->open;
-		struct slot *s = &b->slots[i];
-		uint32_t room = b->max_pages - s->db.n, take = n - k < room ? n - k : room;
-		memcpy(&s->db.moves[s->db.n], &m[k], take * sizeof *m);
-		s->db.n += take;
-		for (uint32_t j = 0; j < take; j++)
-			t[k + j] = (struct vc_ticket){ .slot = (uint32_t)i, .gen = s->gen,
-						       .seq = s->db.n - take + j };
-		k += take;
-		if (s->db.n == b->max_pages)
-			submit(b, i);
-	}
-	pthread_mutex_unlock(&b->mu);
+	slots_add_n(b, m, n, t, false);
 	return 0;
 }
 
@@ -415,6 +517,11 @@ int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t 
 {
 	if (b->dq)
 		return dq_wait_n(b, t, n);
+	return slots_wait_n(b, t, n);
+}
+
+static int slots_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n)
+{
 	uint64_t t0 = vc_now_ns();
 	int r = 0;
 	pthread_mutex_lock(&b->mu);
@@ -435,15 +542,14 @@ int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t 
 void vc_batcher_fp_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n,
 		     struct vc_fp_digest *out, bool *ok)
 {
-	if (b->dq) {
-		for (uint32_t i = 0; i < n; i++)
-			ok[i] = vc_dq_fp(b->dq, t[i].slot & ~VC_TICKET_QUEUE, t[i].seq, &out[i]);
-		return;
-	}
 	/* A batch's digests are there until its slot opens again (a new
 	 * generation), which happens under b->mu. */
 	pthread_mutex_lock(&b->mu);
 	for (uint32_t i = 0; i < n; i++) {
+		if (is_queue(&t[i])) {
+			ok[i] = vc_dq_fp(b->dq, t[i].slot & ~VC_TICKET_QUEUE, t[i].seq, &out[i]);
+			continue;
+		}
 		const struct slot *s = &b->slots[t[i].slot];
 		ok[i] = s->gen == t[i].gen && s->state == SLOT_FREE;
 		if (ok[i])
@@ -457,9 +563,12 @@ void vc_batcher_get_stats(struct vc_batcher *b, struct vc_batcher_stats *st)
 	if (b->dq) {
 		struct vc_dq_stats qs;
 		vc_dq_get_stats(b->dq, &qs);
-		*st = (struct vc_batcher_stats){ .batches = qs.submits,
-						  .pages = qs.pieces / b->dq->pieces_per_page,
+		pthread_mutex_lock(&b->mu); /* hybrid adds' launched batches */
+		*st = (struct vc_batcher_stats){ .batches = qs.submits + b->st.batches,
+						  .pages = qs.pieces / b->dq->pieces_per_page +
+							   b->st.pages,
 						  .wait_ns = atomic_load(&b->q_wait_ns) };
+		pthread_mutex_unlock(&b->mu);
 		for (int i = 0; i < VC_BATCH_HIST; i++)
 			st->hist[i] = atomic_load_explicit(&b->q_hist[i], memory_order_relaxed);
 		return;

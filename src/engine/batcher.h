@@ -5,7 +5,11 @@
  * device's server takes up at once (on the caller's home ring, or, past
  * a server round's 32 pieces, in shares over consecutive rings), and a
  * wait waits for those moves alone; nothing below about open batches
- * applies. VC_MOVE_PATH=batch
+ * applies. With a key, an add of 512 pages or more is a hybrid: a fifth
+ * of it on the rings, the rest in launched batches submitted at once
+ * (batcher.c, dq_add_n: the rings' 16 SMs are too few for a large add's
+ * AES; VC_DQ_LAUNCH_MIN and VC_DQ_LAUNCH_QPCT change the split, for
+ * measuring). VC_MOVE_PATH=batch
  * selects launched batches instead (for measuring). Launched batches:
  *
  * Threads add page moves and then wait for them. Moves gather in an open
@@ -77,8 +81,9 @@ int vc_batcher_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t 
  * lane their tickets touch). `ask`: if not, also ask the device whether it
  * failed (a driver call: pollers ask now and then, not on every poll); a
  * failed device counts as done with its error. On the launched-batch path
- * it waits, as vc_batcher_wait_n, and returns true. *err gets the status
- * once done. */
+ * it waits, as vc_batcher_wait_n, and returns true, and so it does on
+ * the queue path for a hybrid add's launched tickets. *err gets the
+ * status once done. */
 bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n, bool ask,
 		       int *err);
 

@@ -388,6 +388,20 @@ static bool contiguous_copy(const struct vc_dbatch *b)
 	return true;
 }
 
+/* A launched batch's grid cap: per_sm blocks on every SM that no
+ * device-queue server holds (while a queue exists, its servers may be
+ * resident: a server block takes a whole SM's registers). The kernels
+ * split their work statically over the grid (a grid stride), so a grid
+ * larger than what can be resident would run a second wave of blocks,
+ * each with its full share and, for the cipher, its own setup. */
+static uint32_t grid_cap(struct cu_dev *c, uint32_t per_sm)
+{
+	uint32_t held = __atomic_load_n(&c->dq_sms, __ATOMIC_RELAXED);
+	if (held >= c->sms)
+		held = c->sms - 1;
+	return (c->sms - held) * per_sm;
+}
+
 static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 {
 	struct cu_dev *c = CUD(d);
@@ -428,10 +442,10 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		if (ciph)
 			r = CU((cudaError_t)vc_cuda_launch_moves_xts(
 				b->key, ciph == VC_MOVE_ENCRYPT, mdev, b->n, b->page_size,
-				c->xts_max_blocks, cb->flag_dev, gen, cb->counter, cb->stream));
+				grid_cap(c, c->xts_per_sm), cb->flag_dev, gen, cb->counter, cb->stream));
 		else
 			r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->fp_dev, b->n, b->page_size,
-								 c->max_blocks,
+								 grid_cap(c, c->mv_per_sm),
 								 cb->flag_dev, gen, cb->counter,
 								 cb->stream));
 		if (r < 0)
@@ -645,8 +659,12 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 		return vc_err(-ENOMEM, "cuda: out of memory");
 	c->ordinal = ordinal;
 	c->host_ptr_ok = uva && host_ptr;
-	c->max_blocks = (uint32_t)(p.multiProcessorCount * (per_sm > 0 ? per_sm : 1));
-	c->xts_max_blocks = (uint32_t)(p.multiProcessorCount * (xts_per_sm > 0 ? xts_per_sm : 1));
+	c->mv_per_sm = (uint32_t)(per_sm > 0 ? per_sm : 1);
+	c->xts_per_sm = (uint32_t)(xts_per_sm > 0 ? xts_per_sm : 1);
+	/* For measuring: fewer cipher blocks per SM than fit. */
+	const char *xs = getenv("VC_CUDA_XTS_PER_SM");
+	if (xs && atoi(xs) > 0 && (uint32_t)atoi(xs) < c->xts_per_sm)
+		c->xts_per_sm = (uint32_t)atoi(xs);
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
 	pthread_mutex_init(&c->gc_mu, NULL);

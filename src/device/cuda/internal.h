@@ -57,8 +57,12 @@ struct cu_dev {
 	int ordinal;
 	cudaStream_t streams[NSTREAMS];
 	uint32_t next_stream; /* round robin; atomic: submitters run in parallel */
-	uint32_t max_blocks; /* move-kernel grid cap: SMs x resident blocks per SM */
-	uint32_t xts_max_blocks; /* the same for the cipher move kernel */
+	uint32_t mv_per_sm;  /* resident blocks per SM: the move kernel */
+	uint32_t xts_per_sm; /* the same for the cipher move kernel */
+	/* SMs that device-queue servers hold (one block per ring, a whole
+	 * SM's registers each), while their queues exist: launched batches
+	 * size their grids to the rest (cu_batch_submit). Atomic. */
+	uint32_t dq_sms;
 	uint64_t memcpy_min; /* fast-path threshold in bytes; UINT64_MAX = off */
 	bool host_ptr_ok;    /* the GPU reaches host memory at the CPU's address */
 	uint32_t sms;

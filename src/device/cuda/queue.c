@@ -113,6 +113,7 @@ static int cu_dq_ready(struct vc_dq *q)
 	pthread_mutex_lock(&cq->c->dq_mu);
 	cq->next = cq->c->dqs;
 	cq->c->dqs = cq;
+	__atomic_fetch_add(&cq->c->dq_sms, q->nrings, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&cq->c->dq_mu);
 	return 0;
 }
@@ -128,6 +129,7 @@ static void cu_dq_fini(struct vc_dq *q)
 	for (struct cu_dq **pp = &c->dqs; *pp; pp = &(*pp)->next)
 		if (*pp == cq) {
 			*pp = cq->next;
+			__atomic_fetch_sub(&c->dq_sms, q->nrings, __ATOMIC_RELAXED);
 			break;
 		}
 	pthread_mutex_unlock(&c->dq_mu);
