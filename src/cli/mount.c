@@ -46,7 +46,7 @@ static void mount_usage(FILE *f)
 	      "  --readahead N          bytes prefetched ahead of a sequential reader into\n"
 	      "                         the host tier (default 8M; 0: off)\n"
 	      "  --max-files N          files whose pages stay cached after their close\n"
-	      "                         (default: one per 64 KiB of host and GPU tier,\n"
+	      "                         (default: one per 16 KiB of host and GPU tier,\n"
 	      "                         at least 4096)\n"
 	      "  --max-fds N            fds of SRC's files kept open (default: half the\n"
 	      "                         fd limit, at most 65536); more are reopened\n"

@@ -58,17 +58,17 @@ static uint64_t raise_nofile(void)
 	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
 
-/* Defaults that follow the machine. max_files: one identity per 64 KiB of
- * cache (an identity costs ~400 bytes: under 1% of what its pages take
- * when files average 64 KiB; files smaller than that leave pages unused
- * rather than identities missing), at least 4096. max_fds: half the fd
+/* Defaults that follow the machine. max_files: one identity per 16 KiB of
+ * cache (an identity costs ~400 bytes of host memory: 2.5% of what its
+ * pages take when files average 16 KiB; a cache of smaller files keeps
+ * the most recently used ones), at least 4096. max_fds: half the fd
  * limit, the other half for the inode table's O_PATH fds and FUSE's own,
  * at most 65536 (the kernel's file table is shared with everything
  * else), at least 16. */
 static void defaults(struct vc_fuse_opts *o, uint64_t nofile)
 {
 	if (!o->max_files) {
-		uint64_t n = (o->cfg.host_bytes + o->cfg.gpu_bytes) >> 16;
+		uint64_t n = (o->cfg.host_bytes + o->cfg.gpu_bytes) >> 14;
 		o->max_files = n < 4096 ? 4096 : n > (1u << 30) ? 1u << 30 : (unsigned)n;
 	}
 	if (!o->max_fds) {
