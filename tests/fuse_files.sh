@@ -42,6 +42,15 @@ echo "files $n: identities $known, SRC bytes read by the second pass $((after - 
 [ "$known" -ge "$n" ] || fail "only $known identities for $n files"
 [ "$after" -eq "$before" ] || fail "the second pass read $((after - before)) bytes of SRC: pages of files past the first ones were not kept"
 [ "$fds" -le 16 ] || fail "$fds fds open, past --max-fds 16"
+# Every directory's files were read from the host tier on the second
+# pass: their host-hit bytes cover their sizes (files served uncached, as
+# past the old limit, have none; nor do they count as SRC reads above).
+for sub in "$tree"/*/; do
+	sub=$(basename "$sub")
+	want=$(find "$tree/$sub" -maxdepth 1 -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+	hit=$(stat_of "$mnt/$sub" | python3 -c 'import json, sys; print(json.load(sys.stdin)["host_hit_bytes"])')
+	[ "$hit" -ge "$want" ] || fail "$sub: $hit bytes hit the host tier on the second pass, want $want"
+done
 stop_mount
 
 # 2. More files open at once than fds allowed, read and written.
