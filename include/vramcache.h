@@ -296,6 +296,35 @@ uint64_t vc_volume_size(const vc_volume *v);
  * at most the cache's) lookups and one write-back. */
 int vc_volume_resize(vc_volume *v, uint64_t size);
 
+/* ---- Volumes over a store of the caller's ------------------------------
+ * A volume whose backing store is a set of callbacks instead of a file:
+ * for a front end that maps one address space onto many objects (the
+ * FUSE mount puts many files at fixed offsets of one volume, so the
+ * volume table does not bound how many files stay cached). The cache
+ * calls them from any of its threads, many at once, and sometimes while
+ * another volume's caller waits on it: they must not call into this
+ * cache, and every call must lie inside [0, bytes). Each returns 0 or
+ * -errno; read and write move the whole range (bytes the store lacks
+ * read as zeros). The struct is copied at open; ctx must outlive the
+ * volume. vc_volume_extent reports such a volume as data throughout. */
+#define VC_STORE_VERSION 1
+struct vc_store {
+	uint32_t size;    /* sizeof(struct vc_store) as the caller compiled it */
+	uint32_t version; /* VC_STORE_VERSION */
+	void *ctx;
+	uint64_t bytes;   /* the store's size, as vc_volume_size reports it */
+	int (*read)(void *ctx, void *buf, size_t len, uint64_t off);
+	int (*write)(void *ctx, const void *buf, size_t len, uint64_t off);
+	/* Makes what was written to [off, off+len) durable; len 0: to the
+	 * end (vc_volume_flush_range passes its range on). */
+	int (*sync)(void *ctx, uint64_t off, uint64_t len);
+};
+/* vc_volume_open over a store of the caller's; flags: VC_OPEN_READONLY
+ * (write may then be NULL). -EINVAL for a malformed struct, -EMFILE past
+ * VC_VOLUMES_MAX, -EFBIG past 2^48 pages. */
+int vc_volume_open_store(vc_cache *c, const struct vc_store *store, uint32_t flags,
+			 vc_volume **out);
+
 /* vc_volume_extent results. */
 #define VC_EXTENT_DATA 0 /* allocated, or the store cannot say */
 #define VC_EXTENT_HOLE 1 /* unallocated in the store and not written since: reads as zeroes */

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vramcache.h"
+
 struct vc_backing;
 
 /* One element of a batched request. */
@@ -29,6 +31,11 @@ struct vc_bio {
  * write, to model a slower device. */
 int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
 		    struct vc_backing **out);
+/* A backing over the caller's callbacks (vc_volume_open_store; the
+ * struct is copied, store->size bytes of it): every call below forwards
+ * to them; batches run in turn, extents are data. */
+int vc_backing_open_store(const struct vc_store *store, int readonly, uint64_t latency_ns,
+			  struct vc_backing **out);
 void vc_backing_close(struct vc_backing *b);
 
 uint64_t vc_backing_size(const struct vc_backing *b);
@@ -52,6 +59,9 @@ int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n);
 int vc_backing_extent(struct vc_backing *b, uint64_t off, uint64_t *end, bool *hole);
 /* fdatasync, or fsync for a block device. */
 int vc_backing_sync(struct vc_backing *b);
+/* The same for what was written to [off, off+len) (len 0: to the end): a
+ * file or device syncs whole; a caller's store gets the range. */
+int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len);
 /* Nanoseconds spent inside this backing's calls so far (all threads). */
 uint64_t vc_backing_wait_ns(const struct vc_backing *b);
 

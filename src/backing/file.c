@@ -1,4 +1,5 @@
-/* Backing store over a regular file or a block device.
+/* Backing store over a regular file or a block device, or over a store
+ * of the caller's (struct vc_store: callbacks, vc_volume_open_store).
  *
  * Reads and writes are pread/pwrite loops; a batch (vc_backing_submit) goes
  * through io_uring where the library was built with it and the kernel lets
@@ -72,7 +73,9 @@
 #define BIO_PENDING 1
 
 struct vc_backing {
-	int fd;
+	int fd;                 /* -1 for a caller's store */
+	bool has_store;
+	struct vc_store store;  /* the caller's callbacks (has_store) */
 	bool own_fd;
 	bool readonly;
 	bool blockdev;
@@ -124,6 +127,15 @@ static int xfer(struct vc_backing *b, int write, void *buf, uint64_t len, uint64
 		uint64_t done)
 {
 	unsigned char *p = buf;
+	if (b->has_store) {
+		const struct vc_store *s = &b->store;
+		int r = write ? s->write(s->ctx, p + done, (size_t)(len - done), off + done)
+			      : s->read(s->ctx, p + done, (size_t)(len - done), off + done);
+		return r < 0 ? vc_err(r, "backing %s: %s of %llu bytes at %llu: %s", b->name,
+				      write ? "write" : "read", (unsigned long long)(len - done),
+				      (unsigned long long)(off + done), strerror(-r))
+			     : 0;
+	}
 	int again = 0;
 	while (done < len) {
 		size_t k = len - done < XFER_CHUNK ? (size_t)(len - done) : XFER_CHUNK;
@@ -430,8 +442,9 @@ int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n)
 
 	bool ran = false;
 #ifdef VC_HAVE_URING
-	/* A single request gains nothing from a ring. */
-	if (todo > 1) {
+	/* A single request gains nothing from a ring; a caller's store has
+	 * no fd to ring. */
+	if (todo > 1 && !b->has_store) {
 		struct io_uring *ring = ring_get(b);
 		if (ring) {
 			bool ok = submit_uring(b, ring, bios, n);
@@ -616,6 +629,34 @@ int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
 	return 0;
 }
 
+int vc_backing_open_store(const struct vc_store *store, int readonly, uint64_t latency_ns,
+			  struct vc_backing **out)
+{
+	static const char name[] = "(caller's store)";
+	struct vc_backing *b = calloc(1, sizeof *b + sizeof name);
+	if (!b)
+		return vc_err(-ENOMEM, "backing: out of memory");
+#ifdef VC_HAVE_URING
+	int e = pthread_mutex_init(&b->pool_mu, NULL);
+	if (e) {
+		free(b);
+		return vc_err(-e, "backing: pthread_mutex_init: %s", strerror(e));
+	}
+	atomic_init(&b->no_uring, true);
+#endif
+	b->fd = -1;
+	b->has_store = true;
+	/* Copied as far as the caller's struct reaches (it may be older). */
+	memcpy(&b->store, store, store->size < sizeof b->store ? store->size : sizeof b->store);
+	b->readonly = readonly != 0;
+	b->size = store->bytes;
+	b->latency_ns = latency_ns;
+	atomic_init(&b->wait_ns, 0);
+	strcpy(b->name, name);
+	*out = b;
+	return 0;
+}
+
 void vc_backing_close(struct vc_backing *b)
 {
 	if (!b)
@@ -644,8 +685,18 @@ void vc_backing_resize(struct vc_backing *b, uint64_t size)
 
 int vc_backing_sync(struct vc_backing *b)
 {
+	return vc_backing_sync_range(b, 0, 0);
+}
+
+int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len)
+{
 	uint64_t t0 = vc_now_ns();
 	int r;
+	if (b->has_store) {
+		r = b->store.sync(b->store.ctx, off, len);
+		account(b, t0);
+		return r < 0 ? vc_err(r, "backing %s: sync: %s", b->name, strerror(-r)) : 0;
+	}
 	/* fdatasync on a block device would do, but fsync is the documented
 	 * way to flush a device's write cache on every kernel we meet. */
 	do
@@ -668,7 +719,7 @@ int vc_backing_extent(struct vc_backing *b, uint64_t off, uint64_t *end, bool *h
 {
 	*end = b->size;
 	*hole = false;
-	if (b->blockdev)
+	if (b->blockdev || b->has_store)
 		return 0;
 	/* lseek moves the fd's offset, which nothing here uses (pread and
 	 * pwrite take their own), so threads may call this at once. */

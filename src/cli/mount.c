@@ -46,7 +46,12 @@ static void mount_usage(FILE *f)
 	      "  --readahead N          bytes prefetched ahead of a sequential reader into\n"
 	      "                         the host tier (default 8M; 0: off)\n"
 	      "  --max-files N          files whose pages stay cached after their close\n"
-	      "                         (default and most 1023; one engine volume each)\n"
+	      "                         (default: one per 16 KiB of host and GPU tier,\n"
+	      "                         at least 4096)\n"
+	      "  --max-fds N            fds of SRC's files kept open (default: half the\n"
+	      "                         fd limit, at most 65536); more are reopened\n"
+	      "  --slots-per-volume N   files a cache volume holds (default: as many as\n"
+	      "                         its page numbers allow; fewer: a test knob)\n"
 	      "  --threads N            FUSE worker threads at most (default 16)\n"
 	      "  --allow-other          let other users use the mount\n"
 	      "  --backing-latency T    add T (e.g. 100us) to every read and write of SRC\n"
@@ -58,7 +63,7 @@ static void mount_usage(FILE *f)
 }
 
 enum { O_HOST = 0x100, O_GPU, O_DEV, O_WB, O_RO, O_REVAL, O_ATTR, O_KCACHE, O_RA, O_MAXF,
-       O_THR, O_OTHER, O_LAT, O_PID, O_PASS };
+       O_THR, O_OTHER, O_LAT, O_PID, O_PASS, O_MAXFD, O_SLOTS };
 
 int cmd_mount(int argc, char **argv)
 {
@@ -78,6 +83,8 @@ int cmd_mount(int argc, char **argv)
 		{ "backing-latency", required_argument, 0, O_LAT },
 		{ "pidfile", required_argument, 0, O_PID },
 		{ "passthrough", no_argument, 0, O_PASS },
+		{ "max-fds", required_argument, 0, O_MAXFD },
+		{ "slots-per-volume", required_argument, 0, O_SLOTS },
 		{ "foreground", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -87,11 +94,11 @@ int cmd_mount(int argc, char **argv)
 		int revalidate_ms;
 		double attr_timeout;
 		bool kernel_cache, readonly, allow_other, foreground, passthrough;
-		unsigned max_files, threads;
+		unsigned max_files, max_fds, slots_per_volume, threads;
 		uint64_t readahead;
 		const char *pidfile;
-	} o = { .revalidate_ms = -1, .attr_timeout = 1.0, .max_files = VC_VOLUMES_MAX - 1,
-		.threads = 16, .readahead = 8ull << 20 };
+	} o = { .revalidate_ms = -1, .attr_timeout = 1.0, .threads = 16,
+		.readahead = 8ull << 20 };
 	vc_config_init(&o.cfg);
 	int ch;
 	uint64_t u;
@@ -135,9 +142,19 @@ int cmd_mount(int argc, char **argv)
 				goto bad;
 			break;
 		case O_MAXF:
-			if (cli_u64(optarg, &u) || u < 1 || u > VC_VOLUMES_MAX - 1)
+			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 30))
 				goto bad;
 			o.max_files = (unsigned)u;
+			break;
+		case O_MAXFD:
+			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 24))
+				goto bad;
+			o.max_fds = (unsigned)u;
+			break;
+		case O_SLOTS:
+			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 20))
+				goto bad;
+			o.slots_per_volume = (unsigned)u;
 			break;
 		case O_THR:
 			if (cli_u64(optarg, &u) || u < 1 || u > 1024)
@@ -181,7 +198,8 @@ int cmd_mount(int argc, char **argv)
 				   .kernel_cache = o.kernel_cache, .readonly = o.readonly,
 				   .passthrough = o.passthrough,
 				   .allow_other = o.allow_other, .foreground = o.foreground,
-				   .max_files = o.max_files, .threads = o.threads,
+				   .max_files = o.max_files, .max_fds = o.max_fds,
+				   .slots_per_volume = o.slots_per_volume, .threads = o.threads,
 				   .readahead = o.readahead, .pidfile = o.pidfile };
 	return vc_fuse_main(&fo);
 #else

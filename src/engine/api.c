@@ -142,8 +142,10 @@ static void vol_free(struct vc_volume *v)
 	free(v);
 }
 
-/* Opens a backing store as volume id (a free slot) and publishes it. */
-static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, uint32_t flags)
+/* Opens a backing store (path, fd, or the caller's store when `store` is
+ * not NULL) as volume id (a free slot) and publishes it. */
+static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd,
+		    const struct vc_store *store, uint32_t flags)
 {
 	struct vc_volume *v = calloc(1, sizeof *v);
 	if (!v)
@@ -153,7 +155,8 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd, u
 				 .dd_est_factor = 1 };
 	int r = vc_dset_create(&v->dirty);
 	if (r == 0)
-		r = vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
+		r = store ? vc_backing_open_store(store, v->readonly, c->latency_ns, &v->bk)
+			  : vc_backing_open(path, path ? -1 : fd, v->readonly, c->latency_ns, &v->bk);
 	if (r < 0) {
 		vol_free(v);
 		return r;
@@ -239,7 +242,8 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 
 	r = key_open(c, &cfg);
 	if (r == 0)
-		r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, cfg.flags);
+		r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, NULL,
+			     cfg.flags);
 	if (r == 0)
 		r = vc_device_open(cfg.device, cfg.device_ordinal, &c->gpu.dev);
 	/* The emulated device encrypts with OpenSSL, which a build may lack:
@@ -418,25 +422,53 @@ uint64_t vc_volume_size(const vc_volume *v)
 	return v->size;
 }
 
-int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_volume **out)
+/* A free volume slot past 0, or VC_VOLUMES_MAX. Finding it unlocked
+ * against opens is safe: volume calls may not race with each other's open
+ * and close (header), so nobody else takes the slot before vol_open. */
+static uint32_t vol_free_slot(struct vc_cache *c)
 {
-	if (!c || !out || (!path && fd < 0))
-		return vc_err(-EINVAL, "vc_volume_open: NULL argument or no backing store");
-	if (flags & ~(uint32_t)VC_OPEN_READONLY)
-		return vc_err(-EINVAL, "vc_volume_open: unknown flags %#x", flags);
 	eng_lock(c);
 	uint32_t id = 1;
 	while (id < VC_VOLUMES_MAX && c->vols[id])
 		id++;
 	eng_unlock(c);
-	/* Opening unlocked is safe: volume calls may not race with each other's
-	 * open and close (header), so nobody else takes this slot meanwhile. */
+	return id;
+}
+
+static int vol_open_any(vc_cache *c, const char *path, int fd, const struct vc_store *store,
+			uint32_t flags, vc_volume **out)
+{
+	if (flags & ~(uint32_t)VC_OPEN_READONLY)
+		return vc_err(-EINVAL, "vc_volume_open: unknown flags %#x", flags);
+	uint32_t id = vol_free_slot(c);
 	if (id == VC_VOLUMES_MAX)
 		return vc_err(-EMFILE, "a cache holds at most %d volumes", VC_VOLUMES_MAX);
-	int r = vol_open(c, id, path, fd, flags);
+	int r = vol_open(c, id, path, fd, store, flags);
 	if (r == 0)
 		*out = c->vols[id];
 	return r;
+}
+
+int vc_volume_open(vc_cache *c, const char *path, int fd, uint32_t flags, vc_volume **out)
+{
+	if (!c || !out || (!path && fd < 0))
+		return vc_err(-EINVAL, "vc_volume_open: NULL argument or no backing store");
+	return vol_open_any(c, path, fd, NULL, flags, out);
+}
+
+int vc_volume_open_store(vc_cache *c, const struct vc_store *store, uint32_t flags,
+			 vc_volume **out)
+{
+	if (!c || !out || !store)
+		return vc_err(-EINVAL, "vc_volume_open_store: NULL argument");
+	if (store->size < offsetof(struct vc_store, sync) + sizeof store->sync || store->version < 1)
+		return vc_err(-EINVAL, "vc_volume_open_store: struct vc_store of %u bytes, "
+				       "version %u: start from VC_STORE_VERSION",
+			      store->size, store->version);
+	if (!store->read || !store->sync || (!store->write && !(flags & VC_OPEN_READONLY)))
+		return vc_err(-EINVAL, "vc_volume_open_store: a read, write or sync callback "
+				       "is missing");
+	return vol_open_any(c, NULL, -1, store, flags, out);
 }
 
 uint32_t vc_page_size(const vc_cache *c)

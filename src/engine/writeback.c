@@ -362,7 +362,7 @@ int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len)
 		len = v->size - off;
 	unsigned sh = v->c->pshift;
 	int r = eng_writeback_range(v, off >> sh, (off + len - 1) >> sh);
-	return r < 0 ? r : vc_backing_sync(v->bk);
+	return r < 0 ? r : vc_backing_sync_range(v->bk, off, len);
 }
 
 int vc_volume_flush(vc_volume *v)

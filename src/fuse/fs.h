@@ -9,9 +9,14 @@
  * Files (src/fuse/):
  *   inode.c     the inode table: one O_PATH fd into SRC per inode the
  *               kernel knows, by (dev, ino), with its lookup count
- *   ident.c     cache identities: one engine volume per regular file
- *               (dev, ino) opened, kept after its last close in an LRU of
- *               idle identities, revalidated on open (close-to-open)
+ *   ident.c     cache identities: one per regular file (dev, ino) opened,
+ *               with a slot for its pages, kept after its last close in an
+ *               LRU of idle identities, revalidated on open (close-to-open)
+ *   slots.c     the files volumes: each identity's pages in a slot (a
+ *               fixed 1 TiB range) of a volume whose store is ours, so the
+ *               engine's volume table does not bound the files cached
+ *   fdcache.c   the fds of files, opened on demand and at most max_fds
+ *               kept; the slot -> identity table the stores' I/O uses
  *   ops_meta.c  the operations that pass through: lookup, attributes,
  *               directories, links, rename, statfs, xattrs
  *   ops_data.c  create, open, read, write, flush, fsync, release,
@@ -22,32 +27,35 @@
  *               multi-threaded loop, the teardown
  *   stats.c     per-file and per-directory statistics (an xattr)
  *
- * The identity of a file's cached pages is an engine volume over an fd of
- * the file (O_RDWR where SRC allows it), not the handle the application
- * opened: a volume outlives its handles, so a file opened again finds the
- * pages it left. At most max_files identities hold a volume (the engine's
- * VC_VOLUMES_MAX - 1, volume 0 being an empty placeholder); past that the
- * least recently closed idle one is closed (its pages written back and
- * dropped), and when every one is in use a file is served uncached
- * (pread/pwrite on its fd) until a slot frees. Files never opened cost
+ * The identity of a file's cached pages is a slot of a files volume
+ * (slots.c), not the handle the application opened: it outlives its
+ * handles, so a file opened again finds the pages it left. Identities are
+ * kept up to max_files (a few hundred bytes each, no fd); past that the
+ * least recently closed idle one goes (its pages dropped). Its fd is the
+ * fd cache's to open and close (fdcache.c). Files never opened cost
  * nothing: no identity, no fd beyond the inode's O_PATH one.
  *
  * Lock rules.
  *   fs->ino_mu   the inode table (hash chains, lookup counts). Leaf.
- *   fs->id_mu    the identity table: the hash, the LRU, refs, the volume
- *                count; also serializes every vc_volume_open and
- *                vc_volume_close (the engine's rule: not concurrent with
- *                each other). May be taken while holding an identity's lk
- *                (an upgrade to read-write swaps the volume), so nobody
- *                holding it ever waits for an lk: the identities it closes
- *                are idle (refs 0: nobody holds or waits for their lk).
+ *   fs->id_mu    the identity table: the hash, the LRU, refs, the slots
+ *                (slots.c); also serializes every vc_volume_open (the
+ *                engine's rule: not concurrent with each other). Nobody
+ *                holding it waits for an lk or calls the engine but to
+ *                open a volume; identities leave the table under it and
+ *                their pages are dropped after it is released.
+ *   fs->fd_mu    the fd cache: each identity's fd, fd_users, ro, the fd
+ *                LRU, the slot table. Taken by the stores' callbacks
+ *                (from any engine thread), so nobody calls the engine
+ *                holding it; inside it only ino_mu (a reopen).
  *   id->lk       a rwlock per identity. Shared: reads and writes inside
  *                the file's size, prefetches. Exclusive: whatever changes
  *                the volume's size or drops its pages (extending writes,
  *                truncate, fallocate, revalidation), so the engine's rule
  *                for vc_volume_resize (no other call on the volume) holds.
- *                id->size, id->seen and id->vol change only under it
- *                exclusive. An identity with refs > 0 is not closed.
+ *                id->size, id->seen and id->vol change only under
+ *                it exclusive (id->size is atomic besides: the write
+ *                callback clips at it). An identity with refs > 0 is not
+ *                freed, and its slot's pages are dropped before it is.
  *   ra mutexes   a stream table's own (readahead.c); leaves.
  *   rq.mu        the prefetch queue; taken alone.
  */
@@ -80,7 +88,9 @@ struct vc_fuse_opts {
 	bool readonly;
 	bool allow_other;
 	bool foreground;
-	unsigned max_files;   /* identities with a volume: 1 .. VC_VOLUMES_MAX - 1 */
+	unsigned max_files;   /* identities kept (with their cached pages) at most */
+	unsigned max_fds;     /* fds of files kept open (fdcache.c), beyond those in use */
+	unsigned slots_per_volume; /* 0, or fewer slots a files volume (tests: many volumes) */
 	unsigned threads;     /* FUSE worker threads at most */
 	uint64_t readahead;   /* bytes prefetched ahead of a sequential stream; 0: off */
 	const char *pidfile;
@@ -124,14 +134,26 @@ struct fs_seen {
 struct fs_ident {
 	dev_t dev;
 	ino_t ino;
-	int fd;          /* the file itself, O_RDWR (or O_RDONLY: ro) */
+	/* The fd cache's (fd_mu): the file itself, O_RDWR (or O_RDONLY: ro),
+	 * or -1 (reopened on demand); calls using it now; the fd LRU. */
+	int fd;
 	bool ro;
-	vc_volume *vol;  /* NULL: served uncached (no volume slot was free) */
+	unsigned fd_users;
+	struct fs_ident *fprev, *fnext;
+	/* Where its pages are: bytes [base, base + FS_SLOT_BYTES) of vol,
+	 * slot `slot` (slots.c). vol NULL: served uncached (passthrough, or
+	 * larger than a slot); the slot stays its own until it is freed. */
+	vc_volume *vol;
+	uint64_t base;
+	uint32_t slot;   /* FS_NO_SLOT: none */
 	pthread_rwlock_t lk;
-	uint64_t size;   /* the volume's size = the file's, as we keep it (lk) */
+	_Atomic uint64_t size; /* the file's, as we keep it (changed under lk) */
 	struct fs_seen seen;
 	_Atomic uint64_t checked_ns; /* last check against SRC (revalidate_ms) */
 	_Atomic bool wrote;          /* written through us since `seen` was taken */
+	/* Writes begun through the cache, and that count when the last good
+	 * flush began: equal, no dirty page (write-back; fdcache.c). */
+	_Atomic uint64_t wgen, cgen;
 	unsigned refs;   /* open handles and queued prefetches (id_mu) */
 	bool gone;       /* unlinked: freed, not kept, at the last put (id_mu) */
 	struct fs_ident *hnext, *prev, *lnext; /* hash chain; LRU (idle only) */
@@ -161,6 +183,20 @@ struct fs_prefetch {
 /* Prefetch worker threads: 2 overlap one stream's SRC reads with another's. */
 #define RQ_WORKERS 2
 
+/* A file's slot (slots.c): 1 TiB of a files volume. Files larger are
+ * served uncached. */
+#define FS_SLOT_SHIFT 40
+#define FS_SLOT_BYTES (1ull << FS_SLOT_SHIFT)
+#define FS_NO_SLOT UINT32_MAX
+
+struct fs;
+/* A files volume: the store's context (slots.c). */
+struct fs_fvol {
+	struct fs *fs;
+	vc_volume *vol;
+	uint32_t first; /* its first slot */
+};
+
 struct fs {
 	const struct vc_fuse_opts *o;
 	vc_cache *c;
@@ -176,8 +212,23 @@ struct fs {
 	struct fs_ident **id_hash;
 	size_t id_nbuckets, id_count;
 	struct fs_ident *lru_head, *lru_tail; /* idle identities, most recent first */
-	unsigned nvols; /* identities holding a volume */
 	_Atomic uint64_t ids_evicted, ids_uncached;
+
+	/* slots.c, under id_mu */
+	struct fs_fvol fvols[VC_VOLUMES_MAX];
+	unsigned nfvols;
+	uint64_t slots_per_vol, slot_next, slots_used;
+	uint32_t *slot_free;
+	size_t nfree, free_cap;
+
+	/* fdcache.c, under fd_mu */
+	pthread_mutex_t fd_mu;
+	pthread_cond_t fd_cv; /* an fd's last user is done */
+	struct fs_ident *fd_head, *fd_tail; /* identities with an fd, most recent first */
+	unsigned nfds;
+	struct fs_ident **slot_id; /* slot -> identity */
+	uint64_t slot_cap;
+	_Atomic uint64_t fd_opens, fd_closes;
 
 	_Atomic uint64_t ra_clock;
 	struct {
@@ -203,6 +254,40 @@ void fs_inode_forget(struct fs *fs, struct fs_inode *in, uint64_t n);
 /* "/proc/self/fd/N"-relative name of an inode's fd, for calls that take
  * no fd (relative to fs->proc_fd). */
 void fs_inode_name(const struct fs_inode *in, char buf[16]);
+/* A new fd (flags: O_RDONLY or O_RDWR) of the known inode (dev, ino):
+ * -ESTALE when the kernel does not know it now, else openat's. */
+int fs_inode_reopen(struct fs *fs, dev_t dev, ino_t ino, int flags);
+
+/* --- slots.c (under id_mu) --- */
+void fs_slots_init(struct fs *fs);
+/* A free slot for id (id->slot, vol, base): -ENOSPC when every volume is
+ * full, or vc_volume_open_store's error. */
+int fs_slot_alloc(struct fs *fs, struct fs_ident *id);
+/* The slot's pages must be dropped already. */
+void fs_slot_free(struct fs *fs, uint32_t slot);
+/* Closes the files volumes (writing dirty pages back, through the
+ * identities' fds: before they go). 0 or the first error. */
+int fs_slots_fini(struct fs *fs);
+
+/* --- fdcache.c --- */
+void fs_fd_init(struct fs *fs);
+void fs_fd_fini(struct fs *fs);
+/* id's fd, opened if need be, in use (not closed) until fs_fd_put; or
+ * -errno (-ESTALE: the kernel has forgotten the file and no fd is open). */
+int fs_fd_get(struct fs *fs, struct fs_ident *id);
+void fs_fd_put(struct fs *fs, struct fs_ident *id);
+/* The same by slot (the stores' callbacks); *out the identity to put. */
+int fs_fd_get_slot(struct fs *fs, uint32_t slot, struct fs_ident **out);
+/* id's slot finds it from now on (before any I/O on the slot). */
+int fs_fd_bind(struct fs *fs, struct fs_ident *id);
+/* An fd just opened for id, of access ro: kept if id has none (or
+ * `replace`: the old one closes once unused, an upgrade to read-write),
+ * else closed. */
+void fs_fd_offer(struct fs *fs, struct fs_ident *id, int fd, bool replace, bool ro);
+/* id's slot no longer finds it; its fd closes once unused. */
+void fs_fd_forget(struct fs *fs, struct fs_ident *id);
+/* fdatasync of every open fd of slots first..last. */
+int fs_fd_sync_slots(struct fs *fs, uint32_t first, uint32_t last);
 
 /* --- ident.c --- */
 int fs_ident_init(struct fs *fs);
@@ -232,13 +317,20 @@ void fs_ident_unlinked(struct fs *fs, dev_t dev, ino_t ino);
 int fs_ident_check_locked(struct fs *fs, struct fs_ident *id);
 /* With id->lk held exclusive, after a change made through us: id->seen
  * becomes SRC's file as it is now. */
-void fs_ident_seen_locked(struct fs_ident *id);
+void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id);
 /* The strict mode (revalidate_ms >= 0): called by reads with nothing
  * held; checks when the last check is older than the limit. */
 void fs_ident_maybe_check(struct fs *fs, struct fs_ident *id);
-/* Changes the file's size: the volume first (a shrink drops pages past
- * the end), then SRC's file. id->lk held exclusive. 0 or -errno. */
+/* Changes the file's size: the cached pages first (a shrink drops pages
+ * past the end), then SRC's file. id->lk held exclusive. 0 or -errno. */
 int fs_ident_truncate_locked(struct fs *fs, struct fs_ident *id, uint64_t size);
+/* The file's size is now `size` (SRC's file changed already, or will be
+ * by the write that follows): drops the pages the change invalidates. A
+ * size past a slot turns the file uncached. id->lk exclusive. */
+int fs_ident_resize_locked(struct fs *fs, struct fs_ident *id, uint64_t size);
+/* Write-back: the file's dirty pages to SRC, synced (id->lk shared or
+ * exclusive held). 0 in write-through. */
+int fs_ident_flush_locked(struct fs *fs, struct fs_ident *id);
 
 /* --- readahead.c --- */
 int fs_ra_init(struct fs *fs);

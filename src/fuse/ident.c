@@ -1,30 +1,30 @@
-/* Cache identities: which engine volume holds a file's pages.
+/* Cache identities: which slot holds a file's pages.
  *
  * One identity per regular file (dev, ino) that has been opened through
- * the mount: an fd of the file itself and a volume over it. It is made by
- * the first open, referenced by every open handle and queued prefetch, and
- * on its last reference parked at the head of an LRU of idle identities
- * instead of closed, so that reopening the file finds its pages. Why a
- * volume per file, and not one volume with a keyed namespace: a volume is
- * already the engine's unit of "pages of one store" (its own page numbers,
- * dirty set, flush, drop and resize), so the front end needs no change to
- * the engine's data path, and two files never alias. Its limit is the
- * engine's volume table (VC_VOLUMES_MAX): at most max_files identities
- * hold a volume; making one more closes the least recently used idle one
- * (O(pages it has cached) to drop them; nothing to write back, as every
- * close flushed). When all are open, a file is served uncached until a
- * slot frees. docs/MOUNT.md weighs this against a keyed namespace.
+ * the mount: a slot of a files volume for its pages (slots.c) and an fd
+ * of the file when one is needed (fdcache.c). It is made by the first
+ * open, referenced by every open handle and queued prefetch, and on its
+ * last reference parked at the head of an LRU of idle identities, so that
+ * reopening the file finds its pages. Identities are kept up to
+ * max_files; making one more frees the least recently used idle one with
+ * no unflushed write (O(pages it has cached) to drop them, after id_mu is
+ * released). An identity costs a few hundred bytes and no fd, so
+ * max_files can follow the cache's size (mount.c), not RLIMIT_NOFILE or
+ * the engine's volume table. docs/MOUNT.md tells why slots.
  *
  * Consistency with SRC (close-to-open, as NFS and GPUfs): each open
  * compares the file's size, mtime and ctime in SRC with what we saw last
  * (id->seen, taken after our own changes); any difference drops every
  * cached page and takes the new size. A file replaced in SRC (rename over
- * it, as editors and rsync do) is another inode, hence another identity.
- * The window: while a file is being written through us (from the first
- * write to the close that records `seen`) it is not checked, since its
- * times change by our own hand; a change behind our back in that window
- * goes unnoticed, as with NFS's weak cache consistency. Otherwise
- * revalidate_ms narrows the window between opens to that many ms.
+ * it, as editors and rsync do) is another inode, hence another identity;
+ * an idle identity holds no fd, so SRC may reuse a deleted file's inode
+ * number, and then the new file's ctime differs from `seen` (its pages are
+ * dropped at the open, as for any change). The window: while a file is
+ * being written through us (from the first write to the close that
+ * records `seen`) it is not checked, since its times change by our own
+ * hand; a change behind our back in that window goes unnoticed, as with
+ * NFS's weak cache consistency. Otherwise revalidate_ms narrows the window
+ * between opens to that many ms.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,21 +36,22 @@
 #include "base/clock.h"
 #include "fuse/fs.h"
 
-/* Buckets of the identity table: at most max_files (1023) idle ones plus
- * the open ones; 4096 keeps chains short for either. */
-#define ID_BUCKETS 4096
+/* Buckets of the identity table: it holds up to max_files idle ones plus
+ * the open ones, and doubles when it holds twice its buckets. */
+#define ID_BUCKETS_MIN 4096
 
-static size_t id_bucket(dev_t dev, ino_t ino)
+static size_t id_bucket(const struct fs *fs, dev_t dev, ino_t ino)
 {
 	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev;
-	return (size_t)(h ^ (h >> 31)) & (ID_BUCKETS - 1);
+	return (size_t)(h ^ (h >> 31)) & (fs->id_nbuckets - 1);
 }
 
 int fs_ident_init(struct fs *fs)
 {
 	pthread_mutex_init(&fs->id_mu, NULL);
-	fs->id_nbuckets = ID_BUCKETS;
-	fs->id_hash = calloc(ID_BUCKETS, sizeof *fs->id_hash);
+	fs->id_nbuckets = ID_BUCKETS_MIN;
+	fs->id_hash = calloc(ID_BUCKETS_MIN, sizeof *fs->id_hash);
+	fs_slots_init(fs);
 	return fs->id_hash ? 0 : -ENOMEM;
 }
 
@@ -65,6 +66,17 @@ static void seen_set(struct fs_seen *s, const struct stat *st)
 {
 	*s = (struct fs_seen){ .size = (uint64_t)st->st_size, .mtime = st->st_mtim,
 			       .ctime = st->st_ctim };
+}
+
+/* fstat of id's file through the fd cache. 0 or -errno. */
+static int ident_stat(struct fs *fs, struct fs_ident *id, struct stat *st)
+{
+	int fd = fs_fd_get(fs, id);
+	if (fd < 0)
+		return fd;
+	int r = fstat(fd, st) < 0 ? -errno : 0;
+	fs_fd_put(fs, id);
+	return r;
 }
 
 /* Under id_mu. */
@@ -94,9 +106,17 @@ static void lru_push(struct fs *fs, struct fs_ident *id)
 	fs->lru_head = id;
 }
 
+static void hash_insert(struct fs *fs, struct fs_ident *id)
+{
+	size_t b = id_bucket(fs, id->dev, id->ino);
+	id->hnext = fs->id_hash[b];
+	fs->id_hash[b] = id;
+	fs->id_count++;
+}
+
 static void hash_remove(struct fs *fs, struct fs_ident *id)
 {
-	struct fs_ident **pp = &fs->id_hash[id_bucket(id->dev, id->ino)];
+	struct fs_ident **pp = &fs->id_hash[id_bucket(fs, id->dev, id->ino)];
 	while (*pp && *pp != id)
 		pp = &(*pp)->hnext;
 	if (*pp)
@@ -104,70 +124,120 @@ static void hash_remove(struct fs *fs, struct fs_ident *id)
 	fs->id_count--;
 }
 
-/* Under id_mu, nobody else holding id: closes its volume (discard: drop
- * dirty pages instead of writing them, for a file that no longer exists).
- * On a failed write-back the volume stays and so does the error. */
-static int vol_close(struct fs *fs, struct fs_ident *id, bool discard)
+/* Under id_mu: twice the buckets once the table holds twice as many
+ * identities (a failed allocation keeps the old table: chains grow). */
+static void hash_grow(struct fs *fs)
 {
-	if (!id->vol)
-		return 0;
-	if (discard)
-		(void)vc_volume_drop(id->vol, 0, 0, VC_DROP_DISCARD);
-	int r = vc_volume_close(id->vol);
-	if (r < 0)
-		return r;
-	id->vol = NULL;
-	fs->nvols--;
-	return 0;
+	if (fs->id_count <= 2 * fs->id_nbuckets)
+		return;
+	size_t n = fs->id_nbuckets * 2, oldn = fs->id_nbuckets;
+	struct fs_ident **h = calloc(n, sizeof *h), **old = fs->id_hash;
+	if (!h)
+		return;
+	fs->id_hash = h;
+	fs->id_nbuckets = n;
+	for (size_t b = 0; b < oldn; b++)
+		for (struct fs_ident *id = old[b], *next; id; id = next) {
+			next = id->hnext;
+			size_t k = id_bucket(fs, id->dev, id->ino);
+			id->hnext = h[k];
+			h[k] = id;
+		}
+	free(old);
+}
+
+static struct fs_ident *hash_find(struct fs *fs, dev_t dev, ino_t ino)
+{
+	struct fs_ident *id = fs->id_hash[id_bucket(fs, dev, ino)];
+	while (id && !(id->dev == dev && id->ino == ino))
+		id = id->hnext;
+	return id;
+}
+
+static uint64_t page_up(struct fs *fs, uint64_t n)
+{
+	uint64_t ps = vc_page_size(fs->c);
+	return (n + ps - 1) & ~(ps - 1);
+}
+
+/* Every cached page of id's slot (flags: VC_DROP_DISCARD or 0: dirty
+ * ones written back first): those below its size, as no page of a slot is
+ * cached at or past the page holding the file's end (reads stop at the
+ * size; a shrink drops what lies past). Cost: O(the file's pages). */
+static int drop_all(struct fs *fs, struct fs_ident *id, unsigned flags)
+{
+	uint64_t len = page_up(fs, atomic_load(&id->size));
+	return id->vol && len ? vc_volume_drop(id->vol, id->base, len, flags) : 0;
 }
 
 static void ident_free(struct fs_ident *id)
 {
-	close(id->fd);
 	pthread_rwlock_destroy(&id->lk);
 	fs_ra_table_fini(&id->ra);
 	free(id);
 }
 
-/* Under id_mu: closes the least recently used idle identity that holds a
- * volume, freeing its slot. false when there is none (or its write-back
- * failed: it stays, with its dirty pages). */
-static bool evict_one(struct fs *fs)
+/* An identity that left the table (nobody references it): its pages
+ * dropped (discard: unlinked, its dirty pages are of no file), its fd
+ * closed, its slot freed. With nothing held. A failed write-back puts it
+ * back, idle, so nothing is lost (unless a newer identity of the file
+ * has appeared meanwhile: then its pages are discarded, as the newer
+ * one reads SRC already). */
+static void ident_destroy(struct fs *fs, struct fs_ident *id, bool discard)
 {
-	for (struct fs_ident *v = fs->lru_tail; v; v = v->prev) {
-		if (!v->vol)
-			continue;
-		if (vol_close(fs, v, false) < 0) {
-			fprintf(stderr, "vramcache mount: closing an idle file's cache: %s\n",
-				vc_last_error());
-			continue;
+	if (id->slot != FS_NO_SLOT && drop_all(fs, id, discard ? VC_DROP_DISCARD : 0) < 0) {
+		fprintf(stderr, "vramcache mount: dropping a file's pages: %s\n", vc_last_error());
+		pthread_mutex_lock(&fs->id_mu);
+		bool newer = hash_find(fs, id->dev, id->ino) != NULL;
+		if (!newer) {
+			hash_insert(fs, id);
+			lru_push(fs, id);
 		}
-		lru_remove(fs, v);
-		hash_remove(fs, v);
-		ident_free(v);
-		atomic_fetch_add(&fs->ids_evicted, 1);
-		return true;
+		pthread_mutex_unlock(&fs->id_mu);
+		if (!newer)
+			return;
+		(void)drop_all(fs, id, VC_DROP_DISCARD);
 	}
-	return false;
+	fs_fd_forget(fs, id);
+	if (id->slot != FS_NO_SLOT) {
+		pthread_mutex_lock(&fs->id_mu);
+		fs_slot_free(fs, id->slot);
+		pthread_mutex_unlock(&fs->id_mu);
+	}
+	ident_free(id);
 }
 
-/* Under id_mu (volume opens and closes are serialized by it): gives id a
- * volume over its fd if a slot is free or can be freed. Without one the
- * file is served uncached. */
-static void vol_attach(struct fs *fs, struct fs_ident *id)
+/* Evictions per open or close: 2 keeps the table at max_files (each call
+ * adds at most one identity) and bounds the work of one call, as does
+ * looking at no more than 8 idle identities (those with unflushed writes,
+ * write-back's failed flushes, are passed over). */
+#define EVICT_BATCH 2
+#define EVICT_LOOK 8
+
+/* Under id_mu: takes up to `max` idle identities out of the table while
+ * it holds more than max_files, least recently used first, skipping those
+ * with unflushed writes; the caller destroys them unlocked. */
+static unsigned evict_some(struct fs *fs, struct fs_ident **out, unsigned max)
 {
-	if (fs->o->passthrough)
-		return;
-	if (fs->nvols >= fs->o->max_files && !evict_one(fs)) {
-		atomic_fetch_add(&fs->ids_uncached, 1);
-		return;
+	unsigned n = 0, looked = 0;
+	for (struct fs_ident *v = fs->lru_tail, *prev; v && n < max && looked++ < EVICT_LOOK &&
+						       fs->id_count > fs->o->max_files;
+	     v = prev) {
+		prev = v->prev;
+		if (atomic_load(&v->wgen) != atomic_load(&v->cgen))
+			continue;
+		lru_remove(fs, v);
+		hash_remove(fs, v);
+		out[n++] = v;
+		atomic_fetch_add(&fs->ids_evicted, 1);
 	}
-	if (vc_volume_open(fs->c, NULL, id->fd, id->ro ? VC_OPEN_READONLY : 0, &id->vol) < 0) {
-		id->vol = NULL;
-		atomic_fetch_add(&fs->ids_uncached, 1);
-		return;
-	}
-	fs->nvols++;
+	return n;
+}
+
+static void destroy_all(struct fs *fs, struct fs_ident **v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		ident_destroy(fs, v[i], false);
 }
 
 /* An fd of the file itself (the inode's is O_PATH): read-write unless the
@@ -193,9 +263,41 @@ static int file_open(struct fs *fs, struct fs_inode *in, bool write, bool *ro)
 	return fd;
 }
 
+int fs_ident_resize_locked(struct fs *fs, struct fs_ident *id, uint64_t size)
+{
+	const uint64_t old = atomic_load(&id->size);
+	if (size == old)
+		return 0;
+	if (id->vol && size > FS_SLOT_BYTES) {
+		/* Larger than its slot: uncached from now on. */
+		int r = drop_all(fs, id, 0);
+		if (r < 0)
+			return r;
+		id->vol = NULL;
+		atomic_fetch_add(&fs->ids_uncached, 1);
+	}
+	if (id->vol) {
+		/* As vc_volume_resize: a shrink's pages wholly past the new
+		 * end go unwritten; the page holding the lower end, when
+		 * partial, is written back if dirty (clipped at the old size)
+		 * and dropped, since its bytes past that end must read as
+		 * zeros from now on. */
+		const uint64_t ps = vc_page_size(fs->c), lo = size < old ? size : old;
+		const uint64_t edge = lo & ~(ps - 1), past = page_up(fs, size), hw = page_up(fs, old);
+		int r = 0;
+		if (past < hw)
+			r = vc_volume_drop(id->vol, id->base + past, hw - past, VC_DROP_DISCARD);
+		if (r == 0 && lo > edge)
+			r = vc_volume_drop(id->vol, id->base + edge, ps, 0);
+		if (r < 0)
+			return r;
+	}
+	atomic_store(&id->size, size);
+	return 0;
+}
+
 int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 {
-	(void)fs;
 	/* Written through us since `seen` was taken: SRC's times (and in
 	 * write-back, as dirty pages go back, its bytes) are changing by our
 	 * own hand, so a difference proves nothing; the file is checked again
@@ -203,29 +305,29 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 	if (atomic_load(&id->wrote))
 		return 0;
 	struct stat st;
-	if (fstat(id->fd, &st) < 0)
-		return -errno;
+	int r = ident_stat(fs, id, &st);
+	if (r < 0)
+		return r;
 	atomic_store(&id->checked_ns, vc_now_ns());
 	if (seen_equal(&id->seen, &st))
 		return 0;
-	if (id->vol) {
-		int r = vc_volume_drop(id->vol, 0, 0, 0);
-		if (r == 0)
-			r = vc_volume_resize(id->vol, (uint64_t)st.st_size);
-		if (r < 0)
-			return r;
+	if ((r = drop_all(fs, id, 0)) < 0)
+		return r;
+	if (id->vol && (uint64_t)st.st_size > FS_SLOT_BYTES) {
+		id->vol = NULL;
+		atomic_fetch_add(&fs->ids_uncached, 1);
 	}
-	id->size = (uint64_t)st.st_size;
+	atomic_store(&id->size, (uint64_t)st.st_size); /* nothing is cached now */
 	seen_set(&id->seen, &st);
 	atomic_store(&id->wrote, false);
 	atomic_fetch_add(&id->drops, 1);
 	return 1;
 }
 
-void fs_ident_seen_locked(struct fs_ident *id)
+void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id)
 {
 	struct stat st;
-	if (fstat(id->fd, &st) == 0) {
+	if (ident_stat(fs, id, &st) == 0) {
 		seen_set(&id->seen, &st);
 		atomic_store(&id->wrote, false);
 		atomic_store(&id->checked_ns, vc_now_ns());
@@ -244,19 +346,63 @@ void fs_ident_maybe_check(struct fs *fs, struct fs_ident *id)
 
 int fs_ident_truncate_locked(struct fs *fs, struct fs_ident *id, uint64_t size)
 {
-	(void)fs;
-	const uint64_t old = id->size;
-	int r = id->vol ? vc_volume_resize(id->vol, size) : 0;
+	int r = fs_ident_resize_locked(fs, id, size);
 	if (r < 0)
 		return r;
-	if (ftruncate(id->fd, (off_t)size) < 0) {
-		r = -errno;
-		if (id->vol)
-			(void)vc_volume_resize(id->vol, old); /* SRC kept its size */
-		return r;
+	int fd = fs_fd_get(fs, id);
+	if (fd < 0)
+		return fd;
+	r = ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	struct stat st;
+	/* Failed: SRC kept its size (the pages dropped were only cache). */
+	if (r < 0 && fstat(fd, &st) == 0)
+		(void)fs_ident_resize_locked(fs, id, (uint64_t)st.st_size);
+	fs_fd_put(fs, id);
+	return r;
+}
+
+int fs_ident_flush_locked(struct fs *fs, struct fs_ident *id)
+{
+	if (fs->o->cfg.write_mode != VC_WRITE_BACK || !id->vol)
+		return 0;
+	uint64_t gen = atomic_load(&id->wgen), size = atomic_load(&id->size);
+	/* Length at least 1: 0 would mean the whole volume. */
+	int r = vc_volume_flush_range(id->vol, id->base, size ? page_up(fs, size) : 1);
+	if (r == 0)
+		atomic_store(&id->cgen, gen);
+	return r;
+}
+
+/* A new identity of `in` with one reference, its fd `fd` (access ro);
+ * not in the table yet. NULL: out of memory. Under id_mu (slots). */
+static struct fs_ident *ident_new(struct fs *fs, struct fs_inode *in, const struct stat *st,
+				  bool ro)
+{
+	struct fs_ident *id = calloc(1, sizeof *id);
+	if (!id)
+		return NULL;
+	id->dev = in->dev;
+	id->ino = in->ino;
+	id->fd = -1;
+	id->ro = ro;
+	id->slot = FS_NO_SLOT;
+	pthread_rwlock_init(&id->lk, NULL);
+	fs_ra_table_init(&id->ra, RA_STREAMS);
+	atomic_store(&id->size, (uint64_t)st->st_size);
+	seen_set(&id->seen, st);
+	atomic_store(&id->checked_ns, vc_now_ns());
+	id->refs = 1;
+	if (!fs->o->passthrough && (uint64_t)st->st_size <= FS_SLOT_BYTES) {
+		if (fs_slot_alloc(fs, id) < 0 || fs_fd_bind(fs, id) < 0) {
+			if (id->slot != FS_NO_SLOT)
+				fs_slot_free(fs, id->slot);
+			id->slot = FS_NO_SLOT;
+			id->vol = NULL;
+		}
 	}
-	id->size = size;
-	return 0;
+	if (!id->vol && !fs->o->passthrough)
+		atomic_fetch_add(&fs->ids_uncached, 1);
+	return id;
 }
 
 int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_ident **out,
@@ -267,41 +413,24 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 	int fd = file_open(fs, in, write, &ro);
 	if (fd < 0)
 		return fd;
+	struct fs_ident *victims[EVICT_BATCH];
 	pthread_mutex_lock(&fs->id_mu);
-	size_t b = id_bucket(in->dev, in->ino);
-	struct fs_ident *id = fs->id_hash[b];
-	while (id && !(id->dev == in->dev && id->ino == in->ino))
-		id = id->hnext;
+	struct fs_ident *id = hash_find(fs, in->dev, in->ino);
 	if (!id) {
 		struct stat st;
-		if (fstat(fd, &st) < 0 || !(id = calloc(1, sizeof *id))) {
+		if (fstat(fd, &st) < 0 || !(id = ident_new(fs, in, &st, ro))) {
 			int e = errno ? errno : ENOMEM;
 			pthread_mutex_unlock(&fs->id_mu);
 			close(fd);
 			return -e;
 		}
-		id->dev = in->dev;
-		id->ino = in->ino;
-		id->fd = fd;
-		id->ro = ro;
-		pthread_rwlock_init(&id->lk, NULL);
-		fs_ra_table_init(&id->ra, RA_STREAMS);
-		vol_attach(fs, id);
-		id->size = (uint64_t)st.st_size;
-		seen_set(&id->seen, &st);
-		atomic_store(&id->checked_ns, vc_now_ns());
-		/* The volume measured the file itself; they agree unless it
-		 * changed between, and then ours (just taken) wins. */
-		if (id->vol && vc_volume_size(id->vol) != id->size &&
-		    vc_volume_resize(id->vol, id->size) < 0) {
-			(void)vol_close(fs, id, true);
-		}
-		id->refs = 1;
-		id->hnext = fs->id_hash[b];
-		fs->id_hash[b] = id;
-		fs->id_count++;
-		atomic_fetch_add(&id->opens, 1);
+		hash_insert(fs, id);
+		hash_grow(fs);
+		unsigned nv = evict_some(fs, victims, EVICT_BATCH);
 		pthread_mutex_unlock(&fs->id_mu);
+		fs_fd_offer(fs, id, fd, false, ro);
+		destroy_all(fs, victims, nv);
+		atomic_fetch_add(&id->opens, 1);
 		*out = id;
 		return 0;
 	}
@@ -310,34 +439,12 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 	pthread_mutex_unlock(&fs->id_mu);
 	atomic_fetch_add(&id->opens, 1);
 
-	/* Known: check it against SRC, and upgrade a read-only identity
-	 * that is now opened for writing (SRC's permissions allow it now). */
+	/* Known: check it against SRC; a read-only identity now opened for
+	 * writing (SRC's permissions allow it now) takes the new fd. */
 	pthread_rwlock_wrlock(&id->lk);
+	fs_fd_offer(fs, id, fd, write && id->ro && !ro, ro);
 	int r = 0;
-	if (write && id->ro && !ro) {
-		pthread_mutex_lock(&fs->id_mu); /* id_mu inside lk: see fs.h */
-		r = vol_close(fs, id, false);
-		if (r == 0) {
-			close(id->fd);
-			id->fd = fd;
-			fd = -1;
-			id->ro = false;
-			vol_attach(fs, id);
-			if (id->vol)
-				r = vc_volume_resize(id->vol, id->size);
-		}
-		pthread_mutex_unlock(&fs->id_mu);
-	} else if (!id->vol) {
-		pthread_mutex_lock(&fs->id_mu);
-		if (fs->nvols < fs->o->max_files)
-			vol_attach(fs, id);
-		if (id->vol)
-			r = vc_volume_resize(id->vol, id->size);
-		pthread_mutex_unlock(&fs->id_mu);
-	}
-	if (fd >= 0)
-		close(fd);
-	if (r == 0 && fs->o->revalidate_ms != FS_REVALIDATE_NEVER)
+	if (fs->o->revalidate_ms != FS_REVALIDATE_NEVER)
 		r = fs_ident_check_locked(fs, id);
 	pthread_rwlock_unlock(&id->lk);
 	if (r < 0) {
@@ -351,34 +458,30 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 
 void fs_ident_put(struct fs *fs, struct fs_ident *id)
 {
+	struct fs_ident *victims[EVICT_BATCH];
+	unsigned nv = 0;
+	bool destroy = false;
 	pthread_mutex_lock(&fs->id_mu);
 	if (--id->refs == 0) {
+		/* Unlinked, or uncached (nothing to keep): it goes now. */
 		if (id->gone || !id->vol) {
 			hash_remove(fs, id);
-			if (vol_close(fs, id, id->gone) == 0) {
-				ident_free(id);
-			} else {
-				/* Its dirty pages could not be written: keep it,
-				 * as an idle identity, so nothing is lost. */
-				fprintf(stderr, "vramcache mount: %s\n", vc_last_error());
-				id->hnext = fs->id_hash[id_bucket(id->dev, id->ino)];
-				fs->id_hash[id_bucket(id->dev, id->ino)] = id;
-				fs->id_count++;
-				lru_push(fs, id);
-			}
+			destroy = true;
 		} else {
 			lru_push(fs, id);
+			nv = evict_some(fs, victims, EVICT_BATCH);
 		}
 	}
 	pthread_mutex_unlock(&fs->id_mu);
+	if (destroy)
+		ident_destroy(fs, id, id->gone);
+	destroy_all(fs, victims, nv);
 }
 
 struct fs_ident *fs_ident_find_or_lock(struct fs *fs, dev_t dev, ino_t ino)
 {
 	pthread_mutex_lock(&fs->id_mu);
-	struct fs_ident *id = fs->id_hash[id_bucket(dev, ino)];
-	while (id && !(id->dev == dev && id->ino == ino))
-		id = id->hnext;
+	struct fs_ident *id = hash_find(fs, dev, ino);
 	if (!id)
 		return NULL; /* id_mu stays held */
 	id->refs++;
@@ -394,43 +497,38 @@ void fs_ident_unlock_table(struct fs *fs)
 
 void fs_ident_unlinked(struct fs *fs, dev_t dev, ino_t ino)
 {
-	pthread_mutex_lock(&fs->id_mu);
-	struct fs_ident *id = fs->id_hash[id_bucket(dev, ino)];
-	while (id && !(id->dev == dev && id->ino == ino))
-		id = id->hnext;
-	struct stat st;
-	if (id && fstat(id->fd, &st) == 0 && st.st_nlink == 0) {
-		id->gone = true;
-		if (id->refs == 0) {
-			lru_remove(fs, id);
-			hash_remove(fs, id);
-			(void)vol_close(fs, id, true);
-			ident_free(id);
-		}
+	struct fs_ident *id = fs_ident_find_or_lock(fs, dev, ino);
+	if (!id) {
+		fs_ident_unlock_table(fs);
+		return;
 	}
-	pthread_mutex_unlock(&fs->id_mu);
+	struct stat st;
+	if (ident_stat(fs, id, &st) == 0 && st.st_nlink == 0) {
+		pthread_mutex_lock(&fs->id_mu);
+		id->gone = true;
+		pthread_mutex_unlock(&fs->id_mu);
+	}
+	fs_ident_put(fs, id); /* the last reference frees it, discarding its pages */
 }
 
 int fs_ident_fini(struct fs *fs)
 {
-	int first = 0;
-	for (size_t b = 0; fs->id_hash && b < fs->id_nbuckets; b++) {
+	/* The volumes first: their write-back needs the identities' fds.
+	 * Should it fail, the identities stay (vc_close tries again). */
+	int first = fs_slots_fini(fs);
+	for (size_t b = 0; first == 0 && fs->id_hash && b < fs->id_nbuckets; b++) {
 		struct fs_ident *id = fs->id_hash[b];
 		while (id) {
 			struct fs_ident *next = id->hnext;
-			int r = vol_close(fs, id, id->gone);
-			if (r < 0) {
-				fprintf(stderr, "vramcache mount: %s\n", vc_last_error());
-				if (!first)
-					first = r;
-			} else {
-				ident_free(id);
-			}
+			fs_fd_forget(fs, id);
+			ident_free(id);
 			id = next;
 		}
 	}
-	free(fs->id_hash);
-	fs->id_hash = NULL;
-	pthread_mutex_destroy(&fs->id_mu);
+	if (first == 0) {
+		free(fs->id_hash);
+		fs->id_hash = NULL;
+		pthread_mutex_destroy(&fs->id_mu);
+	}
 	return first;
 }

@@ -149,3 +149,21 @@ void fs_inode_name(const struct fs_inode *in, char buf[16])
 {
 	snprintf(buf, 16, "%d", in->fd);
 }
+
+int fs_inode_reopen(struct fs *fs, dev_t dev, ino_t ino, int flags)
+{
+	int fd = -ESTALE;
+	pthread_mutex_lock(&fs->ino_mu);
+	for (struct fs_inode *in = fs->ino_hash[bucket(fs, dev, ino)]; in; in = in->next)
+		if (in->dev == dev && in->ino == ino) {
+			char name[16];
+			fs_inode_name(in, name);
+			/* Under ino_mu: the O_PATH fd is not closed meanwhile. */
+			fd = openat(fs->proc_fd, name, flags | O_CLOEXEC);
+			if (fd < 0)
+				fd = -errno;
+			break;
+		}
+	pthread_mutex_unlock(&fs->ino_mu);
+	return fd;
+}

@@ -14,8 +14,9 @@
  * SIGTERM/SIGINT/SIGHUP ends the loop; then readahead stops, every
  * identity closes (dirty pages written back) and the cache closes.
  *
- * Volume 0, which every cache has, is an empty memfd: files are volumes
- * 1 .. max_files (ident.c).
+ * Volume 0, which every cache has, is an empty memfd: files live in the
+ * files volumes' slots (slots.c). The fd cache outlives the cache: the
+ * last write-back at vc_close may need files' fds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,14 +42,38 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_WRITEBACK_CACHE);
 }
 
-/* Open files need fds: an identity holds one, an inode the kernel knows
- * another. The soft limit goes up to the hard one. */
-static void raise_nofile(void)
+/* Open files need fds: the fd cache keeps up to max_fds, an inode the
+ * kernel knows holds one. The soft limit goes up to the hard one; the
+ * result. */
+static uint64_t raise_nofile(void)
 {
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+}
+
+/* Defaults that follow the machine. max_files: one identity per 16 KiB of
+ * cache (an identity costs ~400 bytes of host memory: 2.5% of what its
+ * pages take when files average 16 KiB; a cache of smaller files keeps
+ * the most recently used ones), at least 4096. max_fds: half the fd
+ * limit, the other half for the inode table's O_PATH fds and FUSE's own,
+ * at most 65536 (the kernel's file table is shared with everything
+ * else), at least 16. */
+static void defaults(struct vc_fuse_opts *o, uint64_t nofile)
+{
+	if (!o->max_files) {
+		uint64_t n = (o->cfg.host_bytes + o->cfg.gpu_bytes) >> 14;
+		o->max_files = n < 4096 ? 4096 : n > (1u << 30) ? 1u << 30 : (unsigned)n;
+	}
+	if (!o->max_fds) {
+		uint64_t n = nofile / 2;
+		o->max_fds = n < 16 ? 16 : n > 65536 ? 65536 : (unsigned)n;
 	}
 }
 
@@ -108,14 +133,16 @@ static int fail(const char *what, int r)
 	return 1;
 }
 
-int vc_fuse_main(const struct vc_fuse_opts *o)
+int vc_fuse_main(const struct vc_fuse_opts *given)
 {
+	struct vc_fuse_opts oo = *given;
+	const struct vc_fuse_opts *o = &oo;
 	char mnt[PATH_MAX];
 	if (!realpath(o->mnt, mnt)) {
 		fprintf(stderr, "vramcache mount: %s: %s\n", o->mnt, strerror(errno));
 		return 1;
 	}
-	raise_nofile();
+	defaults(&oo, raise_nofile());
 	int ready = -1, r;
 	if (!o->foreground && (r = daemonize(&ready)) < 0)
 		return fail("fork", r);
@@ -124,6 +151,7 @@ int vc_fuse_main(const struct vc_fuse_opts *o)
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lc = NULL;
 	int status = 1, vol0 = -1;
+	bool fd_ready = false;
 	bool mounted = false, sig = false;
 	fs.proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs.proc_fd < 0) {
@@ -147,6 +175,8 @@ int vc_fuse_main(const struct vc_fuse_opts *o)
 		fprintf(stderr, "vramcache mount: %s\n", vc_last_error());
 		goto out;
 	}
+	fs_fd_init(&fs);
+	fd_ready = true;
 	if ((r = fs_ident_init(&fs)) < 0 || (r = fs_ra_init(&fs)) < 0) {
 		fail("setting up", r);
 		goto out;
@@ -217,6 +247,8 @@ out:
 			status = 1;
 		}
 	}
+	if (fd_ready)
+		fs_fd_fini(&fs);
 	fs_inode_fini(&fs);
 	if (vol0 >= 0)
 		close(vol0);

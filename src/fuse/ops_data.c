@@ -145,10 +145,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
  * VC_READ_HIT_PAGES pages), counted as host hits, else vc_volume_read. */
 static ssize_t read_cached(struct fs_ident *id, char *buf, size_t len, uint64_t off)
 {
-	if (off >= id->size)
+	const uint64_t size = atomic_load(&id->size);
+	if (off >= size)
 		return 0;
-	if (len > id->size - off)
-		len = (size_t)(id->size - off);
+	if (len > size - off)
+		len = (size_t)(size - off);
 	/* Pieces end on page boundaries of VC_READ_HIT_PAGES pages of 4 KiB
 	 * or larger: a piece of up to that many pages whatever the page size
 	 * in effect (smaller pages give smaller pieces, still correct). */
@@ -159,11 +160,11 @@ static ssize_t read_cached(struct fs_ident *id, char *buf, size_t len, uint64_t 
 		size_t k = piece - (size_t)(pos % piece);
 		if (k > len - done)
 			k = len - done;
-		ssize_t n = vc_volume_read_hit(id->vol, buf + done, k, pos);
+		ssize_t n = vc_volume_read_hit(id->vol, buf + done, k, id->base + pos);
 		if (n >= 0) {
 			atomic_fetch_add_explicit(&id->rd_host_bytes, (uint64_t)n, memory_order_relaxed);
 		} else if (n == -EAGAIN) {
-			n = vc_volume_read(id->vol, buf + done, k, pos);
+			n = vc_volume_read(id->vol, buf + done, k, id->base + pos);
 		}
 		if (n < 0)
 			return done ? (ssize_t)done : n;
@@ -177,20 +178,28 @@ static ssize_t read_cached(struct fs_ident *id, char *buf, size_t len, uint64_t 
 /* pread or pwrite of the whole range, for files served uncached: short
  * only at the end of the file (a read), or after a failure that came once
  * something had moved. */
-static ssize_t rw_all(int fd, bool write, char *buf, size_t len, uint64_t off)
+static ssize_t rw_all(struct fs *fs, struct fs_ident *id, bool write, char *buf, size_t len,
+		      uint64_t off)
 {
+	int fd = fs_fd_get(fs, id);
+	if (fd < 0)
+		return fd;
 	size_t done = 0;
 	while (done < len) {
 		ssize_t n = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done))
 				  : pread(fd, buf + done, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return done ? (ssize_t)done : -errno;
+		if (n < 0) {
+			int e = errno;
+			fs_fd_put(fs, id);
+			return done ? (ssize_t)done : -e;
+		}
 		if (n == 0)
 			break;
 		done += (size_t)n;
 	}
+	fs_fd_put(fs, id);
 	return (ssize_t)done;
 }
 
@@ -210,7 +219,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fs_ident_maybe_check(fs, id);
 	pthread_rwlock_rdlock(&id->lk);
 	ssize_t n = id->vol ? read_cached(id, buf, size, (uint64_t)off)
-			    : rw_all(id->fd, false, buf, size, (uint64_t)off);
+			    : rw_all(fs, id, false, buf, size, (uint64_t)off);
 	pthread_rwlock_unlock(&id->lk);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -224,30 +233,37 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(own);
 }
 
-/* With id->lk exclusive: grows the file to end for a write past its end.
- * Write-back also grows SRC's file now (the data follows at write-back),
- * so its size is the application's; write-through's pwrite grows it. */
+/* With id->lk exclusive: grows the file to end for a write past its end
+ * (past its slot: uncached from now on). Write-back also grows SRC's file
+ * now (the data follows at write-back), so its size is the
+ * application's; write-through's pwrite grows it. */
 static int grow_locked(struct fs *fs, struct fs_ident *id, uint64_t end)
 {
-	int r = vc_volume_resize(id->vol, end);
-	if (r < 0)
-		return r;
-	if (fs->o->cfg.write_mode == VC_WRITE_BACK && ftruncate(id->fd, (off_t)end) < 0) {
-		r = -errno;
-		(void)vc_volume_resize(id->vol, id->size);
-		return r;
-	}
-	id->size = end;
-	return 0;
+	if (fs->o->cfg.write_mode == VC_WRITE_BACK)
+		return fs_ident_truncate_locked(fs, id, end);
+	return fs_ident_resize_locked(fs, id, end);
 }
 
-/* With id->lk exclusive, after a write-through write past the end failed:
- * the file is as long as SRC says (the write may have grown it partly). */
-static void size_from_src_locked(struct fs_ident *id)
+/* With id->lk exclusive, after a write past the end failed: the file is
+ * as long as SRC says (the write may have grown it partly). */
+static void size_from_src_locked(struct fs *fs, struct fs_ident *id)
 {
+	int fd = fs_fd_get(fs, id);
+	if (fd < 0)
+		return;
 	struct stat st;
-	if (fstat(id->fd, &st) == 0 && vc_volume_resize(id->vol, (uint64_t)st.st_size) == 0)
-		id->size = (uint64_t)st.st_size;
+	if (fstat(fd, &st) == 0)
+		(void)fs_ident_resize_locked(fs, id, (uint64_t)st.st_size);
+	fs_fd_put(fs, id);
+}
+
+/* A write through the cache, [off, off + len) inside the file's size;
+ * counted first for write-back's flush (fdcache.c: an fd stays open
+ * while its file may have dirty pages). */
+static ssize_t write_cached(struct fs_ident *id, const char *buf, size_t len, uint64_t off)
+{
+	atomic_fetch_add(&id->wgen, 1);
+	return vc_volume_write(id->vol, buf, len, id->base + off);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -261,18 +277,18 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	ssize_t n;
 	pthread_rwlock_rdlock(&id->lk);
 	if (!id->vol) {
-		n = rw_all(id->fd, true, (char *)buf, size, (uint64_t)off);
-	} else if (end <= id->size) {
-		n = vc_volume_write(id->vol, buf, size, (uint64_t)off);
+		n = rw_all(fs, id, true, (char *)buf, size, (uint64_t)off);
+	} else if (end <= atomic_load(&id->size)) {
+		n = write_cached(id, buf, size, (uint64_t)off);
 	} else {
 		pthread_rwlock_unlock(&id->lk);
 		pthread_rwlock_wrlock(&id->lk);
-		n = id->vol && end > id->size ? grow_locked(fs, id, end) : 0;
+		n = id->vol && end > atomic_load(&id->size) ? grow_locked(fs, id, end) : 0;
 		if (n == 0)
-			n = id->vol ? vc_volume_write(id->vol, buf, size, (uint64_t)off)
-				    : rw_all(id->fd, true, (char *)buf, size, (uint64_t)off);
-		if (n < 0 && id->vol && fs->o->cfg.write_mode == VC_WRITE_THROUGH)
-			size_from_src_locked(id);
+			n = id->vol ? write_cached(id, buf, size, (uint64_t)off)
+				    : rw_all(fs, id, true, (char *)buf, size, (uint64_t)off);
+		if (n < 0)
+			size_from_src_locked(fs, id);
 	}
 	pthread_rwlock_unlock(&id->lk);
 	h->wrote = true;
@@ -292,7 +308,7 @@ static int write_back(struct fs *fs, struct fs_ident *id)
 	if (fs->o->cfg.write_mode != VC_WRITE_BACK)
 		return 0;
 	pthread_rwlock_rdlock(&id->lk);
-	int r = id->vol ? vc_volume_flush(id->vol) : 0;
+	int r = fs_ident_flush_locked(fs, id);
 	pthread_rwlock_unlock(&id->lk);
 	return r;
 }
@@ -309,9 +325,16 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 {
 	(void)ino;
 	struct fs_ident *id = fh_of(fi)->id;
-	int r = write_back(fs_of(req), id);
-	if (r == 0 && (datasync ? fdatasync(id->fd) : fsync(id->fd)) < 0)
-		r = -errno;
+	struct fs *fs = fs_of(req);
+	int r = write_back(fs, id);
+	int fd = r == 0 ? fs_fd_get(fs, id) : -1;
+	if (r == 0 && fd < 0)
+		r = fd;
+	if (fd >= 0) {
+		if ((datasync ? fdatasync(fd) : fsync(fd)) < 0)
+			r = -errno;
+		fs_fd_put(fs, id);
+	}
 	fuse_reply_err(req, r < 0 ? -r : 0);
 }
 
@@ -322,7 +345,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fs_handle *h = fh_of(fi);
 	if (h->wrote) { /* our own changes are no reason to drop pages at the next open */
 		pthread_rwlock_wrlock(&h->id->lk);
-		fs_ident_seen_locked(h->id);
+		fs_ident_seen_locked(fs, h->id);
 		pthread_rwlock_unlock(&h->id->lk);
 	}
 	fs_ident_put(fs, h->id);
@@ -339,26 +362,33 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	(void)ino;
+	struct fs *fs = fs_of(req);
 	struct fs_ident *id = fh_of(fi)->id;
 	pthread_rwlock_wrlock(&id->lk);
 	int r = 0;
-	if (id->vol && (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE |
-				FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE))) {
+	const uint64_t size = atomic_load(&id->size);
+	if (id->vol && (uint64_t)off < size &&
+	    (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_COLLAPSE_RANGE |
+		     FALLOC_FL_INSERT_RANGE))) {
+		/* Inside the slot: a range past the size has no pages. */
 		bool to_end = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE);
-		r = vc_volume_drop(id->vol, (uint64_t)off, to_end ? 0 : (uint64_t)len, 0);
+		uint64_t n = to_end || (uint64_t)len > size - (uint64_t)off ? size - (uint64_t)off
+									     : (uint64_t)len;
+		r = vc_volume_drop(id->vol, id->base + (uint64_t)off, n, 0);
 	}
-	if (r == 0 && fallocate(id->fd, mode, off, len) < 0)
-		r = -errno;
+	int fd = r == 0 ? fs_fd_get(fs, id) : -1;
+	if (r == 0 && fd < 0)
+		r = fd;
 	struct stat st;
-	if (r == 0 && fstat(id->fd, &st) < 0)
+	if (r == 0 && fallocate(fd, mode, off, len) < 0)
 		r = -errno;
-	if (r == 0 && (uint64_t)st.st_size != id->size) {
-		if (id->vol)
-			r = vc_volume_resize(id->vol, (uint64_t)st.st_size);
-		if (r == 0)
-			id->size = (uint64_t)st.st_size;
-	}
-	fs_ident_seen_locked(id);
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	if (fd >= 0)
+		fs_fd_put(fs, id);
+	if (r == 0)
+		r = fs_ident_resize_locked(fs, id, (uint64_t)st.st_size);
+	fs_ident_seen_locked(fs, id);
 	pthread_rwlock_unlock(&id->lk);
 	fh_of(fi)->wrote = true;
 	fuse_reply_err(req, r < 0 ? -r : 0);

@@ -143,7 +143,7 @@ static void guard_end(struct fs *fs, struct attr_guard *g)
 		fs_ident_unlock_table(fs);
 	if (!g->id)
 		return;
-	fs_ident_seen_locked(g->id);
+	fs_ident_seen_locked(fs, g->id);
 	pthread_rwlock_unlock(&g->id->lk);
 	if (g->ref)
 		fs_ident_put(fs, g->id);
@@ -174,9 +174,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	/* Write-back: dirty pages written back after a time was set would
 	 * set SRC's mtime again (cp -a, rsync -a, touch after a write): they
 	 * go back first. */
-	if (r == 0 && g.id && g.id->vol && fs->o->cfg.write_mode == VC_WRITE_BACK &&
-	    (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = vc_volume_flush(g.id->vol);
+	if (r == 0 && g.id && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+		r = fs_ident_flush_locked(fs, g.id);
 	if (r == 0 && (valid & FUSE_SET_ATTR_MODE)) {
 		if (fchmodat(fs->proc_fd, name, attr->st_mode, 0) < 0)
 			r = -errno;

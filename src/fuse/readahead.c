@@ -134,9 +134,14 @@ static void *worker(void *arg)
 		if (!stop) {
 			struct fs_ident *id = job.id;
 			pthread_rwlock_rdlock(&id->lk);
-			if (id->vol && job.off < id->size &&
-			    vc_volume_prefetch(id->vol, job.off, job.len, VC_TIER_HOST) == 0)
-				atomic_fetch_add_explicit(&id->ra_bytes, job.len, memory_order_relaxed);
+			/* Clipped at the size: no page of a slot is cached
+			 * past the file's end (ident.c). */
+			const uint64_t size = atomic_load(&id->size);
+			const uint64_t len = job.off < size && job.len > size - job.off
+						     ? size - job.off : job.len;
+			if (id->vol && job.off < size &&
+			    vc_volume_prefetch(id->vol, id->base + job.off, len, VC_TIER_HOST) == 0)
+				atomic_fetch_add_explicit(&id->ra_bytes, len, memory_order_relaxed);
 			pthread_rwlock_unlock(&id->lk);
 		}
 		fs_ident_put(fs, job.id);

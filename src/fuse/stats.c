@@ -68,25 +68,31 @@ static void print_cache(FILE *f, struct fs *fs)
 		return;
 	uint64_t acc = st.hits[VC_TIER_HOST] + st.hits[VC_TIER_GPU] + st.misses;
 	pthread_mutex_lock(&fs->id_mu);
-	unsigned nvols = fs->nvols;
+	unsigned long long slots = fs->slots_used, nfvols = fs->nfvols;
 	size_t nids = fs->id_count;
 	pthread_mutex_unlock(&fs->id_mu);
+	pthread_mutex_lock(&fs->fd_mu);
+	unsigned nfds = fs->nfds;
+	pthread_mutex_unlock(&fs->fd_mu);
 	fprintf(f,
 		", \"cache\": {\"device\": \"%s\", \"hits_host\": %llu, \"hits_gpu\": %llu, "
 		"\"misses\": %llu, \"hit_ratio\": %.4f, \"pages_host\": %llu, \"pages_gpu\": %llu, "
 		"\"dirty_pages\": %llu, \"writebacks\": %llu, \"backing_read_bytes\": %llu}, "
-		"\"identities\": {\"known\": %zu, \"with_volume\": %u, \"max_files\": %u, "
-		"\"evicted\": %llu, \"served_uncached\": %llu, \"readahead_jobs\": %llu, "
-		"\"readahead_dropped\": %llu}",
+		"\"identities\": {\"known\": %zu, \"with_slot\": %llu, \"volumes\": %llu, "
+		"\"max_files\": %u, \"evicted\": %llu, \"served_uncached\": %llu, "
+		"\"fds_open\": %u, \"max_fds\": %u, \"fd_opens\": %llu, \"fd_closes\": %llu, "
+		"\"readahead_jobs\": %llu, \"readahead_dropped\": %llu}",
 		vc_device_name(fs->c), (unsigned long long)st.hits[VC_TIER_HOST],
 		(unsigned long long)st.hits[VC_TIER_GPU], (unsigned long long)st.misses,
 		acc ? (double)(st.hits[VC_TIER_HOST] + st.hits[VC_TIER_GPU]) / (double)acc : 0.0,
 		(unsigned long long)st.pages_cached[VC_TIER_HOST],
 		(unsigned long long)st.pages_cached[VC_TIER_GPU],
 		(unsigned long long)st.dirty_pages, (unsigned long long)st.writebacks,
-		(unsigned long long)st.backing_read_bytes, nids, nvols, fs->o->max_files,
+		(unsigned long long)st.backing_read_bytes, nids, slots, nfvols, fs->o->max_files,
 		(unsigned long long)atomic_load(&fs->ids_evicted),
-		(unsigned long long)atomic_load(&fs->ids_uncached),
+		(unsigned long long)atomic_load(&fs->ids_uncached), nfds, fs->o->max_fds,
+		(unsigned long long)atomic_load(&fs->fd_opens),
+		(unsigned long long)atomic_load(&fs->fd_closes),
 		(unsigned long long)atomic_load(&fs->rq.queued),
 		(unsigned long long)atomic_load(&fs->rq.dropped));
 }
