@@ -53,6 +53,7 @@ struct vc_batcher {
 	 * sends all but launch_qpct percent of them (its tail) to a launched
 	 * batch on the slots below ("hybrid adds", dq_add_n). 0: never. */
 	uint32_t launch_min, launch_qpct;
+	uint32_t spread_pieces; /* a ring's least share of an add (DQ_SPREAD_PIECES) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC: slot state changed */
 	struct vc_device *dev;
@@ -143,6 +144,11 @@ static void slots_fini(struct vc_batcher *b)
 	}
 }
 
+/* A ring's server block takes up to this many pieces a round (the CUDA
+ * server's window); a submission of more is spread over several rings
+ * (VC_DQ_SPREAD_PIECES changes it, for measuring). */
+#define DQ_SPREAD_PIECES 32u
+
 /* Hybrid adds, defaults (measured on an H100 with bench/transfer, shares
  * of 0 to 60 %, docs/BENCHMARKS.md): from 512 pages, a fifth on the
  * rings. */
@@ -175,6 +181,9 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 		 * for a large add's AES: hybrid adds (dq_add_n). */
 		b->launch_min = key ? env_u32("VC_DQ_LAUNCH_MIN", LAUNCH_MIN_PAGES) : 0;
 		b->launch_qpct = env_u32("VC_DQ_LAUNCH_QPCT", LAUNCH_QUEUE_PCT);
+		b->spread_pieces = env_u32("VC_DQ_SPREAD_PIECES", DQ_SPREAD_PIECES);
+		if (b->spread_pieces == 0)
+			b->spread_pieces = 1;
 		if (b->launch_qpct >= 100)
 			b->launch_min = 0;
 		if (b->launch_min) {
@@ -318,9 +327,6 @@ int vc_batcher_add(struct vc_batcher *b, const struct vc_move *m, struct vc_tick
 static int dq_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
 static int slots_wait_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t n);
 
-/* A ring's server block takes up to this many pieces a round (the CUDA
- * server's window); a submission of more is spread over several rings. */
-#define DQ_SPREAD_PIECES 32u
 
 /* The rings' part of an add: the caller's home ring plus `ring` takes the
  * moves, or, when there are more than DQ_SPREAD_PIECES pieces, that ring
@@ -374,7 +380,7 @@ static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m
 	atomic_fetch_add_explicit(&b->q_hist[hist_bucket(n)], 1, memory_order_relaxed);
 	const uint32_t ppp = b->dq->pieces_per_page;
 	if (!b->launch_min || n < b->launch_min)
-		return dq_spread_n(b, ring, m, n, (DQ_SPREAD_PIECES + ppp - 1) / ppp, t);
+		return dq_spread_n(b, ring, m, n, (b->spread_pieces + ppp - 1) / ppp, t);
 	int r = vc_dq_check(b->dq, m, n);
 	if (r < 0)
 		return r;
