@@ -649,6 +649,12 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->xts_max_blocks = (uint32_t)(p.multiProcessorCount * (xts_per_sm > 0 ? xts_per_sm : 1));
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
+	/* Before anything can run: a lazy load during a user's kernel that
+	 * waits for the engine's kernels never completes (preload.c). */
+	if ((r = vc_cu_preload(c)) < 0) {
+		free(c);
+		return r;
+	}
 	pthread_mutex_init(&c->gc_mu, NULL);
 	pthread_mutex_init(&c->mem_mu, NULL);
 	pthread_mutex_init(&c->dq_mu, NULL);
