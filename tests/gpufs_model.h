@@ -601,6 +601,16 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 		(unsigned long long)st.gets, (unsigned long long)st.get_cached,
 		(unsigned long long)st.revokes, (unsigned long long)st.revoked,
 		(unsigned long long)st.writes, (unsigned long long)st.held);
+	/* The engine's own device work meanwhile: cleaning jobs and moves are
+	 * kernels launched while the test's kernels waited for them. */
+	struct vc_stats cs;
+	memset(&cs, 0, sizeof cs);
+	cs.size = sizeof cs;
+	GM_CHECK(vc_get_stats(c, &cs) == 0);
+	fprintf(stderr, "engine: %llu cleaning steps (%llu pages moved), %llu evictions from the "
+			"GPU tier\n",
+		(unsigned long long)cs.gc_runs, (unsigned long long)cs.gc_pages_moved,
+		(unsigned long long)cs.evictions[VC_TIER_GPU]);
 	GM_CHECK(vc_gpufs_release(g) == 0);
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0 && st.held == 0);
 	GM_CHECK(vc_gpufs_close(g, fc) == 0 && vc_gpufs_close(g, fa) == 0);

@@ -667,6 +667,12 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 		c->xts_per_sm = (uint32_t)atoi(xs);
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
+	/* Before anything can run: a lazy load during a user's kernel that
+	 * waits for the engine's kernels never completes (preload.c). */
+	if ((r = vc_cu_preload(c)) < 0) {
+		free(c);
+		return r;
+	}
 	pthread_mutex_init(&c->gc_mu, NULL);
 	pthread_mutex_init(&c->mem_mu, NULL);
 	pthread_mutex_init(&c->dq_mu, NULL);

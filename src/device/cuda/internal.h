@@ -6,6 +6,7 @@
  *   vmem.c   memory that shrinks and grows (virtual memory management)
  *   fp.c     block fingerprints (kernels/fp.cu)
  *   cmp.c    byte compares of block pairs (kernels/cmp.cu)
+ *   preload.c every kernel loaded at open (lazy loading would deadlock)
  *
  * Every CUDA call goes through CU(), which records a message naming the
  * call and maps the result to our codes. The runtime keeps the current
@@ -117,6 +118,12 @@ int vc_cu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
 /* cmp.c: byte compares (device/cmp.h). */
 struct vc_cmp_job;
 int vc_cu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job);
+
+/* preload.c: loads every kernel of the library into c's context, so that
+ * no launch waits for a lazy load (which waits for running kernels).
+ * 0; 1 when the driver cannot (before CUDA 12.4: best effort, the kernels
+ * load at first launch); or -VC_EDEVICE. */
+int vc_cu_preload(struct cu_dev *c);
 
 /* queue.c */
 int vc_cu_dq_init(struct vc_device *d, struct vc_dq *q);

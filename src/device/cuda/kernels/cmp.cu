@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "device/cuda/kernels/cmp_launch.h"
+#include "device/cuda/kernels/modules.h"
 
 namespace {
 
@@ -52,4 +53,9 @@ extern "C" int vc_cuda_cmp_pairs(const struct vc_cmp_job *job, void *stream)
 		grid = 65535; /* warps loop past it */
 	cmp_kernel<<<(unsigned)grid, per, 0, static_cast<cudaStream_t>(stream)>>>(*job);
 	return (int)cudaGetLastError();
+}
+
+extern "C" const void *vc_cuda_cmp_module(void)
+{
+	return reinterpret_cast<const void *>(&cmp_kernel);
 }

@@ -22,6 +22,7 @@
 
 #include "device/cuda/kernels/fp.cuh"
 #include "device/cuda/kernels/fp_launch.h"
+#include "device/cuda/kernels/modules.h"
 
 namespace {
 
@@ -53,4 +54,9 @@ extern "C" int vc_cuda_fp_blocks(const struct vc_fp_job *job, uint32_t sms, void
 	else
 		fp_kernel<VC_FP_MURMUR3><<<grid, per, 0, s>>>(*job);
 	return (int)cudaGetLastError();
+}
+
+extern "C" const void *vc_cuda_fp_module(void)
+{
+	return reinterpret_cast<const void *>(&fp_kernel<VC_FP_MD5>);
 }

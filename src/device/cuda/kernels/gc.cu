@@ -52,6 +52,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "device/cuda/kernels/gc.h"
+#include "device/cuda/kernels/modules.h"
 
 namespace {
 
@@ -509,4 +510,9 @@ extern "C" int vc_cuda_gc_finish(const struct vc_cuda_gc_job *j, const struct vc
 		break;
 	}
 	return (int)cudaGetLastError();
+}
+
+extern "C" const void *vc_cuda_gc_module(void)
+{
+	return reinterpret_cast<const void *>(&gather_kernel);
 }

@@ -7,6 +7,7 @@
 
 #include "vramcache/gpufs.h"
 #include "device/cuda/kernels/gpufs_launch.h"
+#include "device/cuda/kernels/modules.h"
 
 namespace {
 
@@ -37,4 +38,9 @@ extern "C" int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, uint32_t 
 		return (int)e;
 	publish_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*ctx, out, cap);
 	return (int)cudaGetLastError();
+}
+
+extern "C" const void *vc_cuda_gfs_module(void)
+{
+	return reinterpret_cast<const void *>(&revoke_kernel);
 }

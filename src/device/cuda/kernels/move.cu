@@ -52,6 +52,7 @@
 #include "device/cuda/kernels/xts.cuh"
 
 #include "device/cuda/kernels/move.h"
+#include "device/cuda/kernels/modules.h"
 
 namespace {
 
@@ -382,4 +383,9 @@ extern "C" int vc_cuda_launch_moves(const struct vc_move *moves_dev, uint64_t fp
 	}
 	/* Launch errors only; the kernel's own faults surface at the event. */
 	return (int)cudaGetLastError();
+}
+
+extern "C" const void *vc_cuda_move_module(void)
+{
+	return reinterpret_cast<const void *>(&move_kernel<1>);
 }

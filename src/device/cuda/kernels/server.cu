@@ -44,6 +44,7 @@
 #include "device/cuda/kernels/xts.cuh"
 
 #include "device/cuda/kernels/server.h"
+#include "device/cuda/kernels/modules.h"
 #include "device/device.h"
 
 namespace {
@@ -333,4 +334,9 @@ extern "C" int vc_cuda_dq_launch(const struct vc_cuda_dq_view *v, void *stream)
 	default:
 		return (int)cudaErrorInvalidValue;
 	}
+}
+
+extern "C" const void *vc_cuda_server_module(void)
+{
+	return reinterpret_cast<const void *>(&server_kernel<1, false>);
 }

@@ -28,6 +28,7 @@
 #include "device/cuda/kernels/piece.cuh"
 #include "device/cuda/kernels/xts.cuh"
 #include "device/cuda/kernels/xts_launch.h"
+#include "device/cuda/kernels/modules.h"
 
 extern "C" {
 #include "base/error.h"
@@ -125,4 +126,9 @@ extern "C" int vc_cuda_xts_pages(const struct vc_xts_key *key, void *pages_dev, 
 				 uint32_t n, uint32_t page_size, int encrypt, void *stream)
 {
 	return vc_cuda_xts_pages_variant(key, pages_dev, tweaks_dev, n, page_size, encrypt, 0, stream);
+}
+
+extern "C" const void *vc_cuda_xts_module(void)
+{
+	return reinterpret_cast<const void *>(&xts_kernel<true, vc_xts_keys_reg>);
 }
