@@ -50,8 +50,9 @@ struct vc_batcher {
 	struct vc_dq *dq; /* the device-queue path, or NULL */
 	_Atomic uint64_t q_wait_ns, q_hist[VC_BATCH_HIST]; /* its statistics */
 	/* The queue path with a key: an add of at least launch_min pages
-	 * sends all but launch_qpct percent of them (its tail) to a launched
-	 * batch on the slots below ("hybrid adds", dq_add_n). 0: never. */
+	 * sends all but launch_qpct percent of them (its tail) to launched
+	 * batches on the slots below ("hybrid adds", dq_add_n); launch_min
+	 * 0: never. */
 	uint32_t launch_min, launch_qpct;
 	uint32_t spread_pieces; /* a ring's least share of an add (DQ_SPREAD_PIECES) */
 	pthread_mutex_t mu;
@@ -150,10 +151,13 @@ static void slots_fini(struct vc_batcher *b)
 #define DQ_SPREAD_PIECES 32u
 
 /* Hybrid adds, defaults (measured on an H100 with bench/transfer, shares
- * of 0 to 60 %, docs/BENCHMARKS.md): from 512 pages, a fifth on the
- * rings. */
+ * of 0 to 60 % on the rings, docs/BENCHMARKS.md): from 512 pages, all of
+ * it launched. A fifth on the rings did best while cipher batches had 2
+ * streams (0.88-0.94 / 0.84-0.91 of plain at 512 pages, against
+ * 0.88-0.93 / 0.80-0.86 for none); with 8 (device/cuda/internal.h) none
+ * does (0.97-1.00 / 0.94-0.95, against 0.94-0.97 / 0.89-0.94). */
 #define LAUNCH_MIN_PAGES 512u
-#define LAUNCH_QUEUE_PCT 20u
+#define LAUNCH_QUEUE_PCT 0u
 /* A hybrid add's launched part goes out in batches of at most this many
  * moves (the slots' size on the queue path). */
 #define LAUNCH_SLOT_PAGES 4096u
@@ -364,16 +368,16 @@ static int dq_spread_n(struct vc_batcher *b, uint32_t ring, const struct vc_move
 
 /* The queue path's add. A hybrid add (a key, and at least launch_min
  * pages): the rings' server blocks, 16 SMs, encrypt at 28-40 GB/s, below
- * the link, while a launched batch uses the other SMs but starts only
- * after its blocks' setup (tables and key schedules, about 3-4 us:
- * measured on an H100, docs/BENCHMARKS.md). So the head, launch_qpct
- * percent of the pages, goes to the rings, which start at once, spread
- * evenly over all of them (a ring's share of a few pages takes about as
- * long as the setup: in shares of 32 pages, the rings' part took longer
- * than the launched rest and halved the add's rate), and the tail to
- * launched batches, which take over once set up; both share the link.
- * The whole add is checked first, so a bad move fails it with nothing
- * submitted. */
+ * the link, while launched batches use the other SMs but start only
+ * after their blocks' setup (tables and key schedules, about 3-4 us:
+ * measured on an H100, docs/BENCHMARKS.md), which batches in flight on
+ * several streams hide. So the tail goes to launched batches, and the
+ * head, launch_qpct percent of the pages (default none), to the rings,
+ * which start at once, spread evenly over all of them (a ring's share of
+ * a few pages takes about as long as the setup: in shares of 32 pages,
+ * the rings' part outlasted the launched rest and halved the add's
+ * rate); both share the link. The whole add is checked first, so a bad
+ * move fails it with nothing submitted. */
 static int dq_add_n(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
 		    struct vc_ticket *t)
 {

@@ -5,11 +5,10 @@
  * device's server takes up at once (on the caller's home ring, or, past
  * a server round's 32 pieces, in shares over consecutive rings), and a
  * wait waits for those moves alone; nothing below about open batches
- * applies. With a key, an add of 512 pages or more is a hybrid: a fifth
- * of it on the rings, the rest in launched batches submitted at once
- * (batcher.c, dq_add_n: the rings' 16 SMs are too few for a large add's
- * AES; VC_DQ_LAUNCH_MIN and VC_DQ_LAUNCH_QPCT change the split, for
- * measuring). VC_MOVE_PATH=batch
+ * applies. With a key, an add of 512 pages or more goes to launched
+ * batches submitted at once (batcher.c, dq_add_n: the rings' 16 SMs are
+ * too few for a large add's AES; VC_DQ_LAUNCH_MIN and VC_DQ_LAUNCH_QPCT,
+ * a share for the rings, change it, for measuring). VC_MOVE_PATH=batch
  * selects launched batches instead (for measuring). Launched batches:
  *
  * Threads add page moves and then wait for them. Moves gather in an open

@@ -2,14 +2,14 @@
  *
  * A batch is one launch of the move kernel (kernels/move.cu), or one
  * cudaMemcpyAsync when it is a single contiguous run, followed by an event,
- * on one of the device's NSTREAMS non-blocking streams. The kernel's last
+ * on one of the device's nstreams non-blocking streams. The kernel's last
  * block writes the batch's generation into a flag in mapped host memory, so
  * a waiter usually learns of completion by reading host memory (tens of
  * nanoseconds) instead of a driver call; the event is the fallback for long
  * batches, the signal of the memcpy path, and the authority on errors.
  *
  * Streams: batches in flight touch disjoint pages (device.h), so they need
- * no order among themselves. Submissions alternate over NSTREAMS streams, so
+ * no order among themselves. Submissions alternate over nstreams streams, so
  * the next batch's blocks start while the previous one drains, instead of
  * each launch paying its ramp-up and tail in turn; completion stays close
  * to FIFO, which keeps the oldest batch (the one waited on first) early.
@@ -423,7 +423,12 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		}
 		ciph |= b->moves[i].op & VC_MOVE_CIPHER;
 	}
-	cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) % NSTREAMS];
+	if (ciph)
+		cb->stream = c->streams[__atomic_fetch_add(&c->next_xstream, 1, __ATOMIC_RELAXED) %
+					c->xts_nstreams];
+	else
+		cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) %
+					c->nstreams];
 	if (b->n == 0) {
 		__atomic_store_n(&cb->sig, SIG_EVENT, __ATOMIC_RELAXED);
 	} else if (bytes >= c->memcpy_min && contiguous_copy(b)) {
@@ -613,6 +618,14 @@ static void pcie_desc(int ordinal, char *out, size_t len)
 		snprintf(out, len, ", PCIe gen%d x%d", gen, w);
 }
 
+/* An environment count in 1..max, else dflt (at most max). */
+static uint32_t env_count(const char *name, uint32_t dflt, uint32_t max)
+{
+	const char *v = getenv(name);
+	uint32_t n = v && atoi(v) > 0 ? (uint32_t)atoi(v) : dflt;
+	return n < max ? n : max;
+}
+
 static uint64_t memcpy_min_config(void)
 {
 	const char *s = getenv("VC_CUDA_MEMCPY_MIN");
@@ -660,11 +673,12 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->ordinal = ordinal;
 	c->host_ptr_ok = uva && host_ptr;
 	c->mv_per_sm = (uint32_t)(per_sm > 0 ? per_sm : 1);
-	c->xts_per_sm = (uint32_t)(xts_per_sm > 0 ? xts_per_sm : 1);
-	/* For measuring: fewer cipher blocks per SM than fit. */
-	const char *xs = getenv("VC_CUDA_XTS_PER_SM");
-	if (xs && atoi(xs) > 0 && (uint32_t)atoi(xs) < c->xts_per_sm)
-		c->xts_per_sm = (uint32_t)atoi(xs);
+	/* Cipher batches: one block per SM and 8 streams (internal.h says
+	 * why); the environment may change both, for measuring. */
+	c->xts_per_sm = env_count("VC_CUDA_XTS_PER_SM", XTS_BATCH_PER_SM,
+				  (uint32_t)(xts_per_sm > 0 ? xts_per_sm : 1));
+	c->nstreams = env_count("VC_CUDA_NSTREAMS", VC_CUDA_STREAMS, NSTREAMS);
+	c->xts_nstreams = env_count("VC_CUDA_XTS_NSTREAMS", NSTREAMS, NSTREAMS);
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
 	/* Before anything can run: a lazy load during a user's kernel that

@@ -33,7 +33,19 @@
 #ifndef VC_CUDA_STREAMS
 #define VC_CUDA_STREAMS 2
 #endif
-#define NSTREAMS VC_CUDA_STREAMS
+/* Streams created. Plain batches use the first nstreams of them
+ * (VC_CUDA_STREAMS), cipher batches all (xts_nstreams): a cipher block
+ * spends 3-4 us on its setup before its first store, and with 2 streams
+ * a batch's setup waited for the batch two before it to end, leaving the
+ * link idle; measured on an H100 (bench/transfer, 6 batches of 512 pages
+ * in flight, docs/BENCHMARKS.md), encrypted against plain went from
+ * 0.83-0.91 to 0.92-1.01 with 4 or 8 streams, and one cipher block per
+ * SM instead of two (XTS_BATCH_PER_SM), so that blocks of several
+ * batches set up and drain side by side, helped GPU to host by 0.02-0.03.
+ * VC_CUDA_NSTREAMS, VC_CUDA_XTS_NSTREAMS, VC_CUDA_XTS_PER_SM change them,
+ * for measuring. */
+#define NSTREAMS 8
+#define XTS_BATCH_PER_SM 1
 
 /* Cleaning-job state, set up by the first job. Scratch capacities only
  * grow, so a steady engine allocates nothing per job. */
@@ -57,7 +69,10 @@ struct cu_dev {
 	struct vc_device dev;
 	int ordinal;
 	cudaStream_t streams[NSTREAMS];
+	uint32_t nstreams;
 	uint32_t next_stream; /* round robin; atomic: submitters run in parallel */
+	uint32_t next_xstream; /* the same for cipher batches */
+	uint32_t xts_nstreams;
 	uint32_t mv_per_sm;  /* resident blocks per SM: the move kernel */
 	uint32_t xts_per_sm; /* the same for the cipher move kernel */
 	/* SMs that device-queue servers hold (one block per ring, a whole
