@@ -168,37 +168,53 @@ static void use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 	d->free_ids[d->nfree++] = b;
 }
 
+/* Takes a free block id for a block about to be stored: fresh state, a
+ * new tweak. There is one: ids in use are at most the live slots (a
+ * pinned block that lost its last use keeps its slot), and a block is
+ * created only against a reserved slot, so nfree >= dd.resv. */
+static uint32_t blk_new(struct eng_dedup *d)
+{
+	uint32_t b = d->free_ids[--d->nfree];
+	d->blk[b] = (struct eng_blk){ .tweak = ++d->tweak_next, .head = DD_NIL };
+	return b;
+}
+
+/* Use u (a page going down, its slot reserved) now names block b. */
+static void use_place(struct eng_dedup *d, uint64_t u, uint32_t b)
+{
+	use_link(d, u, b);
+	d->resv--;
+}
+
+/* Undoes use_place of a fresh block whose append failed: it dies unslotted
+ * and u holds its reserved slot again. */
+static void use_unplace(struct vc_cache *c, uint64_t u)
+{
+	use_unlink(c, u, false);
+	c->dd.resv++;
+}
+
 int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
 {
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
-	const uint32_t m = n * eng_mpp(c);
-	if (eng_dd(c) && (d->nfree < m || d->pages + n > d->page_cap))
-		return -ENOSPC;
-	uint32_t *key = malloc((m ? m : 1) * 2 * sizeof *key);
+	if (eng_dd(c)) {
+		/* Nothing is appended yet: eng_dd_down appends only the blocks
+		 * that are not duplicates. The room is the caller's (made under
+		 * this hold), so the reservation holds it for them. */
+		if (d->pages + n > d->page_cap || eng_gpu_free(c) < (uint64_t)n * d->D)
+			return -ENOSPC;
+		d->pages += n;
+		d->resv += (uint64_t)n * d->D;
+		return 0;
+	}
+	uint32_t *key = malloc((n ? n : 1) * 2 * sizeof *key);
 	if (!key)
 		return vc_err(-ENOMEM, "out of memory");
-	uint32_t *g = key + m;
-	for (uint32_t i = 0; i < n; i++) {
-		if (!eng_dd(c)) {
-			key[i] = page_id(c, pages[i]);
-			continue;
-		}
-		for (uint32_t j = 0; j < d->D; j++) {
-			uint32_t b = d->free_ids[--d->nfree];
-			d->blk[b] = (struct eng_blk){ .tweak = ++d->tweak_next, .head = DD_NIL };
-			use_link(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
-			key[i * d->D + j] = b;
-		}
-	}
-	int r = vc_ls_append(c->gpu.ls, m, key, ++c->gpu.clock, g);
-	if (r < 0 && eng_dd(c)) {
-		for (uint32_t i = 0; i < n; i++)
-			for (uint32_t j = 0; j < d->D; j++)
-				use_unlink(c, (uint64_t)page_id(c, pages[i]) * d->D + j, false);
-	} else if (eng_dd(c)) {
-		d->pages += n;
-	}
+	uint32_t *g = key + n;
+	for (uint32_t i = 0; i < n; i++)
+		key[i] = page_id(c, pages[i]);
+	int r = vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g);
 	free(key);
 	return r < 0 ? -ENOSPC : 0;
 }
@@ -210,9 +226,15 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 		vc_ls_orphan(c->gpu.ls, gpu_slot(c, p));
 		return;
 	}
-	for (uint32_t j = 0; j < c->dd.D; j++)
-		use_unlink(c, (uint64_t)page_id(c, p) * c->dd.D + j, true);
-	c->dd.pages--;
+	struct eng_dedup *d = &c->dd;
+	for (uint32_t j = 0; j < d->D; j++) {
+		const uint64_t u = (uint64_t)page_id(c, p) * d->D + j;
+		if (d->res[u] == DD_NIL)
+			d->resv--; /* on its way down, not placed: its reserved slot */
+		else
+			use_unlink(c, u, true);
+	}
+	d->pages--;
 }
 
 uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t host, bool up,
@@ -230,21 +252,23 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 		uint64_t h = host + (uint64_t)j * d->bsize;
 		mv[j] = up ? eng_mv_up(c, g, h, p->pno) : eng_mv_down(c, h, g, p->pno);
 		mv[j].tweak = d->blk[b].tweak; /* the stored block's, not the page's */
-		if (!up && d->fp_move)
-			mv[j].op |= VC_MOVE_FP;
 	}
 	return d->D;
 }
 
-/* --- the merge --- */
+/* --- the way down --- */
 
-/* A merge's device-visible scratch for up to scr_blocks blocks (one
- * host_alloc): addresses (8 B a block), digests (16), pairs (16), results
- * (1), then with encryption the plaintext bounce (a block each). */
+/* A trip's scratch for up to scr_blocks selected blocks: device-visible
+ * host memory (one host_alloc) for addresses (8 B a block), digests (16),
+ * pairs (16), results (1), and with encryption a bounce for the stored
+ * blocks' plaintext (a block each); without encryption, staging blocks in
+ * device memory (mem_alloc, a block each), where the selected blocks land
+ * first. */
 struct dd_scratch {
 	struct dd_scratch *next; /* on d->scr_free */
 	void *mem;
 	uint64_t dev;
+	uint64_t stage; /* device memory (plain only), else 0 */
 };
 
 struct scratch {
@@ -256,6 +280,7 @@ struct scratch {
 	uint64_t eq_dev;
 	unsigned char *buf;
 	uint64_t buf_dev;
+	uint64_t stage;
 };
 
 static uint64_t scratch_len(const struct vc_cache *c)
@@ -274,19 +299,48 @@ static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scra
 				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
 				 .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
 				 .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
-				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf };
+				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
 }
 
-/* Unlocked: a new scratch (a merge found the free list empty: as many
- * exist as merges ever ran at once). NULL on failure. */
-static struct dd_scratch *scratch_new(struct vc_cache *c)
+static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
 {
-	struct dd_scratch *sc = calloc(1, sizeof *sc);
-	if (sc && c->gpu.dev->ops->host_alloc(c->gpu.dev, scratch_len(c), &sc->mem, &sc->dev) < 0) {
-		free(sc);
-		sc = NULL;
+	if (sc->stage)
+		c->gpu.dev->ops->mem_free(c->gpu.dev, sc->stage);
+	if (sc->mem)
+		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
+	free(sc);
+}
+
+/* Unlocked: a scratch off the free list, or a new one (as many exist as
+ * trips ever ran at once). NULL on failure: the trip goes without dedup. */
+static struct dd_scratch *scratch_get(struct vc_cache *c)
+{
+	struct eng_dedup *d = &c->dd;
+	eng_lock(c);
+	struct dd_scratch *sc = d->scr_free;
+	if (sc)
+		d->scr_free = sc->next;
+	eng_unlock(c);
+	if (sc)
+		return sc;
+	struct vc_device *dev = c->gpu.dev;
+	if (!(sc = calloc(1, sizeof *sc)))
+		return NULL;
+	if (dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
+	    (!c->gpu.cipher &&
+	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
+		scratch_free(c, sc);
+		return NULL;
 	}
 	return sc;
+}
+
+static void scratch_put(struct vc_cache *c, struct dd_scratch *sc)
+{
+	eng_lock(c);
+	sc->next = c->dd.scr_free;
+	c->dd.scr_free = sc;
+	eng_unlock(c);
 }
 
 static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
@@ -294,7 +348,7 @@ static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 	return vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 }
 
-/* Under c->mu: a merge is done comparing against block b. The last unpin
+/* Under c->mu: a trip is done comparing against block b. The last unpin
  * of a block that lost its last use meanwhile frees it (use_unlink left
  * that to us). */
 static void blk_unpin(struct vc_cache *c, uint32_t b)
@@ -335,50 +389,101 @@ static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
 }
 
-/* What one merge works on: the m blocks chosen, block k being block j =
- * sel[k] % D of page sel[k] / D (and move sel[k] of the caller's). */
-struct merge {
-	uint32_t m, np;
-	uint32_t *sel;
+/* One trip down (eng_dd_down). Of its n pages' n x D blocks, the m
+ * selected for dedup are block k = 0..m-1, block sel[k] % D of page
+ * sel[k] / D. */
+struct down {
+	uint32_t n, m, np, nu;
+	uint32_t *sel;           /* [m] */
 	struct vc_fp_digest *fp; /* [m] */
-	uint32_t *pk, *cand;     /* pair q: block pk[q] against stored block cand[q] */
-	bool *hit;               /* [m]: shared */
+	/* Pair q: block pk[q] against stored block cand[q], or, local[q],
+	 * against block cand[q] of this trip (its leader: the first of the
+	 * trip with that fingerprint that matched nothing stored). */
+	uint32_t *pk, *cand;
+	bool *local;
+	bool *lead; /* [m]: a leader (indexed once placed, if still first) */
+	bool *hit;  /* [m]: shares a block (stored or a leader's) */
+	uint32_t *blk;  /* [m]: the block its use names, once settled */
+	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
+	uint32_t lmask;
+	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
+	struct vc_move *mv;        /* [n x D], and their tickets */
+	struct vc_ticket *tk;
 	struct scratch s;
 };
 
-/* Unlocked: the fingerprints of the m blocks, into g->fp. From the moves
- * (VC_MOVE_FP; one whose digest can no longer be read is hashed here from
- * the plaintext), from the plaintext (encryption: no plaintext rests in
- * GPU memory, and the cipher kernels do not fingerprint), or by a device
- * job over the blocks' slots (MurmurHash3, MD5). 0 or the device's error. */
-static int fingerprint(struct vc_cache *c, struct merge *g, const unsigned char *const *plain,
-		       const struct vc_move *mv, const struct vc_ticket *tk)
+static void down_free(struct down *g)
+{
+	free(g->sel);
+	free(g->fp);
+	free(g->ltab);
+	free(g->mv);
+	free(g->tk);
+	free(g->local);
+}
+
+/* Room for a trip of cap = n x D blocks; false on memory failure. */
+static bool down_alloc(struct down *g, uint32_t cap)
+{
+	uint32_t lt = 2;
+	while (lt < 2 * cap)
+		lt <<= 1;
+	g->lmask = lt - 1;
+	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
+	g->fp = malloc((size_t)cap * sizeof *g->fp);
+	g->ltab = calloc(lt, sizeof *g->ltab);
+	g->mv = malloc((size_t)cap * sizeof *g->mv);
+	g->tk = malloc((size_t)cap * sizeof *g->tk);
+	g->local = calloc((size_t)cap * 3, sizeof *g->local);
+	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local) {
+		down_free(g);
+		return false;
+	}
+	g->pk = g->sel + cap;
+	g->cand = g->pk + cap;
+	g->blk = g->cand + cap;
+	g->key = g->blk + cap;
+	g->slot = g->key + cap;
+	g->uk = g->slot + cap;
+	g->lead = g->local + cap;
+	g->hit = g->lead + cap;
+	return true;
+}
+
+static uint64_t use_of(const struct vc_cache *c, const struct down *g,
+		       struct vc_page *const *pages, uint32_t k)
+{
+	return (uint64_t)page_id(c, pages[g->sel[k] / c->dd.D]) * c->dd.D + g->sel[k] % c->dd.D;
+}
+
+static const unsigned char *plain_of(const struct eng_dedup *d, const struct down *g,
+				     const unsigned char *const *plain, uint32_t k)
+{
+	return plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize;
+}
+
+/* Unlocked: the fingerprints of the m selected blocks, into g->fp. From
+ * their moves into staging (VC_MOVE_FP, tickets tk[k]; one whose digest
+ * can no longer be read is hashed here from the plaintext), from the
+ * plaintext (encryption: no plaintext rests in GPU memory, and the cipher
+ * kernels do not fingerprint), or by a device job over the staging blocks
+ * (MurmurHash3, MD5). 0 or the device's error. */
+static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+		       const struct vc_ticket *tk)
 {
 	const struct eng_dedup *d = &c->dd;
-	bool *ok = NULL;
-	if (d->fp_move) {
-		struct vc_ticket *t = malloc((size_t)g->m * sizeof *t);
-		ok = malloc(g->m);
-		if (t && ok) {
-			for (uint32_t k = 0; k < g->m; k++)
-				t[k] = tk[g->sel[k]];
-			vc_batcher_fp_n(c->gpu.bat, t, g->m, g->fp, ok);
-		} else {
-			free(ok);
-			ok = NULL; /* every block hashed here */
-		}
-		free(t);
-	}
 	if (d->fp_move || c->gpu.cipher) {
-		for (uint32_t k = 0; k < g->m; k++)
+		bool *ok = d->fp_move ? malloc(g->m) : NULL;
+		if (ok)
+			vc_batcher_fp_n(c->gpu.bat, tk, g->m, g->fp, ok);
+		for (uint32_t k = 0; k < g->m; k++) /* without ok: every block hashed here */
 			if (!ok || !ok[k])
-				vc_fp_block(d->algo, plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize,
-					    d->bsize, &g->fp[k]);
+				vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
 		free(ok);
 		return 0;
 	}
 	for (uint32_t k = 0; k < g->m; k++)
-		g->s.addr[k] = mv[g->sel[k]].dst; /* the fresh block's slot: ours (BUSY pages) */
+		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
 	struct vc_fp_job job = { .blocks_dev = g->s.addr_dev, .out_dev = g->s.fp_dev, .n = g->m,
 				 .block_size = d->bsize, .algo = d->algo, .max_sms = d->max_sms };
 	int r = vc_fp_run(c->gpu.dev, &job);
@@ -387,12 +492,51 @@ static int fingerprint(struct vc_cache *c, struct merge *g, const unsigned char 
 	return r;
 }
 
-/* Unlocked: compares the np pairs (g->s.pair, set under c->mu, the stored
- * blocks pinned): g->s.eq[q]. One device job for the batch; with
- * encryption the stored blocks come up decrypted into the bounce (one
- * batch of moves) and are compared with the pages' plaintext on the host.
- * 0 or the device's error (then nothing is shared). */
-static int compare(struct vc_cache *c, struct merge *g, const unsigned char *const *plain)
+/* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
+ * fingerprint the table names pairs with that stored block, pinned (its
+ * slot's address, or with encryption its tweak and slot, noted for the
+ * unlocked compare); else with an earlier block of this trip that has it
+ * (the trip's own table); else it leads. Nothing enters the fingerprint
+ * table here: a leader is indexed once its bytes are in place. */
+static void lookup(struct vc_cache *c, struct down *g)
+{
+	struct eng_dedup *d = &c->dd;
+	if (d->fp_same)
+		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
+	g->np = 0;
+	for (uint32_t k = 0; k < g->m; k++) {
+		uint32_t o = tab_find(d, &g->fp[k]);
+		if (o != DD_NIL) {
+			d->blk[o].pins++;
+			g->local[g->np] = false;
+			g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak
+							     : g->s.stage + (uint64_t)k * d->bsize;
+			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
+		} else {
+			uint32_t i = tab_home(d, &g->fp[k]) & g->lmask;
+			while (g->ltab[i] && memcmp(&g->fp[g->ltab[i] - 1], &g->fp[k], sizeof g->fp[k]))
+				i = (i + 1) & g->lmask;
+			if (!g->ltab[i]) {
+				g->ltab[i] = k + 1;
+				g->lead[k] = true;
+				continue;
+			}
+			o = g->ltab[i] - 1;
+			g->local[g->np] = true;
+			g->s.pair[2 * g->np] = g->s.stage + (uint64_t)k * d->bsize;
+			g->s.pair[2 * g->np + 1] = g->s.stage + (uint64_t)o * d->bsize;
+		}
+		g->pk[g->np] = k;
+		g->cand[g->np++] = o;
+	}
+}
+
+/* Unlocked: compares the np pairs into g->s.eq[q]. Without encryption one
+ * device job over the staging blocks and the stored ones. With it, the
+ * stored blocks come up decrypted into the bounce (one batch of moves)
+ * and are compared with the plaintext on the host, as are the pairs
+ * within the trip. 0 or the device's error (then nothing is shared). */
+static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain)
 {
 	const struct eng_dedup *d = &c->dd;
 	const struct scratch *s = &g->s;
@@ -401,77 +545,80 @@ static int compare(struct vc_cache *c, struct merge *g, const unsigned char *con
 					  .len = d->bsize };
 		return vc_cmp_run(c->gpu.dev, &job);
 	}
-	struct vc_move *mv = malloc((size_t)g->np * sizeof *mv);
-	struct vc_ticket *tk = malloc((size_t)g->np * sizeof *tk);
-	int r = mv && tk ? 0 : vc_err(-ENOMEM, "out of memory");
-	for (uint32_t q = 0; r == 0 && q < g->np; q++) /* pair[2q + 1]: the stored block's slot */
-		mv[q] = (struct vc_move){ .src = s->pair[2 * q + 1],
-					  .dst = s->buf_dev + (uint64_t)q * d->bsize,
-					  .op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
-					  .tweak = s->pair[2 * q] }; /* the stored block's tweak */
-	if (r == 0)
-		r = vc_batcher_add_n(c->gpu.bat, mv, g->np, tk);
-	if (r == 0)
-		r = vc_batcher_wait_n(c->gpu.bat, tk, g->np);
+	uint32_t nm = 0;
+	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
+		if (!g->local[q])
+			g->mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
+							.dst = s->buf_dev + (uint64_t)q * d->bsize,
+							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
+							.tweak = s->pair[2 * q] };
+	int r = nm ? vc_batcher_add_n(c->gpu.bat, g->mv, nm, g->tk) : 0;
+	if (r == 0 && nm)
+		r = vc_batcher_wait_n(c->gpu.bat, g->tk, nm);
 	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
-		const uint32_t b = g->sel[g->pk[q]];
-		s->eq[q] = memcmp(plain[b / d->D] + (b % d->D) * d->bsize,
-				  s->buf + (uint64_t)q * d->bsize, d->bsize) == 0;
+		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
+						     : s->buf + (uint64_t)q * d->bsize;
+		s->eq[q] = memcmp(plain_of(d, g, plain, g->pk[q]), o, d->bsize) == 0;
 	}
-	free(mv);
-	free(tk);
 	return r;
 }
 
-/* Under c->mu: the table's verdict on the m fingerprinted blocks. A miss
- * enters the table (so a later block, of this batch or another, can
- * match it); a match becomes a pair to compare, its stored block pinned
- * and its slot's address (and, encrypted, its tweak) noted for the
- * unlocked compare. */
-static void lookup(struct vc_cache *c, struct merge *g, struct vc_page *const *pages,
-		   const struct vc_move *mv)
+/* Under c->mu: settles the selected blocks' uses. A pair that compared
+ * equal shares (a stored block only if it still has a use: it may have
+ * lost its last while we compared); every other block gets a fresh block
+ * and one slot, appended together, and a move that places it (from
+ * staging, or encrypting from the plaintext) into *nmv moves g->mv.
+ * Unpins, counts. 0, or -ENOSPC if the append failed (the reservation
+ * makes that impossible; the caller releases the trip's pages). */
+static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const unsigned char *const *plain, const uint64_t *src, int rc, uint32_t *nmv)
 {
-	struct eng_dedup *d = &c->dd;
-	if (d->fp_same)
-		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	g->np = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint32_t b = d->res[(uint64_t)page_id(c, pages[i]) * d->D + j];
-		d->blk[b].fp = g->fp[k];
-		uint32_t o = tab_find(d, &g->fp[k]);
-		if (o == DD_NIL) {
-			tab_insert(d, b);
-			continue;
-		}
-		d->blk[o].pins++;
-		g->pk[g->np] = k;
-		g->cand[g->np] = o;
-		g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak : mv[g->sel[k]].dst;
-		g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
-		g->np++;
-	}
-}
-
-/* Under c->mu: shares what compared equal, if the stored block still
- * lives (it may have lost its last use while we compared: then the fresh
- * block stays, unique), unpins, and counts. */
-static void link_equal(struct vc_cache *c, struct merge *g, struct vc_page *const *pages, int r)
-{
+	(void)plain;
 	struct eng_dedup *d = &c->dd;
 	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q], o = g->cand[q];
-		const uint64_t u = (uint64_t)page_id(c, pages[g->sel[k] / d->D]) * d->D + g->sel[k] % d->D;
-		if (r == 0 && !g->s.eq[q]) {
-			d->collisions++;
-		} else if (r == 0 && d->blk[o].refs > 0) {
-			use_unlink(c, u, true); /* the fresh block dies: its slot is for cleaning */
-			use_link(d, u, o);
-			d->hits++;
-			g->hit[k] = true;
-		}
-		blk_unpin(c, o);
+		bool eq = rc == 0 && g->s.eq[q];
+		d->collisions += rc == 0 && !eq;
+		g->hit[g->pk[q]] = eq && (g->local[q] || d->blk[g->cand[q]].refs > 0);
 	}
+	g->nu = 0;
+	for (uint32_t k = 0; k < g->m; k++) {
+		if (g->hit[k])
+			continue;
+		uint32_t b = blk_new(d);
+		d->blk[b].fp = g->fp[k];
+		use_place(d, use_of(c, g, pages, k), b);
+		g->blk[k] = b;
+		g->key[g->nu] = b;
+		g->uk[g->nu++] = k;
+	}
+	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
+	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
+		use_unplace(c, use_of(c, g, pages, g->uk[t]));
+	for (uint32_t q = 0; q < g->np; q++) {
+		const uint32_t k = g->pk[q];
+		if (r == 0 && g->hit[k]) {
+			uint32_t b = g->local[q] ? g->blk[g->cand[q]] : g->cand[q];
+			use_place(d, use_of(c, g, pages, k), b);
+			g->blk[k] = b;
+			d->hits++;
+		}
+		if (!g->local[q])
+			blk_unpin(c, g->cand[q]);
+	}
+	if (r < 0)
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
+	for (uint32_t t = 0; t < g->nu; t++) {
+		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
+		if (c->gpu.cipher) {
+			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
+			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
+		} else {
+			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
+						     .dst = dst, .op = VC_MOVE_COPY };
+		}
+	}
+	*nmv = g->nu;
 	d->blocks_in += g->m;
 	/* The sample's counts, per volume (pages of several may mix). */
 	for (uint32_t k = 0; k < g->m; k++) {
@@ -484,75 +631,125 @@ static void link_equal(struct vc_cache *c, struct merge *g, struct vc_page *cons
 		if (g->sel[k] % d->D == d->D - 1)
 			dd_decide(c, v);
 	}
+	return 0;
 }
 
-/* The merge in three short holds of c->mu, the device work between them
- * unlocked:
- *   lock    which pages (mode, volume switch, sample), a scratch
- *   unlocked  fingerprints (fingerprint())
- *   lock    table lookups and inserts, stored blocks pinned (lookup())
- *   unlocked  one compare job for the batch's matches (compare())
- *   lock    links, unpins, counts (link_equal())
- * What the unlocked phases read cannot change under them: the batch's
- * pages are BUSY (nobody else moves, drops, cleans or evicts their fresh
- * blocks, whose slots are the moves' destinations), and a pinned stored
- * block is not moved, evicted or freed. What can change is whether the
- * stored block still has a use; link_equal checks it. */
-void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		  const unsigned char *const *plain, const struct vc_move *mv,
-		  const struct vc_ticket *tk)
+/* Under c->mu: the trip's pages not selected for dedup (sel marks the
+ * selected) get fresh blocks, appended together, and their moves straight
+ * into them (g->mv from 0); then the selected blocks' moves into staging,
+ * with the fingerprint when the moves compute it (not with encryption:
+ * those are fingerprinted on the host and never move unless unique).
+ * *nmv: the moves, direct ones first. 0 or -ENOSPC (see settle). */
+static int direct(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const uint64_t *src, const bool *selp, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
-	if (!eng_dd(c) || n == 0)
-		return;
-	const uint32_t cap = n * d->D < d->scr_blocks ? n * d->D : d->scr_blocks;
-	struct merge g = { .sel = malloc((size_t)cap * 3 * sizeof *g.sel),
-			   .fp = malloc((size_t)cap * sizeof *g.fp),
-			   .hit = calloc(cap, sizeof *g.hit) };
-	if (!g.sel || !g.fp || !g.hit)
-		goto out; /* the blocks stay unique: correct, unshared */
-	g.pk = g.sel + cap;
-	g.cand = g.pk + cap;
+	uint32_t nk = 0, nm = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t j = 0; !selp[i] && j < d->D; j++) {
+			uint32_t b = blk_new(d);
+			use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
+			g->key[nk++] = b;
+		}
+	if (nk && vc_ls_append(c->gpu.ls, nk, g->key, ++c->gpu.clock, g->slot) < 0) {
+		for (uint32_t i = 0; i < g->n; i++)
+			for (uint32_t j = 0; !selp[i] && j < d->D; j++)
+				use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		if (!selp[i])
+			nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
+	for (uint32_t k = 0; !c->gpu.cipher && k < g->m; k++) {
+		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
+						.dst = g->s.stage + (uint64_t)k * d->bsize,
+						.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
+	}
+	*nmv = nm;
+	return 0;
+}
+
+static int move_all(struct vc_cache *c, struct down *g, uint32_t n)
+{
+	int r = n ? vc_batcher_add_n(c->gpu.bat, g->mv, n, g->tk) : 0;
+	return r == 0 && n ? vc_batcher_wait_n(c->gpu.bat, g->tk, n) : r;
+}
+
+/* The trip down, in four short holds of c->mu with the device work
+ * between them unlocked:
+ *   lock      which pages (mode, volume switch, sample); the others'
+ *             blocks appended (direct())
+ *   unlocked  the direct moves, and the selected blocks into staging,
+ *             fingerprinting on their way; fingerprints (fingerprint())
+ *   lock      lookups, stored blocks pinned (lookup())
+ *   unlocked  one compare job for the pairs (compare())
+ *   lock      shares, fresh blocks for the rest appended, unpins, counts
+ *             (settle())
+ *   unlocked  the fresh blocks placed: staging to slot, or encrypting
+ *   lock      the placed leaders enter the fingerprint table
+ * What the unlocked phases read cannot change under them: the trip's
+ * pages are BUSY (nobody else moves, drops, cleans or evicts their
+ * blocks), a pinned stored block is not moved, evicted or freed, and the
+ * staging blocks are the trip's. What can change is whether a stored
+ * block still has a use; settle checks it. A block enters the table
+ * only after its bytes are in its slot, so every compare reads a placed
+ * block. */
+int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		const unsigned char *const *plain, const uint64_t *src)
+{
+	struct eng_dedup *d = &c->dd;
+	if (n == 0)
+		return 0;
+	struct down g = { .n = n };
+	bool *selp = calloc(n, sizeof *selp);
+	if (!selp || !down_alloc(&g, n * d->D)) {
+		free(selp);
+		return vc_err(-ENOMEM, "out of memory");
+	}
+	struct dd_scratch *sc = scratch_get(c);
+	if (sc)
+		g.s = scratch_of(d, sc);
+	uint32_t nmv = 0;
 	eng_lock(c);
-	for (uint32_t i = 0; i < n && g.m + d->D <= cap; i++) {
-		struct vc_volume *v = vol_of(c, pages[i]->pno);
-		if (d->mode != VC_DEDUP_ON && !v->dd_on && !sampled(pages[i]->pno))
+	for (uint32_t i = 0; sc && i < n && g.m + d->D <= d->scr_blocks; i++) {
+		if (d->mode != VC_DEDUP_ON && !vol_of(c, pages[i]->pno)->dd_on &&
+		    !sampled(pages[i]->pno))
 			continue;
+		selp[i] = true;
 		for (uint32_t j = 0; j < d->D; j++)
 			g.sel[g.m++] = i * d->D + j;
 	}
-	struct dd_scratch *sc = d->scr_free;
-	if (sc)
-		d->scr_free = sc->next;
+	int r = direct(c, &g, pages, src, selp, &nmv);
 	eng_unlock(c);
-	if (g.m == 0 || (!sc && !(sc = scratch_new(c))))
-		goto out_scratch;
-	g.s = scratch_of(d, sc);
-	if (fingerprint(c, &g, plain, mv, tk) < 0)
-		goto out_scratch;
-	eng_lock(c);
-	lookup(c, &g, pages, mv);
-	eng_unlock(c);
-	int r = g.np ? compare(c, &g, plain) : 0;
-	eng_lock(c);
-	link_equal(c, &g, pages, r);
-	if (g.np)
-		eng_wake(c); /* claims that met a pin wait for it */
-	sc->next = d->scr_free;
-	d->scr_free = sc;
-	sc = NULL;
-	eng_unlock(c);
-out_scratch:
-	if (sc) {
+	const uint32_t ndirect = nmv - (c->gpu.cipher ? 0 : g.m);
+	if (r == 0)
+		r = move_all(c, &g, nmv);
+	if (r == 0 && g.m)
+		r = fingerprint(c, &g, plain, g.tk + ndirect);
+	if (r == 0 && g.m) {
 		eng_lock(c);
-		sc->next = d->scr_free;
-		d->scr_free = sc;
+		lookup(c, &g);
+		eng_unlock(c);
+		int rc = g.np ? compare(c, &g, plain) : 0;
+		eng_lock(c);
+		r = settle(c, &g, pages, plain, src, rc, &nmv);
+		if (g.np)
+			eng_wake(c); /* claims that met a pin wait for it */
+		eng_unlock(c);
+		if (r == 0)
+			r = move_all(c, &g, nmv);
+		eng_lock(c);
+		for (uint32_t k = 0; r == 0 && k < g.m; k++)
+			if (g.lead[k] && !g.hit[k] && tab_find(d, &g.fp[k]) == DD_NIL)
+				tab_insert(d, g.blk[k]);
 		eng_unlock(c);
 	}
-out:
-	free(g.sel);
-	free(g.fp);
-	free(g.hit);
+	if (sc)
+		scratch_put(c, sc);
+	down_free(&g);
+	free(selp);
+	return r;
 }
 
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write)
@@ -664,8 +861,10 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * One now, more as merges run at once (scratch_new). */
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
-	if (!(d->scr_free = scratch_new(c)))
-		return vc_err(-ENOMEM, "out of pinned memory for the dedup scratch");
+	struct dd_scratch *sc = scratch_get(c);
+	if (!sc)
+		return vc_err(-ENOMEM, "out of pinned or device memory for the dedup scratch");
+	d->scr_free = sc;
 	return 0;
 }
 
@@ -675,8 +874,7 @@ void eng_dd_close(struct vc_cache *c)
 	while (d->scr_free) {
 		struct dd_scratch *sc = d->scr_free;
 		d->scr_free = sc->next;
-		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
-		free(sc);
+		scratch_free(c, sc);
 	}
 	free(d->blk);
 	free(d->free_ids);

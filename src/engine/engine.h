@@ -272,6 +272,9 @@ struct eng_dedup {
 	uint32_t tab_mask;
 	uint32_t *mark, mark_gen; /* per page id: claimed by the current walk (eng_dd_claim) */
 	uint64_t pages, page_cap; /* logical GPU pages (resident or going down), their bound */
+	/* Log slots promised to pages on their way down: one per use not yet
+	 * placed (res[u] == DD_NIL) of a page counted in `pages`. */
+	uint64_t resv;
 	uint64_t tweak_next;
 	/* The merges' scratches, device-visible (host_alloc): block
 	 * addresses, digests, pairs, results, and with encryption a plaintext
@@ -512,6 +515,15 @@ static inline uint32_t eng_mpp(const struct vc_cache *c)
 	return eng_dd(c) ? c->dd.D : 1;
 }
 
+/* Free slots at the GPU log's head that nobody has promised: with dedup,
+ * the pages on their way down hold dd.resv of them (eng_gpu_append)
+ * until their blocks are placed. Under c->mu. */
+static inline uint64_t eng_gpu_free(const struct vc_cache *c)
+{
+	uint64_t r = vc_ls_room(c->gpu.ls);
+	return r > c->dd.resv ? r - c->dd.resv : 0;
+}
+
 /* The slot of a GPU page's first block (its page's own slot without
  * dedup): where the tail eviction looks for its segment. */
 static inline uint32_t gpu_slot0(const struct vc_cache *c, const struct vc_page *p)
@@ -735,24 +747,26 @@ void eng_integ_drop_unlocked(struct vc_cache *c, struct vc_page *p, uint64_t pno
 int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_pages);
 void eng_dd_close(struct vc_cache *c);
 /* Under c->mu: reserves GPU residence at the log's head for n pages (BUSY,
- * not yet GPU): their slots, or with dedup D fresh blocks each. 0, or
- * -ENOSPC with nothing reserved. */
+ * not yet GPU): their slots appended; with dedup, n logical pages and
+ * n x D slots promised (dd.resv), which eng_dd_down turns into blocks.
+ * The caller made the room under this hold. 0, or -ENOSPC with nothing
+ * reserved. */
 int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages);
 /* Under c->mu: page p leaves the GPU tier (or never reached it): its
  * slot is orphaned, or with dedup its uses released (a block left with
- * none is freed and its slot orphaned). */
+ * none is freed and its slot orphaned) and its unplaced uses' reserved
+ * slots given back. */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
-/* Unlocked (takes c->mu three times, briefly), after the move down of
- * pages[0..n) (BUSY, from eng_gpu_append) completed: fingerprints their
- * blocks, and points each block equal to a stored one (fingerprint match,
- * then bytes compared) at that one. plain[i]: page i's plaintext in host
- * memory, unchanged meanwhile; mv and tk: the D moves a page that brought
- * them down (eng_mv_page's, in page order) and their tickets, for the
- * fingerprints the moves computed. No-op without dedup. Never fails: a
- * failed fingerprint or compare leaves the blocks unique. */
-void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		  const unsigned char *const *plain, const struct vc_move *mv,
-		  const struct vc_ticket *tk);
+/* Unlocked (takes c->mu four times, briefly): pages[0..n) (BUSY, reserved
+ * by eng_gpu_append, sealed if integrity is on) go down with dedup from
+ * their plaintext: plain[i] in host memory, at device-visible address
+ * src[i], unchanged meanwhile. A block equal to a stored one (fingerprint
+ * match, then bytes compared) or to an earlier one of the trip shares it
+ * and takes no slot; the others get fresh blocks and slots. 0, or -errno
+ * (the device's, -ENOMEM): then the caller releases every page
+ * (eng_gpu_release), whatever part of it was placed. */
+int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		const unsigned char *const *plain, const uint64_t *src);
 /* Unlocked: counts an access to page pno of v for the sampled update
  * ratio (a hash test, one atomic add for sampled pages). */
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write);

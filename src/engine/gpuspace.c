@@ -264,9 +264,11 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 		if (r < 0 && r != -EAGAIN)
 			return r;
 	}
-	/* With dedup: need pages of D fresh blocks, and page entries. */
+	/* With dedup: need pages of D slots each beyond those promised to
+	 * pages on their way down (a duplicate gives its slot back), and
+	 * page entries. */
 	const uint64_t slots = (uint64_t)need * eng_mpp(c);
-	while (vc_ls_room(c->gpu.ls) < slots ||
+	while (eng_gpu_free(c) < slots ||
 	       (eng_dd(c) && c->dd.pages + need > c->dd.page_cap)) {
 		if (vc_ls_capacity(c->gpu.ls) < slots)
 			return -ENOSPC; /* shrunk below it: nothing to wait for */
