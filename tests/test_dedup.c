@@ -17,6 +17,9 @@
  *   with bytes of other pages or random ones and reads them back; every
  *   read checked, then the whole file and, after a flush, the store
  *   (meant to run under TSan too: scripts/test's build-tsan).
+ * - Capacity: pages from a small pool, prefetched into a GPU tier a
+ *   quarter of the file: all held, exactly the distinct blocks stored, no
+ *   duplicate ever appended (capacity()).
  * - Hashes: the lanes hash (the default, computed in the moves),
  *   MurmurHash3 and MD5 (device jobs after the move).
  * - Refusals: a bad degree, a block below 512 B, a shrink of a dedup tier.
@@ -171,6 +174,48 @@ static void run(int kind, int encrypt, uint32_t degree, bool collide)
 	free(shadow);
 }
 
+/* --- capacity -------------------------------------------------------------- */
+
+/* Dedup must add capacity, never cost it: a file of PAGES pages, every one
+ * a copy of one of POOL random pages (POOL x D distinct blocks), prefetched
+ * into a GPU tier of GPU_PAGES pages (a quarter of the file): every page
+ * is held in the GPU tier (more logical pages than the tier's pages, at
+ * every degree, 1 included), the tier stores exactly the distinct blocks,
+ * and none was appended but those (the log's used segments are those the
+ * distinct blocks fill: a duplicate appended and orphaned would have used
+ * the whole log and made it evict or clean). Reads then hit the GPU tier
+ * and return the file's bytes. */
+static void capacity(int kind, int encrypt, uint32_t degree)
+{
+	make_file(0xca9 + degree);
+	for (unsigned i = 0; i < PAGES; i++) /* pool pages only */
+		memcpy(shadow + (uint64_t)i * PS, shadow + (uint64_t)(i % POOL) * PS, PS);
+	FILE *f = fopen(path, "r+b");
+	CHECK(f && fwrite(shadow, 1, (size_t)PAGES * PS, f) == (size_t)PAGES * PS);
+	fclose(f);
+	vc_cache *c = open_cache(kind, encrypt, degree, VC_WRITE_BACK);
+	CHECK_OK(vc_prefetch(c, 0, (uint64_t)PAGES * PS, VC_TIER_GPU));
+	struct vc_stats st;
+	char what[96];
+	snprintf(what, sizeof what, "%s capacity enc %d degree %u", vc_device_name(c), encrypt,
+		 degree);
+	stats(c, &st, what);
+	const uint64_t distinct = (uint64_t)POOL * degree, per_seg = 8u * degree;
+	CHECK(st.pages_capacity[VC_TIER_GPU] == 128);
+	CHECK(st.dedup_pages == PAGES && st.pages_cached[VC_TIER_GPU] == PAGES);
+	CHECK(st.dedup_blocks == distinct);
+	CHECK(st.gpu_segments - st.gpu_segments_free == (distinct + per_seg - 1) / per_seg);
+	CHECK(st.gpu_fragmentation == 0 && st.gpu_segments_evicted == 0 && st.gc_runs == 0);
+	CHECK(st.evictions[VC_TIER_GPU] == 0 && st.dedup_collisions == 0);
+	CHECK(st.dedup_hits == (uint64_t)PAGES * degree - distinct);
+	read_all(c);
+	stats(c, &st, what);
+	CHECK(st.misses == 0 && st.hits[VC_TIER_GPU] > 0 && st.integrity_failures == 0);
+	CHECK_OK(vc_close(c));
+	unlink(path);
+	free(shadow);
+}
+
 /* --- concurrency ---------------------------------------------------------- */
 
 #define CC_THREADS 4
@@ -313,6 +358,9 @@ int main(void)
 {
 	int kind = t_device_kind();
 	refusals(kind);
+	capacity(kind, VC_ENCRYPT_OFF, 4);
+	capacity(kind, VC_ENCRYPT_OFF, 1);
+	capacity(kind, VC_ENCRYPT_XTS, 8);
 	run(kind, VC_ENCRYPT_OFF, 4, false);
 	run(kind, VC_ENCRYPT_OFF, 4, true);
 	run(kind, VC_ENCRYPT_OFF, 8, true);

@@ -123,6 +123,8 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "dedup blocks of %u bytes (page %u / degree %u): must be %u B "
 				       "to %u KiB", ps / dd, ps, dd, VC_FP_BLOCK_MIN,
 			      VC_FP_BLOCK_MAX >> 10);
+	if (cfg->dedup_max_factor > 64)
+		return vc_err(-EINVAL, "dedup max factor %u: 1 to 64 (0: 8)", cfg->dedup_max_factor);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
 		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
 	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)

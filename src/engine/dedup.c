@@ -73,6 +73,11 @@
 #define DD_OFF_FACTOR 1.05
 #define DD_ON_UPD 0.35
 #define DD_OFF_UPD 0.50
+/* Logical GPU pages per physical page, at most (vc_config.dedup_max_factor
+ * 0): DEDU's figures reach factors of 10, and "the data fit" from 5 at a
+ * GPU buffer of 4/5 of the buffers; 8 covers that while costing twice the
+ * page entries that the former bound (D x the tier's pages) did at D = 4. */
+#define DD_MAX_FACTOR 8
 /* The fingerprint job's SM cap: a tenth of an H100's (issue 14's goal). */
 #define DD_MAX_SMS 13
 
@@ -837,8 +842,20 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES && !c->gpu.cipher;
 	d->max_sms = DD_MAX_SMS;
 	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
-	d->page_cap = d->nblocks;
+	/* Logical pages: up to max_factor x the tier's pages, so the tier
+	 * can hold as many pages as the data's repetition allows up to that
+	 * bound; the page entries are allocated for it up front (the pool
+	 * cannot grow: lock-free readers hold pointers into it). */
+	const uint64_t factor = cfg->dedup_max_factor ? cfg->dedup_max_factor : DD_MAX_FACTOR;
+	d->page_cap = d->nblocks / d->D * factor;
+	if (d->page_cap == 0)
+		d->page_cap = 1;
 	const uint64_t npool = host_pages + d->page_cap, nuse = npool * d->D;
+	if (nuse >= UINT32_MAX)
+		return vc_err(-EINVAL, "dedup: %llu page entries of %u blocks each (host pages + %llu "
+				       "x the GPU tier's pages): at most 2^32 - 2 block uses; lower "
+				       "dedup_max_factor or the tiers", (unsigned long long)npool,
+			      d->D, (unsigned long long)factor);
 	uint64_t tab = 2;
 	while (tab < 2ull * d->nblocks)
 		tab <<= 1;

@@ -273,7 +273,12 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 		if (vc_ls_capacity(c->gpu.ls) < slots)
 			return -ENOSPC; /* shrunk below it: nothing to wait for */
 		uint64_t ev = 0;
-		int r = reclaim(c, &ev);
+		/* Short only of slots promised to trips down in flight (dedup):
+		 * those give back every slot a duplicate does not take, and wake
+		 * us; evicting now would drop pages for room that is coming. */
+		bool promised = eng_dd(c) && vc_ls_room(c->gpu.ls) >= slots &&
+				c->dd.pages + need <= c->dd.page_cap;
+		int r = promised ? -EAGAIN : reclaim(c, &ev);
 		if (r == -EAGAIN) {
 			if (holding)
 				return r;
