@@ -395,8 +395,9 @@ struct vc_stats {
 	uint64_t backing_read_bytes, backing_write_bytes;
 	uint64_t backing_wait_ns; /* time spent in backing store reads, writes and syncs */
 	uint64_t batches;         /* device batches submitted */
-	uint64_t batch_pages;     /* pages in them */
-	uint64_t batch_hist[VC_BATCH_HIST];
+	uint64_t batch_pages;     /* pages in them (with dedup: blocks moved / degree; a
+				     unique block going down moves twice: to staging, to its slot) */
+	uint64_t batch_hist[VC_BATCH_HIST]; /* moves per batch (with dedup, blocks) */
 	uint64_t batch_wait_ns;   /* time threads spent waiting for device batches */
 	uint64_t pages_cached[VC_TIER_COUNT]; /* occupancy now */
 	uint64_t pages_capacity[VC_TIER_COUNT];

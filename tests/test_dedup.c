@@ -208,6 +208,11 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 	CHECK(st.gpu_fragmentation == 0 && st.gpu_segments_evicted == 0 && st.gc_runs == 0);
 	CHECK(st.evictions[VC_TIER_GPU] == 0 && st.dedup_collisions == 0);
 	CHECK(st.dedup_hits == (uint64_t)PAGES * degree - distinct);
+	/* Moves counted in pages (D blocks): every block into staging, the
+	 * distinct ones on into their slots. (Encrypted, the compares' moves
+	 * up count too.) */
+	if (!encrypt)
+		CHECK(st.batch_pages == PAGES + POOL);
 	read_all(c);
 	stats(c, &st, what);
 	CHECK(st.misses == 0 && st.hits[VC_TIER_GPU] > 0 && st.integrity_failures == 0);

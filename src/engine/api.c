@@ -543,7 +543,9 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 			st.backing_wait_ns += vc_backing_wait_ns(c->vols[i]->bk);
 	eng_unlock(c);
 	st.batches = bs.batches;
-	st.batch_pages = bs.pages;
+	/* The batcher counts moves of its unit, a block with dedup: pages
+	 * are D of them. */
+	st.batch_pages = bs.pages * move_size(c) / c->page_size;
 	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
 	st.batch_wait_ns = bs.wait_ns;
 	st.gpu_chunks_released = atomic_load(&c->gpu.rs.chunks_released);
