@@ -20,6 +20,8 @@
  * - Capacity: pages from a small pool, prefetched into a GPU tier a
  *   quarter of the file: all held, exactly the distinct blocks stored, no
  *   duplicate ever appended (capacity()).
+ * - Adaptive: a volume of unique pages switches off, one of repeated pages
+ *   stays on, the sampled estimate near the data's factor.
  * - Hashes: the lanes hash (the default, computed in the moves),
  *   MurmurHash3 and MD5 (device jobs after the move).
  * - Refusals: a bad degree, a block below 512 B, a shrink of a dedup tier.
@@ -213,9 +215,53 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 	 * up count too.) */
 	if (!encrypt)
 		CHECK(st.batch_pages == PAGES + POOL);
+	/* The data's factor, sampled by content: 512 locations a block over
+	 * 3 contents (171, 171, 170 copies). */
+	CHECK(st.dedup_est_factor > 0.99 * PAGES / POOL && st.dedup_est_factor < 1.01 * PAGES / POOL);
 	read_all(c);
 	stats(c, &st, what);
 	CHECK(st.misses == 0 && st.hits[VC_TIER_GPU] > 0 && st.integrity_failures == 0);
+	CHECK_OK(vc_close(c));
+	unlink(path);
+	free(shadow);
+}
+
+/* --- adaptive -------------------------------------------------------------- */
+
+/* VC_DEDUP_ADAPTIVE: a volume of unique pages switches off (its estimate
+ * of the data's factor is 1), one of repeated pages stays on (the
+ * estimate near the truth); either way every byte reads back right. */
+static void adaptive(int kind, bool repeat)
+{
+	make_file(0xada + repeat);
+	if (!repeat) { /* every page its own random bytes */
+		t_make_file(path, sizeof path, (uint64_t)PAGES * PS, 0xada);
+		free(shadow);
+		shadow = t_read_file(path, (uint64_t)PAGES * PS);
+	}
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.host_bytes = 32 * PS;
+	cfg.gpu_bytes = 128 * PS;
+	cfg.seg_bytes = 8 * PS;
+	cfg.dedup = VC_DEDUP_ADAPTIVE;
+	vc_cache *c = NULL;
+	int e = vc_open(&cfg, &c);
+	t_skip_if_absent(e, "dedup test");
+	CHECK_OK(e);
+	for (int k = 0; k < 3; k++) /* 3 x 512 pages x 4 blocks down: a decision */
+		read_all(c);
+	struct vc_stats st;
+	stats(c, &st, repeat ? "adaptive, repeated" : "adaptive, unique");
+	if (repeat) {
+		CHECK(st.dedup_volumes_on == 1 && st.dedup_switches == 0);
+		CHECK(st.dedup_est_factor > 3.5 && st.dedup_est_factor < 6.5); /* truth: 4.86 */
+	} else {
+		CHECK(st.dedup_volumes_on == 0 && st.dedup_switches == 1);
+		CHECK(st.dedup_est_factor < 1.01);
+	}
 	CHECK_OK(vc_close(c));
 	unlink(path);
 	free(shadow);
@@ -366,6 +412,8 @@ int main(void)
 	capacity(kind, VC_ENCRYPT_OFF, 4);
 	capacity(kind, VC_ENCRYPT_OFF, 1);
 	capacity(kind, VC_ENCRYPT_XTS, 8);
+	adaptive(kind, false);
+	adaptive(kind, true);
 	run(kind, VC_ENCRYPT_OFF, 4, false);
 	run(kind, VC_ENCRYPT_OFF, 4, true);
 	run(kind, VC_ENCRYPT_OFF, 8, true);

@@ -467,20 +467,21 @@ static void dd_stats(struct vc_cache *c, uint64_t blocks, struct vc_stats *st)
 	st->dedup_hits = d->hits;
 	st->dedup_collisions = d->collisions;
 	st->dedup_switches = d->switches;
-	/* The volumes' estimates, weighted by their windows' sampled blocks. */
-	double f = 0, u = 0, w = 0;
+	/* The data's factor (sampled by content over every volume: the
+	 * sharing between volumes counts) and the update ratio, the
+	 * volumes' mean. */
+	double u = 0;
+	uint32_t nv = 0;
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++) {
 		const struct vc_volume *v = c->vols[i];
 		if (!v)
 			continue;
 		st->dedup_volumes_on += v->dd_on || d->mode == VC_DEDUP_ON;
-		double wv = (double)v->dd_in + 1;
-		f += wv * v->dd_est_factor;
-		u += wv * v->dd_est_upd;
-		w += wv;
+		u += v->dd_est_upd;
+		nv++;
 	}
-	st->dedup_est_factor = w ? f / w : 1;
-	st->dedup_est_update_ratio = w ? u / w : 0;
+	st->dedup_est_factor = eng_est_factor(c);
+	st->dedup_est_update_ratio = nv ? u / nv : 0;
 }
 
 int vc_get_stats(vc_cache *c, struct vc_stats *out)

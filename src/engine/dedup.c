@@ -65,7 +65,7 @@
 
 /* One page in DD_SAMPLE is sampled; a window is DD_WINDOW sampled blocks. */
 #define DD_SAMPLE 16
-#define DD_WINDOW 256
+#define DD_WINDOW 4096
 /* The adaptive switch (hysteresis): off below DD_OFF_FACTOR or above
  * DD_OFF_UPD, on again above DD_ON_FACTOR and below DD_ON_UPD. DEDU's
  * crossover is 32-64 % updates; ours is to be measured (docs/DEDUP.md). */
@@ -365,17 +365,19 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
 	d->free_ids[d->nfree++] = b;
 }
 
-/* Every DD_WINDOW sampled blocks: the volume's estimates, and (adaptive)
- * its switch, with hysteresis; then the window's counts halve, so the
- * estimate follows change with a half-life of a window. */
+/* Every DD_WINDOW blocks of the volume fed to the estimate: its
+ * estimates, and (adaptive) its switch, with hysteresis; the update
+ * ratio's counts then halve, so it follows change with a half-life of a
+ * window. The factor is the data's (dedup_est.c), not the tier's: a volume
+ * switched off still feeds it (its sampled pages always, and every block
+ * where the moves fingerprint), so it can come back on. */
 static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 {
 	if (v->dd_in < DD_WINDOW)
 		return;
 	uint64_t rd = atomic_load_explicit(&v->dd_reads, memory_order_relaxed);
 	uint64_t wr = atomic_load_explicit(&v->dd_writes, memory_order_relaxed);
-	v->dd_est_factor = v->dd_in > v->dd_dup ? (double)v->dd_in / (double)(v->dd_in - v->dd_dup)
-						: (double)v->dd_in;
+	v->dd_est_factor = eng_est_factor_vol(c, v);
 	v->dd_est_upd = rd + wr ? (double)wr / (double)(rd + wr) : 0;
 	if (c->dd.mode == VC_DEDUP_ADAPTIVE) {
 		bool on = v->dd_on;
@@ -388,10 +390,24 @@ static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 			c->dd.switches++;
 		}
 	}
-	v->dd_in /= 2;
-	v->dd_dup /= 2;
+	v->dd_in = 0;
 	atomic_fetch_sub_explicit(&v->dd_reads, rd / 2, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
+}
+
+/* Under c->mu: the trip's pages' blocks whose fingerprints are known
+ * (page i's block j has fp[i x D + j] where have[i]) to the estimate,
+ * then each volume's decision if due. */
+static void feed(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		 const struct vc_fp_digest *fp, const bool *have)
+{
+	const uint32_t D = c->dd.D;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; have[i] && j < D; j++)
+			eng_est_feed(c, pages[i]->pno, j, &fp[(size_t)i * D + j]);
+	for (uint32_t i = 0; i < n; i++)
+		if (have[i])
+			dd_decide(c, vol_of(c, pages[i]->pno));
 }
 
 /* One trip down (eng_dd_down). Of its n pages' n x D blocks, the m
@@ -412,6 +428,8 @@ struct down {
 	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
 	uint32_t lmask;
 	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
+	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; the direct moves' */
+	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
 	struct vc_move *mv;        /* [n x D], and their tickets */
 	struct vc_ticket *tk;
 	struct scratch s;
@@ -425,6 +443,7 @@ static void down_free(struct down *g)
 	free(g->mv);
 	free(g->tk);
 	free(g->local);
+	free(g->pfp);
 }
 
 /* Room for a trip of cap = n x D blocks; false on memory failure. */
@@ -439,8 +458,9 @@ static bool down_alloc(struct down *g, uint32_t cap)
 	g->ltab = calloc(lt, sizeof *g->ltab);
 	g->mv = malloc((size_t)cap * sizeof *g->mv);
 	g->tk = malloc((size_t)cap * sizeof *g->tk);
-	g->local = calloc((size_t)cap * 3, sizeof *g->local);
-	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local) {
+	g->local = calloc((size_t)cap * 5, sizeof *g->local);
+	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
+	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
 		down_free(g);
 		return false;
 	}
@@ -452,6 +472,9 @@ static bool down_alloc(struct down *g, uint32_t cap)
 	g->uk = g->slot + cap;
 	g->lead = g->local + cap;
 	g->hit = g->lead + cap;
+	g->ok = g->hit + cap;
+	g->have = g->ok + cap;
+	g->dfp = g->pfp + cap;
 	return true;
 }
 
@@ -625,17 +648,6 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	}
 	*nmv = g->nu;
 	d->blocks_in += g->m;
-	/* The sample's counts, per volume (pages of several may mix). */
-	for (uint32_t k = 0; k < g->m; k++) {
-		struct vc_page *p = pages[g->sel[k] / d->D];
-		if (!sampled(p->pno))
-			continue;
-		struct vc_volume *v = vol_of(c, p->pno);
-		v->dd_in++;
-		v->dd_dup += g->hit[k];
-		if (g->sel[k] % d->D == d->D - 1)
-			dd_decide(c, v);
-	}
 	return 0;
 }
 
@@ -665,6 +677,8 @@ static int direct(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	for (uint32_t i = 0; i < g->n; i++)
 		if (!selp[i])
 			nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
+	for (uint32_t t = 0; d->fp_move && t < nm; t++)
+		g->mv[t].op |= VC_MOVE_FP; /* for the estimate: free in the move */
 	for (uint32_t k = 0; !c->gpu.cipher && k < g->m; k++) {
 		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
@@ -673,6 +687,32 @@ static int direct(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	}
 	*nmv = nm;
 	return 0;
+}
+
+/* Unlocked, after the first moves: the fingerprints known by page
+ * (g->pfp, g->have): the selected blocks', and the direct moves' (the
+ * first ndirect, D a page in page order) where they carry VC_MOVE_FP.
+ * Returns the pages known. */
+static uint32_t collect(struct vc_cache *c, struct down *g, const bool *selp, uint32_t ndirect)
+{
+	const struct eng_dedup *d = &c->dd;
+	for (uint32_t k = 0; k < g->m; k++)
+		g->pfp[g->sel[k]] = g->fp[k];
+	if (d->fp_move && ndirect)
+		vc_batcher_fp_n(c->gpu.bat, g->tk, ndirect, g->dfp, g->ok);
+	uint32_t t = 0, known = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		g->have[i] = selp[i];
+		if (!selp[i] && d->fp_move) {
+			g->have[i] = true;
+			for (uint32_t j = 0; j < d->D; j++, t++) {
+				g->pfp[(size_t)i * d->D + j] = g->dfp[t];
+				g->have[i] = g->have[i] && g->ok[t];
+			}
+		}
+		known += g->have[i];
+	}
+	return known;
 }
 
 static int move_all(struct vc_cache *c, struct down *g, uint32_t n)
@@ -732,8 +772,17 @@ int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		r = move_all(c, &g, nmv);
 	if (r == 0 && g.m)
 		r = fingerprint(c, &g, plain, g.tk + ndirect);
+	/* What the estimate learns: every selected block, and where the
+	 * moves fingerprint, the direct ones. */
+	uint32_t nfed = r == 0 ? collect(c, &g, selp, ndirect) : 0;
+	if (nfed && !g.m) {
+		eng_lock(c);
+		feed(c, n, pages, g.pfp, g.have);
+		eng_unlock(c);
+	}
 	if (r == 0 && g.m) {
 		eng_lock(c);
+		feed(c, n, pages, g.pfp, g.have);
 		lookup(c, &g);
 		eng_unlock(c);
 		int rc = g.np ? compare(c, &g, plain) : 0;
@@ -878,6 +927,9 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * One now, more as merges run at once (scratch_new). */
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
+	int r = eng_est_open(c);
+	if (r < 0)
+		return r;
 	struct dd_scratch *sc = scratch_get(c);
 	if (!sc)
 		return vc_err(-ENOMEM, "out of pinned or device memory for the dedup scratch");
@@ -893,6 +945,7 @@ void eng_dd_close(struct vc_cache *c)
 		d->scr_free = sc->next;
 		scratch_free(c, sc);
 	}
+	eng_est_close(c);
 	free(d->blk);
 	free(d->free_ids);
 	free(d->res);

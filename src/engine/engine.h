@@ -163,8 +163,8 @@ struct vc_volume {
 	 * counted without the lock (atomics); the rest under c->mu. */
 	bool dd_on;
 	_Atomic uint64_t dd_reads, dd_writes;
-	uint64_t dd_in, dd_dup;          /* sampled blocks in, of those shared */
-	double dd_est_factor, dd_est_upd; /* the last window's estimates */
+	uint64_t dd_in;                   /* blocks fed to the estimate since its last decision */
+	double dd_est_factor, dd_est_upd; /* the last decision's estimates */
 };
 
 /* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
@@ -257,6 +257,7 @@ struct eng_blk {
 };
 
 struct dd_scratch;
+struct dd_est;
 
 struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
@@ -281,6 +282,7 @@ struct eng_dedup {
 	 * bounce; one per merge running, kept on a free list for the next. */
 	struct dd_scratch *scr_free;
 	uint32_t scr_blocks;
+	struct dd_est *est; /* the data's factor, sampled (dedup_est.c) */
 	uint64_t blocks_in, hits, collisions, switches;
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 };
@@ -767,6 +769,17 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
  * (eng_gpu_release), whatever part of it was placed. */
 int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src);
+/* --- dedup_est.c: the data's dedup factor, sampled by content --- */
+int eng_est_open(struct vc_cache *c);
+void eng_est_close(struct vc_cache *c);
+/* Under c->mu: block j of page pno holds content fp now (a block going
+ * down); counts towards the volume's next decision (dd_in). */
+void eng_est_feed(struct vc_cache *c, uint64_t pno, uint32_t j, const struct vc_fp_digest *fp);
+/* Under c->mu: sampled locations / distinct contents, all volumes (1:
+ * nothing sampled yet); and the same with volume v's locations, each
+ * counting 1 / (locations of its content) physical. */
+double eng_est_factor(const struct vc_cache *c);
+double eng_est_factor_vol(const struct vc_cache *c, const struct vc_volume *v);
 /* Unlocked: counts an access to page pno of v for the sampled update
  * ratio (a hash test, one atomic add for sampled pages). */
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write);
