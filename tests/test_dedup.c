@@ -202,6 +202,9 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 	snprintf(what, sizeof what, "%s capacity enc %d degree %u", vc_device_name(c), encrypt,
 		 degree);
 	stats(c, &st, what);
+	/* The data's factor, sampled by content: 512 locations a block over
+	 * 3 contents (171, 171, 170 copies). */
+	CHECK(st.dedup_est_factor > 0.99 * PAGES / POOL && st.dedup_est_factor < 1.01 * PAGES / POOL);
 	const uint64_t distinct = (uint64_t)POOL * degree, per_seg = 8u * degree;
 	CHECK(st.pages_capacity[VC_TIER_GPU] == 128);
 	CHECK(st.dedup_pages == PAGES && st.pages_cached[VC_TIER_GPU] == PAGES);
@@ -215,9 +218,6 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 	 * up count too.) */
 	if (!encrypt)
 		CHECK(st.batch_pages == PAGES + POOL);
-	/* The data's factor, sampled by content: 512 locations a block over
-	 * 3 contents (171, 171, 170 copies). */
-	CHECK(st.dedup_est_factor > 0.99 * PAGES / POOL && st.dedup_est_factor < 1.01 * PAGES / POOL);
 	read_all(c);
 	stats(c, &st, what);
 	CHECK(st.misses == 0 && st.hits[VC_TIER_GPU] > 0 && st.integrity_failures == 0);
