@@ -9,45 +9,44 @@
  * next[u] and prev[u], so a page leaves a block in O(1).
  *
  * Invariants (all under c->mu):
- *   - a block id is live iff refs > 0, and then it owns exactly one live
- *     slot of the log (where[id]); refs is the length of its use list
+ *   - a block id is live iff refs > 0 (or pinned after losing its last
+ *     use), and then it owns exactly one live slot of the log (where[id]);
+ *     refs is the length of its use list
  *   - a block's bytes never change while it is live: writes never touch
  *     GPU memory (a write to a GPU page promotes or drops it first), so a
  *     shared block is immutable and copy-on-write costs nothing
- *   - the fingerprint table names only live, merged blocks, one per
- *     fingerprint (the first stored); a block leaves it when it dies
+ *   - the fingerprint table names only live blocks whose bytes are in
+ *     their slots, one per fingerprint (the first placed); a block leaves
+ *     it when it dies
  *   - the tweak of a block (encryption) is a serial given out once per
  *     cache, never reused, so no two ciphertexts ever share one
- *   - logical GPU pages (dd.pages) stay at most page_cap, so the pool of
+ *   - logical GPU pages (dd.pages, resident or on their way down) stay at
+ *     most page_cap (dedup_max_factor x the tier's pages), so the pool of
  *     page entries (host pages + page_cap) always suffices
+ *   - a page counted in dd.pages has each use either linked (res[u] !=
+ *     DD_NIL) or holding one reserved slot: dd.resv is the number of the
+ *     latter, and eng_gpu_free = room - resv is what others may take
  *
- * Going down (demotion, GPU prefetch): eng_gpu_append gives each page D
- * fresh blocks (one log append for the batch), the batch moves down as D
- * moves a page, then eng_dd_merge, under c->mu:
- *   1. fingerprints the new blocks: on the device (vc_fp_run, SM-capped)
- *      from their slots; with encryption, which keeps plaintext out of GPU
- *      memory, on the host from the pages' plaintext (the fallback: the
- *      cipher kernels do not fingerprint on their way yet)
- *   2. looks each up in the table; a miss enters the table (so a later
- *      block of the same batch can match it)
- *   3. compares the bytes of every match: on the device (vc_cmp_run over
- *      the two slots); with encryption the stored block comes up through
- *      the decrypting move into a host bounce and is compared with the
- *      page's plaintext. Equal: the use moves to the stored block and the
- *      fresh one dies (its slot orphaned, for cleaning). Unequal: a
- *      collision, counted; the fresh block stays, unique and unindexed
- * Both device jobs run under c->mu (a launch and a wait each, tens of
- * microseconds on CUDA), which keeps the stored blocks from being freed,
- * cleaned or evicted meanwhile; the encrypted compare waits for a batch of
- * moves under it too. Cost per page: D table probes (O(1) expected), D
- * list links; per batch two device jobs.
+ * Going down (demotion batch, GPU prefetch round): eng_gpu_append only
+ * reserves D slots a page; eng_dd_down then (head comment there) moves the
+ * blocks chosen for dedup into staging in device memory, fingerprinting
+ * them on the way (VC_MOVE_FP; with encryption on the host from the
+ * plaintext, and they do not move yet), looks them up, compares the
+ * matches' bytes, shares what is equal, and only then gives the rest
+ * fresh blocks, appends their slots and places them (a device copy from
+ * staging, or the encrypting move). So a duplicate never takes a slot:
+ * capacity is what the distinct blocks need. The blocks not chosen
+ * (adaptive: volumes switched off, outside the sample) go straight to
+ * fresh slots, as before dedup. Cost per page chosen: D table probes
+ * (O(1) expected), D list links; per trip a compare job if anything
+ * matched and a copy job if anything was unique.
  *
  * Which pages: mode ON, all; ADAPTIVE, those of volumes whose dd_on is
- * set, plus, always, a spatial sample (SHARDS: page index hash below a
- * threshold, 1 in DD_SAMPLE), whose blocks in and blocks shared give the
- * volume's dedup factor estimate, and whose reads and writes give its
- * update ratio (eng_dd_note). Every DD_WINDOW sampled blocks the volume
- * switches with hysteresis (see dd_decide) and the window's counts halve.
+ * set, plus, always, a spatial sample (page index hash below a threshold,
+ * 1 in DD_SAMPLE), so that every volume feeds the factor estimate
+ * (dedup_est.c: the data's factor, sampled by content) and reads and
+ * writes of sampled pages give its update ratio (eng_dd_note). Every
+ * DD_WINDOW blocks fed the volume switches with hysteresis (dd_decide).
  *
  * Leaving (drop, promote, eviction): eng_gpu_release unlinks the page's D
  * uses; a block left with none dies. Cleaning moves a block once, and all
@@ -55,7 +54,10 @@
  * every page of every block in their segments (eng_dd_claim).
  *
  * Memory: 12 x D bytes per page entry (res, next, prev), 4 per entry
- * (mark), 40 per block, 8 per table slot (two per block).
+ * (mark), 40 per block, 8 per table slot (two per block); per trip
+ * running at once a scratch (41 bytes a block of a batch, pinned) and, in
+ * plain mode, a block of device memory per block of a batch (1 MiB for
+ * 256 pages of 4 KiB: outside the tier's gpu_bytes); the estimate 320 KiB.
  */
 #include <stdio.h>
 
@@ -167,7 +169,7 @@ static void use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 	if (k->indexed)
 		tab_remove(d, b);
 	if (k->pins > 0)
-		return; /* a merge compares against it: its last unpin frees it */
+		return; /* a trip compares against it: its last unpin frees it */
 	if (slotted)
 		vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 	d->free_ids[d->nfree++] = b;
@@ -836,7 +838,7 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 			uint32_t b = vc_ls_key(c->gpu.ls, segs[i] * per + s);
 			if (b == VC_LS_DEAD)
 				continue;
-			if (d->blk[b].pins) { /* a merge reads it unlocked: no moving it now */
+			if (d->blk[b].pins) { /* a trip reads it unlocked: no moving it now */
 				ok = false;
 				break;
 			}
@@ -923,8 +925,8 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	for (uint32_t b = 0; b < d->nblocks; b++)
 		d->free_ids[b] = d->nblocks - 1 - b; /* 0 on top */
 	d->nfree = d->nblocks;
-	/* A merge's scratch: a demotion batch or a prefetch round of blocks.
-	 * One now, more as merges run at once (scratch_new). */
+	/* A trip's scratch: a demotion batch or a prefetch round of blocks.
+	 * One now, more as trips run at once (scratch_get). */
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
 	int r = eng_est_open(c);

@@ -77,8 +77,9 @@
  *                 for a pass over the pool; an extent takes no c->mu.
  *   batcher, device queue, backing store: their own locks, taken inside
  *                 c->mu or alone; none calls back into the engine.
- *   dedup merge  runs unlocked between three short holds of c->mu
- *                 (dedup.c): its pages BUSY, the stored blocks it compares
+ *   dedup trip   a trip down (eng_dd_down) runs unlocked between four
+ *                 short holds of c->mu (dedup.c): its pages BUSY, their
+ *                 slots reserved (dd.resv), the stored blocks it compares
  *                 against pinned (eng_blk.pins: not moved, evicted or
  *                 freed), re-checked under c->mu before sharing.
  * Order: c->mu, then the policy queue's lock, then the device's locks;
@@ -238,18 +239,18 @@ struct vc_gpu {
  * says more). With it on the log store's slots are blocks of page / D
  * bytes and its owners block ids; a GPU page is D uses, use u = page id *
  * D + j naming block res[u]. Everything here is under c->mu, but for the
- * fields set at open and the merge's unlocked phases (dedup.c), which
- * touch only their own scratch, their BUSY pages' moves and plaintext,
- * and blocks they pinned. */
+ * fields set at open and the trips' unlocked phases (dedup.c), which
+ * touch only their own scratch and staging, their BUSY pages' moves and
+ * plaintext, and blocks they pinned. */
 #define DD_NIL UINT32_MAX
 #define DD_DEGREE_MAX 8
 
 struct eng_blk {
-	struct vc_fp_digest fp; /* of its plaintext, once merged (indexed or not) */
+	struct vc_fp_digest fp; /* of its plaintext (indexed or not) */
 	uint64_t tweak;         /* cipher: its unit number, a serial never reused */
 	uint32_t refs;          /* its uses (on its list) */
 	uint32_t head;          /* its first use, DD_NIL: none */
-	/* Merges comparing against it unlocked: while > 0 it is neither
+	/* Trips comparing against it unlocked: while > 0 it is neither
 	 * moved nor evicted (eng_dd_claim refuses its segments) nor freed
 	 * (a block that loses its last use meanwhile dies at the last unpin). */
 	uint32_t pins;
@@ -277,9 +278,10 @@ struct eng_dedup {
 	 * placed (res[u] == DD_NIL) of a page counted in `pages`. */
 	uint64_t resv;
 	uint64_t tweak_next;
-	/* The merges' scratches, device-visible (host_alloc): block
+	/* The trips' scratches, device-visible (host_alloc): block
 	 * addresses, digests, pairs, results, and with encryption a plaintext
-	 * bounce; one per merge running, kept on a free list for the next. */
+	 * bounce, without it staging blocks in device memory; one per trip
+	 * running, kept on a free list for the next. */
 	struct dd_scratch *scr_free;
 	uint32_t scr_blocks;
 	struct dd_est *est; /* the data's factor, sampled (dedup_est.c) */
