@@ -24,7 +24,8 @@
  *   stays on, the sampled estimate near the data's factor.
  * - Hashes: the lanes hash (the default, computed in the moves),
  *   MurmurHash3 and MD5 (device jobs after the move).
- * - Refusals: a bad degree, a block below 512 B, a shrink of a dedup tier.
+ * - Refusals: a bad degree, a block below 512 B, a max factor above 64, a
+ *   shrink of a dedup tier.
  * Each with encryption off, XTS, and XTS with GMAC (the host-side fallback
  * of the fingerprints and compares); degrees 1, 4 and 8.
  */
@@ -59,7 +60,8 @@ static void make_file(uint64_t seed)
 	fclose(f);
 }
 
-static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mode)
+static vc_cache *open_cache_mode(int kind, int encrypt, uint32_t degree, int write_mode,
+				 int mode)
 {
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -71,7 +73,7 @@ static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mo
 	cfg.seg_bytes = 8 * PS;
 	cfg.write_mode = write_mode;
 	cfg.encrypt = encrypt;
-	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup = mode;
 	cfg.dedup_degree = degree;
 	vc_cache *c = NULL;
 	int e = vc_open(&cfg, &c);
@@ -82,6 +84,11 @@ static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mo
 	t_skip_if_absent(e, "dedup test");
 	CHECK_OK(e);
 	return c;
+}
+
+static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mode)
+{
+	return open_cache_mode(kind, encrypt, degree, write_mode, VC_DEDUP_ON);
 }
 
 static void read_all(vc_cache *c)
@@ -239,18 +246,7 @@ static void adaptive(int kind, bool repeat)
 		free(shadow);
 		shadow = t_read_file(path, (uint64_t)PAGES * PS);
 	}
-	struct vc_config cfg;
-	vc_config_init(&cfg);
-	cfg.backing_path = path;
-	cfg.device = kind;
-	cfg.host_bytes = 32 * PS;
-	cfg.gpu_bytes = 128 * PS;
-	cfg.seg_bytes = 8 * PS;
-	cfg.dedup = VC_DEDUP_ADAPTIVE;
-	vc_cache *c = NULL;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "dedup test");
-	CHECK_OK(e);
+	vc_cache *c = open_cache_mode(kind, VC_ENCRYPT_OFF, 4, VC_WRITE_BACK, VC_DEDUP_ADAPTIVE);
 	for (int k = 0; k < 3; k++) /* 3 x 512 pages x 4 blocks down: a decision */
 		read_all(c);
 	struct vc_stats st;
@@ -383,6 +379,10 @@ static void refusals(int kind)
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_algo = 9;
 	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup_algo = VC_DEDUP_LANES;
+	cfg.dedup_max_factor = 65;
+	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup_max_factor = 0;
 	/* The device jobs' hashes work as well. */
 	for (int algo = VC_DEDUP_MD5; algo <= VC_DEDUP_MURMUR3; algo++) {
 		cfg.dedup_algo = algo;
