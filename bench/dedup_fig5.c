@@ -528,7 +528,8 @@ int main(int argc, char **argv)
 	printf("pages, blocks, factor: the GPU tier at the end (logical pages, of at most %llu; "
 	       "blocks stored, of %llu; uses / blocks); est f, est u: the engine's sampled estimates; true f: the working "
 	       "set's factor at the end; on: adaptive switched on\n",
-	       (unsigned long long)(g.gpu * g.D), (unsigned long long)(g.gpu * g.D));
+	       (unsigned long long)(g.gpu * 8) /* dedup_max_factor's default */,
+	       (unsigned long long)(g.gpu * g.D));
 	printf("paper (text only): 5(a) DEDU(1) 5 %% above GRAM; data fit the buffer from f = 5; "
 	       "DEDU up to 81 %% below GRAM; 5(d) GRAM stable, crossover at 32-64 %% updates\n");
 	double cross[4] = { crossover(pts, n, g.lat_ms, g.threads, false),

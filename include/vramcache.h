@@ -176,10 +176,15 @@ struct vc_config {
 	 * when an equal block is already stored (fingerprint match, then a
 	 * byte compare), shared instead of stored again. Blocks (page size /
 	 * degree) must be 512 B to 4 KiB.
-	 * Not with vc_gpu_shrink/grow yet (-EOPNOTSUPP there). */
+	 * Not with vc_gpu_shrink/grow yet (-EOPNOTSUPP there).
+	 * dedup_max_factor bounds the logical pages the GPU tier may hold:
+	 * at most that many times its physical pages (1 to 64; 0: 8). Each
+	 * logical page costs a page entry in host memory (about 100 + 12 x
+	 * degree bytes), whether or not the data repeat that much. */
 	int dedup;
 	uint32_t dedup_degree;
 	int dedup_algo;
+	uint32_t dedup_max_factor;
 };
 
 /* vc_config.dedup. */
@@ -419,8 +424,9 @@ struct vc_stats {
 	uint64_t backing_read_bytes, backing_write_bytes;
 	uint64_t backing_wait_ns; /* time spent in backing store reads, writes and syncs */
 	uint64_t batches;         /* device batches submitted */
-	uint64_t batch_pages;     /* pages in them */
-	uint64_t batch_hist[VC_BATCH_HIST];
+	uint64_t batch_pages;     /* pages in them (with dedup: blocks moved / degree; a
+				     unique block going down moves twice: to staging, to its slot) */
+	uint64_t batch_hist[VC_BATCH_HIST]; /* moves per batch (with dedup, blocks) */
 	uint64_t batch_wait_ns;   /* time threads spent waiting for device batches */
 	uint64_t pages_cached[VC_TIER_COUNT]; /* occupancy now */
 	uint64_t pages_capacity[VC_TIER_COUNT];

@@ -17,9 +17,15 @@
  *   with bytes of other pages or random ones and reads them back; every
  *   read checked, then the whole file and, after a flush, the store
  *   (meant to run under TSan too: scripts/test's build-tsan).
+ * - Capacity: pages from a small pool, prefetched into a GPU tier a
+ *   quarter of the file: all held, exactly the distinct blocks stored, no
+ *   duplicate ever appended (capacity()).
+ * - Adaptive: a volume of unique pages switches off, one of repeated pages
+ *   stays on, the sampled estimate near the data's factor.
  * - Hashes: the lanes hash (the default, computed in the moves),
  *   MurmurHash3 and MD5 (device jobs after the move).
- * - Refusals: a bad degree, a block below 512 B, a shrink of a dedup tier.
+ * - Refusals: a bad degree, a block below 512 B, a max factor above 64, a
+ *   shrink of a dedup tier.
  * Each with encryption off, XTS, and XTS with GMAC (the host-side fallback
  * of the fingerprints and compares); degrees 1, 4 and 8.
  */
@@ -54,7 +60,8 @@ static void make_file(uint64_t seed)
 	fclose(f);
 }
 
-static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mode)
+static vc_cache *open_cache_mode(int kind, int encrypt, uint32_t degree, int write_mode,
+				 int mode)
 {
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -66,7 +73,7 @@ static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mo
 	cfg.seg_bytes = 8 * PS;
 	cfg.write_mode = write_mode;
 	cfg.encrypt = encrypt;
-	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup = mode;
 	cfg.dedup_degree = degree;
 	vc_cache *c = NULL;
 	int e = vc_open(&cfg, &c);
@@ -77,6 +84,11 @@ static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mo
 	t_skip_if_absent(e, "dedup test");
 	CHECK_OK(e);
 	return c;
+}
+
+static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mode)
+{
+	return open_cache_mode(kind, encrypt, degree, write_mode, VC_DEDUP_ON);
 }
 
 static void read_all(vc_cache *c)
@@ -167,6 +179,86 @@ static void run(int kind, int encrypt, uint32_t degree, bool collide)
 	CHECK(st.integrity_failures == 0);
 	CHECK_OK(vc_close(c));
 	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	unlink(path);
+	free(shadow);
+}
+
+/* --- capacity -------------------------------------------------------------- */
+
+/* Dedup must add capacity, never cost it: a file of PAGES pages, every one
+ * a copy of one of POOL random pages (POOL x D distinct blocks), prefetched
+ * into a GPU tier of GPU_PAGES pages (a quarter of the file): every page
+ * is held in the GPU tier (more logical pages than the tier's pages, at
+ * every degree, 1 included), the tier stores exactly the distinct blocks,
+ * and none was appended but those (the log's used segments are those the
+ * distinct blocks fill: a duplicate appended and orphaned would have used
+ * the whole log and made it evict or clean). Reads then hit the GPU tier
+ * and return the file's bytes. */
+static void capacity(int kind, int encrypt, uint32_t degree)
+{
+	make_file(0xca9 + degree);
+	for (unsigned i = 0; i < PAGES; i++) /* pool pages only */
+		memcpy(shadow + (uint64_t)i * PS, shadow + (uint64_t)(i % POOL) * PS, PS);
+	FILE *f = fopen(path, "r+b");
+	CHECK(f && fwrite(shadow, 1, (size_t)PAGES * PS, f) == (size_t)PAGES * PS);
+	fclose(f);
+	vc_cache *c = open_cache(kind, encrypt, degree, VC_WRITE_BACK);
+	CHECK_OK(vc_prefetch(c, 0, (uint64_t)PAGES * PS, VC_TIER_GPU));
+	struct vc_stats st;
+	char what[96];
+	snprintf(what, sizeof what, "%s capacity enc %d degree %u", vc_device_name(c), encrypt,
+		 degree);
+	stats(c, &st, what);
+	/* The data's factor, sampled by content: 512 locations a block over
+	 * 3 contents (171, 171, 170 copies). */
+	CHECK(st.dedup_est_factor > 0.99 * PAGES / POOL && st.dedup_est_factor < 1.01 * PAGES / POOL);
+	const uint64_t distinct = (uint64_t)POOL * degree, per_seg = 8u * degree;
+	CHECK(st.pages_capacity[VC_TIER_GPU] == 128);
+	CHECK(st.dedup_pages == PAGES && st.pages_cached[VC_TIER_GPU] == PAGES);
+	CHECK(st.dedup_blocks == distinct);
+	CHECK(st.gpu_segments - st.gpu_segments_free == (distinct + per_seg - 1) / per_seg);
+	CHECK(st.gpu_fragmentation == 0 && st.gpu_segments_evicted == 0 && st.gc_runs == 0);
+	CHECK(st.evictions[VC_TIER_GPU] == 0 && st.dedup_collisions == 0);
+	CHECK(st.dedup_hits == (uint64_t)PAGES * degree - distinct);
+	/* Moves counted in pages (D blocks): every block into staging, the
+	 * distinct ones on into their slots. (Encrypted, the compares' moves
+	 * up count too.) */
+	if (!encrypt)
+		CHECK(st.batch_pages == PAGES + POOL);
+	read_all(c);
+	stats(c, &st, what);
+	CHECK(st.misses == 0 && st.hits[VC_TIER_GPU] > 0 && st.integrity_failures == 0);
+	CHECK_OK(vc_close(c));
+	unlink(path);
+	free(shadow);
+}
+
+/* --- adaptive -------------------------------------------------------------- */
+
+/* VC_DEDUP_ADAPTIVE: a volume of unique pages switches off (its estimate
+ * of the data's factor is 1), one of repeated pages stays on (the
+ * estimate near the truth); either way every byte reads back right. */
+static void adaptive(int kind, bool repeat)
+{
+	make_file(0xada + repeat);
+	if (!repeat) { /* every page its own random bytes */
+		t_make_file(path, sizeof path, (uint64_t)PAGES * PS, 0xada);
+		free(shadow);
+		shadow = t_read_file(path, (uint64_t)PAGES * PS);
+	}
+	vc_cache *c = open_cache_mode(kind, VC_ENCRYPT_OFF, 4, VC_WRITE_BACK, VC_DEDUP_ADAPTIVE);
+	for (int k = 0; k < 3; k++) /* 3 x 512 pages x 4 blocks down: a decision */
+		read_all(c);
+	struct vc_stats st;
+	stats(c, &st, repeat ? "adaptive, repeated" : "adaptive, unique");
+	if (repeat) {
+		CHECK(st.dedup_volumes_on == 1 && st.dedup_switches == 0);
+		CHECK(st.dedup_est_factor > 3.5 && st.dedup_est_factor < 6.5); /* truth: 4.86 */
+	} else {
+		CHECK(st.dedup_volumes_on == 0 && st.dedup_switches == 1);
+		CHECK(st.dedup_est_factor < 1.01);
+	}
+	CHECK_OK(vc_close(c));
 	unlink(path);
 	free(shadow);
 }
@@ -287,6 +379,10 @@ static void refusals(int kind)
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_algo = 9;
 	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup_algo = VC_DEDUP_LANES;
+	cfg.dedup_max_factor = 65;
+	CHECK(vc_open(&cfg, &c) == -EINVAL);
+	cfg.dedup_max_factor = 0;
 	/* The device jobs' hashes work as well. */
 	for (int algo = VC_DEDUP_MD5; algo <= VC_DEDUP_MURMUR3; algo++) {
 		cfg.dedup_algo = algo;
@@ -313,6 +409,11 @@ int main(void)
 {
 	int kind = t_device_kind();
 	refusals(kind);
+	capacity(kind, VC_ENCRYPT_OFF, 4);
+	capacity(kind, VC_ENCRYPT_OFF, 1);
+	capacity(kind, VC_ENCRYPT_XTS, 8);
+	adaptive(kind, false);
+	adaptive(kind, true);
 	run(kind, VC_ENCRYPT_OFF, 4, false);
 	run(kind, VC_ENCRYPT_OFF, 4, true);
 	run(kind, VC_ENCRYPT_OFF, 8, true);

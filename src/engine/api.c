@@ -123,6 +123,8 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "dedup blocks of %u bytes (page %u / degree %u): must be %u B "
 				       "to %u KiB", ps / dd, ps, dd, VC_FP_BLOCK_MIN,
 			      VC_FP_BLOCK_MAX >> 10);
+	if (cfg->dedup_max_factor > 64)
+		return vc_err(-EINVAL, "dedup max factor %u: 1 to 64 (0: 8)", cfg->dedup_max_factor);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
 		return vc_err(-EINVAL, "unknown GC policy %d", cfg->gc_policy);
 	if (cfg->gc_segments == 0 || cfg->gc_segments > 64)
@@ -497,20 +499,21 @@ static void dd_stats(struct vc_cache *c, uint64_t blocks, struct vc_stats *st)
 	st->dedup_hits = d->hits;
 	st->dedup_collisions = d->collisions;
 	st->dedup_switches = d->switches;
-	/* The volumes' estimates, weighted by their windows' sampled blocks. */
-	double f = 0, u = 0, w = 0;
+	/* The data's factor (sampled by content over every volume: the
+	 * sharing between volumes counts) and the update ratio, the
+	 * volumes' mean. */
+	double u = 0;
+	uint32_t nv = 0;
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++) {
 		const struct vc_volume *v = c->vols[i];
 		if (!v)
 			continue;
 		st->dedup_volumes_on += v->dd_on || d->mode == VC_DEDUP_ON;
-		double wv = (double)v->dd_in + 1;
-		f += wv * v->dd_est_factor;
-		u += wv * v->dd_est_upd;
-		w += wv;
+		u += v->dd_est_upd;
+		nv++;
 	}
-	st->dedup_est_factor = w ? f / w : 1;
-	st->dedup_est_update_ratio = w ? u / w : 0;
+	st->dedup_est_factor = eng_est_factor(c);
+	st->dedup_est_update_ratio = nv ? u / nv : 0;
 }
 
 int vc_get_stats(vc_cache *c, struct vc_stats *out)
@@ -573,7 +576,9 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 			st.backing_wait_ns += vc_backing_wait_ns(c->vols[i]->bk);
 	eng_unlock(c);
 	st.batches = bs.batches;
-	st.batch_pages = bs.pages;
+	/* The batcher counts moves of its unit, a block with dedup: pages
+	 * are D of them. */
+	st.batch_pages = bs.pages * move_size(c) / c->page_size;
 	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
 	st.batch_wait_ns = bs.wait_ns;
 	st.gpu_chunks_released = atomic_load(&c->gpu.rs.chunks_released);

@@ -9,45 +9,44 @@
  * next[u] and prev[u], so a page leaves a block in O(1).
  *
  * Invariants (all under c->mu):
- *   - a block id is live iff refs > 0, and then it owns exactly one live
- *     slot of the log (where[id]); refs is the length of its use list
+ *   - a block id is live iff refs > 0 (or pinned after losing its last
+ *     use), and then it owns exactly one live slot of the log (where[id]);
+ *     refs is the length of its use list
  *   - a block's bytes never change while it is live: writes never touch
  *     GPU memory (a write to a GPU page promotes or drops it first), so a
  *     shared block is immutable and copy-on-write costs nothing
- *   - the fingerprint table names only live, merged blocks, one per
- *     fingerprint (the first stored); a block leaves it when it dies
+ *   - the fingerprint table names only live blocks whose bytes are in
+ *     their slots, one per fingerprint (the first placed); a block leaves
+ *     it when it dies
  *   - the tweak of a block (encryption) is a serial given out once per
  *     cache, never reused, so no two ciphertexts ever share one
- *   - logical GPU pages (dd.pages) stay at most page_cap, so the pool of
+ *   - logical GPU pages (dd.pages, resident or on their way down) stay at
+ *     most page_cap (dedup_max_factor x the tier's pages), so the pool of
  *     page entries (host pages + page_cap) always suffices
+ *   - a page counted in dd.pages has each use either linked (res[u] !=
+ *     DD_NIL) or holding one reserved slot: dd.resv is the number of the
+ *     latter, and eng_gpu_free = room - resv is what others may take
  *
- * Going down (demotion, GPU prefetch): eng_gpu_append gives each page D
- * fresh blocks (one log append for the batch), the batch moves down as D
- * moves a page, then eng_dd_merge, under c->mu:
- *   1. fingerprints the new blocks: on the device (vc_fp_run, SM-capped)
- *      from their slots; with encryption, which keeps plaintext out of GPU
- *      memory, on the host from the pages' plaintext (the fallback: the
- *      cipher kernels do not fingerprint on their way yet)
- *   2. looks each up in the table; a miss enters the table (so a later
- *      block of the same batch can match it)
- *   3. compares the bytes of every match: on the device (vc_cmp_run over
- *      the two slots); with encryption the stored block comes up through
- *      the decrypting move into a host bounce and is compared with the
- *      page's plaintext. Equal: the use moves to the stored block and the
- *      fresh one dies (its slot orphaned, for cleaning). Unequal: a
- *      collision, counted; the fresh block stays, unique and unindexed
- * Both device jobs run under c->mu (a launch and a wait each, tens of
- * microseconds on CUDA), which keeps the stored blocks from being freed,
- * cleaned or evicted meanwhile; the encrypted compare waits for a batch of
- * moves under it too. Cost per page: D table probes (O(1) expected), D
- * list links; per batch two device jobs.
+ * Going down (demotion batch, GPU prefetch round): eng_gpu_append only
+ * reserves D slots a page; eng_dd_down then (head comment there) moves the
+ * blocks chosen for dedup into staging in device memory, fingerprinting
+ * them on the way (VC_MOVE_FP; with encryption on the host from the
+ * plaintext, and they do not move yet), looks them up, compares the
+ * matches' bytes, shares what is equal, and only then gives the rest
+ * fresh blocks, appends their slots and places them (a device copy from
+ * staging, or the encrypting move). So a duplicate never takes a slot:
+ * capacity is what the distinct blocks need. The blocks not chosen
+ * (adaptive: volumes switched off, outside the sample) go straight to
+ * fresh slots, as before dedup. Cost per page chosen: D table probes
+ * (O(1) expected), D list links; per trip a compare job if anything
+ * matched and a copy job if anything was unique.
  *
  * Which pages: mode ON, all; ADAPTIVE, those of volumes whose dd_on is
- * set, plus, always, a spatial sample (SHARDS: page index hash below a
- * threshold, 1 in DD_SAMPLE), whose blocks in and blocks shared give the
- * volume's dedup factor estimate, and whose reads and writes give its
- * update ratio (eng_dd_note). Every DD_WINDOW sampled blocks the volume
- * switches with hysteresis (see dd_decide) and the window's counts halve.
+ * set, plus, always, a spatial sample (page index hash below a threshold,
+ * 1 in DD_SAMPLE), so that every volume feeds the factor estimate
+ * (dedup_est.c: the data's factor, sampled by content) and reads and
+ * writes of sampled pages give its update ratio (eng_dd_note). Every
+ * DD_WINDOW blocks fed the volume switches with hysteresis (dd_decide).
  *
  * Leaving (drop, promote, eviction): eng_gpu_release unlinks the page's D
  * uses; a block left with none dies. Cleaning moves a block once, and all
@@ -55,7 +54,10 @@
  * every page of every block in their segments (eng_dd_claim).
  *
  * Memory: 12 x D bytes per page entry (res, next, prev), 4 per entry
- * (mark), 40 per block, 8 per table slot (two per block).
+ * (mark), 40 per block, 8 per table slot (two per block); per trip
+ * running at once a scratch (41 bytes a block of a batch, pinned) and, in
+ * plain mode, a block of device memory per block of a batch (1 MiB for
+ * 256 pages of 4 KiB: outside the tier's gpu_bytes); the estimate 320 KiB.
  */
 #include <stdio.h>
 
@@ -65,7 +67,7 @@
 
 /* One page in DD_SAMPLE is sampled; a window is DD_WINDOW sampled blocks. */
 #define DD_SAMPLE 16
-#define DD_WINDOW 256
+#define DD_WINDOW 4096
 /* The adaptive switch (hysteresis): off below DD_OFF_FACTOR or above
  * DD_OFF_UPD, on again above DD_ON_FACTOR and below DD_ON_UPD. DEDU's
  * crossover is 32-64 % updates; ours is to be measured (docs/DEDUP.md). */
@@ -73,6 +75,11 @@
 #define DD_OFF_FACTOR 1.05
 #define DD_ON_UPD 0.35
 #define DD_OFF_UPD 0.50
+/* Logical GPU pages per physical page, at most (vc_config.dedup_max_factor
+ * 0): DEDU's figures reach factors of 10, and "the data fit" from 5 at a
+ * GPU buffer of 4/5 of the buffers; 8 covers that while costing twice the
+ * page entries that the former bound (D x the tier's pages) did at D = 4. */
+#define DD_MAX_FACTOR 8
 /* The fingerprint job's SM cap: a tenth of an H100's (issue 14's goal). */
 #define DD_MAX_SMS 13
 
@@ -162,43 +169,59 @@ static void use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 	if (k->indexed)
 		tab_remove(d, b);
 	if (k->pins > 0)
-		return; /* a merge compares against it: its last unpin frees it */
+		return; /* a trip compares against it: its last unpin frees it */
 	if (slotted)
 		vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 	d->free_ids[d->nfree++] = b;
+}
+
+/* Takes a free block id for a block about to be stored: fresh state, a
+ * new tweak. There is one: ids in use are at most the live slots (a
+ * pinned block that lost its last use keeps its slot), and a block is
+ * created only against a reserved slot, so nfree >= dd.resv. */
+static uint32_t blk_new(struct eng_dedup *d)
+{
+	uint32_t b = d->free_ids[--d->nfree];
+	d->blk[b] = (struct eng_blk){ .tweak = ++d->tweak_next, .head = DD_NIL };
+	return b;
+}
+
+/* Use u (a page going down, its slot reserved) now names block b. */
+static void use_place(struct eng_dedup *d, uint64_t u, uint32_t b)
+{
+	use_link(d, u, b);
+	d->resv--;
+}
+
+/* Undoes use_place of a fresh block whose append failed: it dies unslotted
+ * and u holds its reserved slot again. */
+static void use_unplace(struct vc_cache *c, uint64_t u)
+{
+	use_unlink(c, u, false);
+	c->dd.resv++;
 }
 
 int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
 {
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
-	const uint32_t m = n * eng_mpp(c);
-	if (eng_dd(c) && (d->nfree < m || d->pages + n > d->page_cap))
-		return -ENOSPC;
-	uint32_t *key = malloc((m ? m : 1) * 2 * sizeof *key);
+	if (eng_dd(c)) {
+		/* Nothing is appended yet: eng_dd_down appends only the blocks
+		 * that are not duplicates. The room is the caller's (made under
+		 * this hold), so the reservation holds it for them. */
+		if (d->pages + n > d->page_cap || eng_gpu_free(c) < (uint64_t)n * d->D)
+			return -ENOSPC;
+		d->pages += n;
+		d->resv += (uint64_t)n * d->D;
+		return 0;
+	}
+	uint32_t *key = malloc((n ? n : 1) * 2 * sizeof *key);
 	if (!key)
 		return vc_err(-ENOMEM, "out of memory");
-	uint32_t *g = key + m;
-	for (uint32_t i = 0; i < n; i++) {
-		if (!eng_dd(c)) {
-			key[i] = page_id(c, pages[i]);
-			continue;
-		}
-		for (uint32_t j = 0; j < d->D; j++) {
-			uint32_t b = d->free_ids[--d->nfree];
-			d->blk[b] = (struct eng_blk){ .tweak = ++d->tweak_next, .head = DD_NIL };
-			use_link(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
-			key[i * d->D + j] = b;
-		}
-	}
-	int r = vc_ls_append(c->gpu.ls, m, key, ++c->gpu.clock, g);
-	if (r < 0 && eng_dd(c)) {
-		for (uint32_t i = 0; i < n; i++)
-			for (uint32_t j = 0; j < d->D; j++)
-				use_unlink(c, (uint64_t)page_id(c, pages[i]) * d->D + j, false);
-	} else if (eng_dd(c)) {
-		d->pages += n;
-	}
+	uint32_t *g = key + n;
+	for (uint32_t i = 0; i < n; i++)
+		key[i] = page_id(c, pages[i]);
+	int r = vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g);
 	free(key);
 	return r < 0 ? -ENOSPC : 0;
 }
@@ -210,9 +233,15 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 		vc_ls_orphan(c->gpu.ls, gpu_slot(c, p));
 		return;
 	}
-	for (uint32_t j = 0; j < c->dd.D; j++)
-		use_unlink(c, (uint64_t)page_id(c, p) * c->dd.D + j, true);
-	c->dd.pages--;
+	struct eng_dedup *d = &c->dd;
+	for (uint32_t j = 0; j < d->D; j++) {
+		const uint64_t u = (uint64_t)page_id(c, p) * d->D + j;
+		if (d->res[u] == DD_NIL)
+			d->resv--; /* on its way down, not placed: its reserved slot */
+		else
+			use_unlink(c, u, true);
+	}
+	d->pages--;
 }
 
 uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t host, bool up,
@@ -230,21 +259,23 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 		uint64_t h = host + (uint64_t)j * d->bsize;
 		mv[j] = up ? eng_mv_up(c, g, h, p->pno) : eng_mv_down(c, h, g, p->pno);
 		mv[j].tweak = d->blk[b].tweak; /* the stored block's, not the page's */
-		if (!up && d->fp_move)
-			mv[j].op |= VC_MOVE_FP;
 	}
 	return d->D;
 }
 
-/* --- the merge --- */
+/* --- the way down --- */
 
-/* A merge's device-visible scratch for up to scr_blocks blocks (one
- * host_alloc): addresses (8 B a block), digests (16), pairs (16), results
- * (1), then with encryption the plaintext bounce (a block each). */
+/* A trip's scratch for up to scr_blocks selected blocks: device-visible
+ * host memory (one host_alloc) for addresses (8 B a block), digests (16),
+ * pairs (16), results (1), and with encryption a bounce for the stored
+ * blocks' plaintext (a block each); without encryption, staging blocks in
+ * device memory (mem_alloc, a block each), where the selected blocks land
+ * first. */
 struct dd_scratch {
 	struct dd_scratch *next; /* on d->scr_free */
 	void *mem;
 	uint64_t dev;
+	uint64_t stage; /* device memory (plain only), else 0 */
 };
 
 struct scratch {
@@ -256,6 +287,7 @@ struct scratch {
 	uint64_t eq_dev;
 	unsigned char *buf;
 	uint64_t buf_dev;
+	uint64_t stage;
 };
 
 static uint64_t scratch_len(const struct vc_cache *c)
@@ -274,19 +306,48 @@ static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scra
 				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
 				 .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
 				 .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
-				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf };
+				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
 }
 
-/* Unlocked: a new scratch (a merge found the free list empty: as many
- * exist as merges ever ran at once). NULL on failure. */
-static struct dd_scratch *scratch_new(struct vc_cache *c)
+static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
 {
-	struct dd_scratch *sc = calloc(1, sizeof *sc);
-	if (sc && c->gpu.dev->ops->host_alloc(c->gpu.dev, scratch_len(c), &sc->mem, &sc->dev) < 0) {
-		free(sc);
-		sc = NULL;
+	if (sc->stage)
+		c->gpu.dev->ops->mem_free(c->gpu.dev, sc->stage);
+	if (sc->mem)
+		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
+	free(sc);
+}
+
+/* Unlocked: a scratch off the free list, or a new one (as many exist as
+ * trips ever ran at once). NULL on failure: the trip goes without dedup. */
+static struct dd_scratch *scratch_get(struct vc_cache *c)
+{
+	struct eng_dedup *d = &c->dd;
+	eng_lock(c);
+	struct dd_scratch *sc = d->scr_free;
+	if (sc)
+		d->scr_free = sc->next;
+	eng_unlock(c);
+	if (sc)
+		return sc;
+	struct vc_device *dev = c->gpu.dev;
+	if (!(sc = calloc(1, sizeof *sc)))
+		return NULL;
+	if (dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
+	    (!c->gpu.cipher &&
+	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
+		scratch_free(c, sc);
+		return NULL;
 	}
 	return sc;
+}
+
+static void scratch_put(struct vc_cache *c, struct dd_scratch *sc)
+{
+	eng_lock(c);
+	sc->next = c->dd.scr_free;
+	c->dd.scr_free = sc;
+	eng_unlock(c);
 }
 
 static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
@@ -294,7 +355,7 @@ static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 	return vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 }
 
-/* Under c->mu: a merge is done comparing against block b. The last unpin
+/* Under c->mu: a trip is done comparing against block b. The last unpin
  * of a block that lost its last use meanwhile frees it (use_unlink left
  * that to us). */
 static void blk_unpin(struct vc_cache *c, uint32_t b)
@@ -306,17 +367,19 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
 	d->free_ids[d->nfree++] = b;
 }
 
-/* Every DD_WINDOW sampled blocks: the volume's estimates, and (adaptive)
- * its switch, with hysteresis; then the window's counts halve, so the
- * estimate follows change with a half-life of a window. */
+/* Every DD_WINDOW blocks of the volume fed to the estimate: its
+ * estimates, and (adaptive) its switch, with hysteresis; the update
+ * ratio's counts then halve, so it follows change with a half-life of a
+ * window. The factor is the data's (dedup_est.c), not the tier's: a volume
+ * switched off still feeds it (its sampled pages always, and every block
+ * where the moves fingerprint), so it can come back on. */
 static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 {
 	if (v->dd_in < DD_WINDOW)
 		return;
 	uint64_t rd = atomic_load_explicit(&v->dd_reads, memory_order_relaxed);
 	uint64_t wr = atomic_load_explicit(&v->dd_writes, memory_order_relaxed);
-	v->dd_est_factor = v->dd_in > v->dd_dup ? (double)v->dd_in / (double)(v->dd_in - v->dd_dup)
-						: (double)v->dd_in;
+	v->dd_est_factor = eng_est_factor_vol(c, v);
 	v->dd_est_upd = rd + wr ? (double)wr / (double)(rd + wr) : 0;
 	if (c->dd.mode == VC_DEDUP_ADAPTIVE) {
 		bool on = v->dd_on;
@@ -329,56 +392,128 @@ static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 			c->dd.switches++;
 		}
 	}
-	v->dd_in /= 2;
-	v->dd_dup /= 2;
+	v->dd_in = 0;
 	atomic_fetch_sub_explicit(&v->dd_reads, rd / 2, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
 }
 
-/* What one merge works on: the m blocks chosen, block k being block j =
- * sel[k] % D of page sel[k] / D (and move sel[k] of the caller's). */
-struct merge {
-	uint32_t m, np;
-	uint32_t *sel;
+/* Under c->mu: the trip's pages' blocks whose fingerprints are known
+ * (page i's block j has fp[i x D + j] where have[i]) to the estimate,
+ * then each volume's decision if due. */
+static void feed(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		 const struct vc_fp_digest *fp, const bool *have)
+{
+	const uint32_t D = c->dd.D;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; have[i] && j < D; j++)
+			eng_est_feed(c, pages[i]->pno, j, &fp[(size_t)i * D + j]);
+	for (uint32_t i = 0; i < n; i++)
+		if (have[i])
+			dd_decide(c, vol_of(c, pages[i]->pno));
+}
+
+/* One trip down (eng_dd_down). Of its n pages' n x D blocks, the m
+ * selected for dedup are block k = 0..m-1, block sel[k] % D of page
+ * sel[k] / D. */
+struct down {
+	uint32_t n, m, np, nu;
+	uint32_t *sel;           /* [m] */
 	struct vc_fp_digest *fp; /* [m] */
-	uint32_t *pk, *cand;     /* pair q: block pk[q] against stored block cand[q] */
-	bool *hit;               /* [m]: shared */
+	/* Pair q: block pk[q] against stored block cand[q], or, local[q],
+	 * against block cand[q] of this trip (its leader: the first of the
+	 * trip with that fingerprint that matched nothing stored). */
+	uint32_t *pk, *cand;
+	bool *local;
+	bool *lead; /* [m]: a leader (indexed once placed, if still first) */
+	bool *hit;  /* [m]: shares a block (stored or a leader's) */
+	uint32_t *blk;  /* [m]: the block its use names, once settled */
+	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
+	uint32_t lmask;
+	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
+	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; the direct moves' */
+	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
+	struct vc_move *mv;        /* [n x D], and their tickets */
+	struct vc_ticket *tk;
 	struct scratch s;
 };
 
-/* Unlocked: the fingerprints of the m blocks, into g->fp. From the moves
- * (VC_MOVE_FP; one whose digest can no longer be read is hashed here from
- * the plaintext), from the plaintext (encryption: no plaintext rests in
- * GPU memory, and the cipher kernels do not fingerprint), or by a device
- * job over the blocks' slots (MurmurHash3, MD5). 0 or the device's error. */
-static int fingerprint(struct vc_cache *c, struct merge *g, const unsigned char *const *plain,
-		       const struct vc_move *mv, const struct vc_ticket *tk)
+static void down_free(struct down *g)
+{
+	free(g->sel);
+	free(g->fp);
+	free(g->ltab);
+	free(g->mv);
+	free(g->tk);
+	free(g->local);
+	free(g->pfp);
+}
+
+/* Room for a trip of cap = n x D blocks; false on memory failure. */
+static bool down_alloc(struct down *g, uint32_t cap)
+{
+	uint32_t lt = 2;
+	while (lt < 2 * cap)
+		lt <<= 1;
+	g->lmask = lt - 1;
+	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
+	g->fp = malloc((size_t)cap * sizeof *g->fp);
+	g->ltab = calloc(lt, sizeof *g->ltab);
+	g->mv = malloc((size_t)cap * sizeof *g->mv);
+	g->tk = malloc((size_t)cap * sizeof *g->tk);
+	g->local = calloc((size_t)cap * 5, sizeof *g->local);
+	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
+	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
+		down_free(g);
+		return false;
+	}
+	g->pk = g->sel + cap;
+	g->cand = g->pk + cap;
+	g->blk = g->cand + cap;
+	g->key = g->blk + cap;
+	g->slot = g->key + cap;
+	g->uk = g->slot + cap;
+	g->lead = g->local + cap;
+	g->hit = g->lead + cap;
+	g->ok = g->hit + cap;
+	g->have = g->ok + cap;
+	g->dfp = g->pfp + cap;
+	return true;
+}
+
+static uint64_t use_of(const struct vc_cache *c, const struct down *g,
+		       struct vc_page *const *pages, uint32_t k)
+{
+	return (uint64_t)page_id(c, pages[g->sel[k] / c->dd.D]) * c->dd.D + g->sel[k] % c->dd.D;
+}
+
+static const unsigned char *plain_of(const struct eng_dedup *d, const struct down *g,
+				     const unsigned char *const *plain, uint32_t k)
+{
+	return plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize;
+}
+
+/* Unlocked: the fingerprints of the m selected blocks, into g->fp. From
+ * their moves into staging (VC_MOVE_FP, tickets tk[k]; one whose digest
+ * can no longer be read is hashed here from the plaintext), from the
+ * plaintext (encryption: no plaintext rests in GPU memory, and the cipher
+ * kernels do not fingerprint), or by a device job over the staging blocks
+ * (MurmurHash3, MD5). 0 or the device's error. */
+static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+		       const struct vc_ticket *tk)
 {
 	const struct eng_dedup *d = &c->dd;
-	bool *ok = NULL;
-	if (d->fp_move) {
-		struct vc_ticket *t = malloc((size_t)g->m * sizeof *t);
-		ok = malloc(g->m);
-		if (t && ok) {
-			for (uint32_t k = 0; k < g->m; k++)
-				t[k] = tk[g->sel[k]];
-			vc_batcher_fp_n(c->gpu.bat, t, g->m, g->fp, ok);
-		} else {
-			free(ok);
-			ok = NULL; /* every block hashed here */
-		}
-		free(t);
-	}
 	if (d->fp_move || c->gpu.cipher) {
-		for (uint32_t k = 0; k < g->m; k++)
+		bool *ok = d->fp_move ? malloc(g->m) : NULL;
+		if (ok)
+			vc_batcher_fp_n(c->gpu.bat, tk, g->m, g->fp, ok);
+		for (uint32_t k = 0; k < g->m; k++) /* without ok: every block hashed here */
 			if (!ok || !ok[k])
-				vc_fp_block(d->algo, plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize,
-					    d->bsize, &g->fp[k]);
+				vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
 		free(ok);
 		return 0;
 	}
 	for (uint32_t k = 0; k < g->m; k++)
-		g->s.addr[k] = mv[g->sel[k]].dst; /* the fresh block's slot: ours (BUSY pages) */
+		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
 	struct vc_fp_job job = { .blocks_dev = g->s.addr_dev, .out_dev = g->s.fp_dev, .n = g->m,
 				 .block_size = d->bsize, .algo = d->algo, .max_sms = d->max_sms };
 	int r = vc_fp_run(c->gpu.dev, &job);
@@ -387,12 +522,51 @@ static int fingerprint(struct vc_cache *c, struct merge *g, const unsigned char 
 	return r;
 }
 
-/* Unlocked: compares the np pairs (g->s.pair, set under c->mu, the stored
- * blocks pinned): g->s.eq[q]. One device job for the batch; with
- * encryption the stored blocks come up decrypted into the bounce (one
- * batch of moves) and are compared with the pages' plaintext on the host.
- * 0 or the device's error (then nothing is shared). */
-static int compare(struct vc_cache *c, struct merge *g, const unsigned char *const *plain)
+/* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
+ * fingerprint the table names pairs with that stored block, pinned (its
+ * slot's address, or with encryption its tweak and slot, noted for the
+ * unlocked compare); else with an earlier block of this trip that has it
+ * (the trip's own table); else it leads. Nothing enters the fingerprint
+ * table here: a leader is indexed once its bytes are in place. */
+static void lookup(struct vc_cache *c, struct down *g)
+{
+	struct eng_dedup *d = &c->dd;
+	if (d->fp_same)
+		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
+	g->np = 0;
+	for (uint32_t k = 0; k < g->m; k++) {
+		uint32_t o = tab_find(d, &g->fp[k]);
+		if (o != DD_NIL) {
+			d->blk[o].pins++;
+			g->local[g->np] = false;
+			g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak
+							     : g->s.stage + (uint64_t)k * d->bsize;
+			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
+		} else {
+			uint32_t i = tab_home(d, &g->fp[k]) & g->lmask;
+			while (g->ltab[i] && memcmp(&g->fp[g->ltab[i] - 1], &g->fp[k], sizeof g->fp[k]))
+				i = (i + 1) & g->lmask;
+			if (!g->ltab[i]) {
+				g->ltab[i] = k + 1;
+				g->lead[k] = true;
+				continue;
+			}
+			o = g->ltab[i] - 1;
+			g->local[g->np] = true;
+			g->s.pair[2 * g->np] = g->s.stage + (uint64_t)k * d->bsize;
+			g->s.pair[2 * g->np + 1] = g->s.stage + (uint64_t)o * d->bsize;
+		}
+		g->pk[g->np] = k;
+		g->cand[g->np++] = o;
+	}
+}
+
+/* Unlocked: compares the np pairs into g->s.eq[q]. Without encryption one
+ * device job over the staging blocks and the stored ones. With it, the
+ * stored blocks come up decrypted into the bounce (one batch of moves)
+ * and are compared with the plaintext on the host, as are the pairs
+ * within the trip. 0 or the device's error (then nothing is shared). */
+static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain)
 {
 	const struct eng_dedup *d = &c->dd;
 	const struct scratch *s = &g->s;
@@ -401,158 +575,237 @@ static int compare(struct vc_cache *c, struct merge *g, const unsigned char *con
 					  .len = d->bsize };
 		return vc_cmp_run(c->gpu.dev, &job);
 	}
-	struct vc_move *mv = malloc((size_t)g->np * sizeof *mv);
-	struct vc_ticket *tk = malloc((size_t)g->np * sizeof *tk);
-	int r = mv && tk ? 0 : vc_err(-ENOMEM, "out of memory");
-	for (uint32_t q = 0; r == 0 && q < g->np; q++) /* pair[2q + 1]: the stored block's slot */
-		mv[q] = (struct vc_move){ .src = s->pair[2 * q + 1],
-					  .dst = s->buf_dev + (uint64_t)q * d->bsize,
-					  .op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
-					  .tweak = s->pair[2 * q] }; /* the stored block's tweak */
-	if (r == 0)
-		r = vc_batcher_add_n(c->gpu.bat, mv, g->np, tk);
-	if (r == 0)
-		r = vc_batcher_wait_n(c->gpu.bat, tk, g->np);
+	uint32_t nm = 0;
+	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
+		if (!g->local[q])
+			g->mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
+							.dst = s->buf_dev + (uint64_t)q * d->bsize,
+							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
+							.tweak = s->pair[2 * q] };
+	int r = nm ? vc_batcher_add_n(c->gpu.bat, g->mv, nm, g->tk) : 0;
+	if (r == 0 && nm)
+		r = vc_batcher_wait_n(c->gpu.bat, g->tk, nm);
 	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
-		const uint32_t b = g->sel[g->pk[q]];
-		s->eq[q] = memcmp(plain[b / d->D] + (b % d->D) * d->bsize,
-				  s->buf + (uint64_t)q * d->bsize, d->bsize) == 0;
+		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
+						     : s->buf + (uint64_t)q * d->bsize;
+		s->eq[q] = memcmp(plain_of(d, g, plain, g->pk[q]), o, d->bsize) == 0;
 	}
-	free(mv);
-	free(tk);
 	return r;
 }
 
-/* Under c->mu: the table's verdict on the m fingerprinted blocks. A miss
- * enters the table (so a later block, of this batch or another, can
- * match it); a match becomes a pair to compare, its stored block pinned
- * and its slot's address (and, encrypted, its tweak) noted for the
- * unlocked compare. */
-static void lookup(struct vc_cache *c, struct merge *g, struct vc_page *const *pages,
-		   const struct vc_move *mv)
+/* Under c->mu: settles the selected blocks' uses. A pair that compared
+ * equal shares (a stored block only if it still has a use: it may have
+ * lost its last while we compared); every other block gets a fresh block
+ * and one slot, appended together, and a move that places it (from
+ * staging, or encrypting from the plaintext) into *nmv moves g->mv.
+ * Unpins, counts. 0, or -ENOSPC if the append failed (the reservation
+ * makes that impossible; the caller releases the trip's pages). */
+static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const unsigned char *const *plain, const uint64_t *src, int rc, uint32_t *nmv)
 {
-	struct eng_dedup *d = &c->dd;
-	if (d->fp_same)
-		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	g->np = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint32_t b = d->res[(uint64_t)page_id(c, pages[i]) * d->D + j];
-		d->blk[b].fp = g->fp[k];
-		uint32_t o = tab_find(d, &g->fp[k]);
-		if (o == DD_NIL) {
-			tab_insert(d, b);
-			continue;
-		}
-		d->blk[o].pins++;
-		g->pk[g->np] = k;
-		g->cand[g->np] = o;
-		g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak : mv[g->sel[k]].dst;
-		g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
-		g->np++;
-	}
-}
-
-/* Under c->mu: shares what compared equal, if the stored block still
- * lives (it may have lost its last use while we compared: then the fresh
- * block stays, unique), unpins, and counts. */
-static void link_equal(struct vc_cache *c, struct merge *g, struct vc_page *const *pages, int r)
-{
+	(void)plain;
 	struct eng_dedup *d = &c->dd;
 	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q], o = g->cand[q];
-		const uint64_t u = (uint64_t)page_id(c, pages[g->sel[k] / d->D]) * d->D + g->sel[k] % d->D;
-		if (r == 0 && !g->s.eq[q]) {
-			d->collisions++;
-		} else if (r == 0 && d->blk[o].refs > 0) {
-			use_unlink(c, u, true); /* the fresh block dies: its slot is for cleaning */
-			use_link(d, u, o);
-			d->hits++;
-			g->hit[k] = true;
-		}
-		blk_unpin(c, o);
+		bool eq = rc == 0 && g->s.eq[q];
+		d->collisions += rc == 0 && !eq;
+		g->hit[g->pk[q]] = eq && (g->local[q] || d->blk[g->cand[q]].refs > 0);
 	}
-	d->blocks_in += g->m;
-	/* The sample's counts, per volume (pages of several may mix). */
+	g->nu = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
-		struct vc_page *p = pages[g->sel[k] / d->D];
-		if (!sampled(p->pno))
+		if (g->hit[k])
 			continue;
-		struct vc_volume *v = vol_of(c, p->pno);
-		v->dd_in++;
-		v->dd_dup += g->hit[k];
-		if (g->sel[k] % d->D == d->D - 1)
-			dd_decide(c, v);
+		uint32_t b = blk_new(d);
+		d->blk[b].fp = g->fp[k];
+		use_place(d, use_of(c, g, pages, k), b);
+		g->blk[k] = b;
+		g->key[g->nu] = b;
+		g->uk[g->nu++] = k;
 	}
+	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
+	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
+		use_unplace(c, use_of(c, g, pages, g->uk[t]));
+	for (uint32_t q = 0; q < g->np; q++) {
+		const uint32_t k = g->pk[q];
+		if (r == 0 && g->hit[k]) {
+			uint32_t b = g->local[q] ? g->blk[g->cand[q]] : g->cand[q];
+			use_place(d, use_of(c, g, pages, k), b);
+			g->blk[k] = b;
+			d->hits++;
+		}
+		if (!g->local[q])
+			blk_unpin(c, g->cand[q]);
+	}
+	if (r < 0)
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
+	for (uint32_t t = 0; t < g->nu; t++) {
+		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
+		if (c->gpu.cipher) {
+			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
+			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
+		} else {
+			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
+						     .dst = dst, .op = VC_MOVE_COPY };
+		}
+	}
+	*nmv = g->nu;
+	d->blocks_in += g->m;
+	return 0;
 }
 
-/* The merge in three short holds of c->mu, the device work between them
- * unlocked:
- *   lock    which pages (mode, volume switch, sample), a scratch
- *   unlocked  fingerprints (fingerprint())
- *   lock    table lookups and inserts, stored blocks pinned (lookup())
- *   unlocked  one compare job for the batch's matches (compare())
- *   lock    links, unpins, counts (link_equal())
- * What the unlocked phases read cannot change under them: the batch's
- * pages are BUSY (nobody else moves, drops, cleans or evicts their fresh
- * blocks, whose slots are the moves' destinations), and a pinned stored
- * block is not moved, evicted or freed. What can change is whether the
- * stored block still has a use; link_equal checks it. */
-void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		  const unsigned char *const *plain, const struct vc_move *mv,
-		  const struct vc_ticket *tk)
+/* Under c->mu: the trip's pages not selected for dedup (sel marks the
+ * selected) get fresh blocks, appended together, and their moves straight
+ * into them (g->mv from 0); then the selected blocks' moves into staging,
+ * with the fingerprint when the moves compute it (not with encryption:
+ * those are fingerprinted on the host and never move unless unique).
+ * *nmv: the moves, direct ones first. 0 or -ENOSPC (see settle). */
+static int direct(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const uint64_t *src, const bool *selp, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
-	if (!eng_dd(c) || n == 0)
-		return;
-	const uint32_t cap = n * d->D < d->scr_blocks ? n * d->D : d->scr_blocks;
-	struct merge g = { .sel = malloc((size_t)cap * 3 * sizeof *g.sel),
-			   .fp = malloc((size_t)cap * sizeof *g.fp),
-			   .hit = calloc(cap, sizeof *g.hit) };
-	if (!g.sel || !g.fp || !g.hit)
-		goto out; /* the blocks stay unique: correct, unshared */
-	g.pk = g.sel + cap;
-	g.cand = g.pk + cap;
+	uint32_t nk = 0, nm = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t j = 0; !selp[i] && j < d->D; j++) {
+			uint32_t b = blk_new(d);
+			use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
+			g->key[nk++] = b;
+		}
+	if (nk && vc_ls_append(c->gpu.ls, nk, g->key, ++c->gpu.clock, g->slot) < 0) {
+		for (uint32_t i = 0; i < g->n; i++)
+			for (uint32_t j = 0; !selp[i] && j < d->D; j++)
+				use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		if (!selp[i])
+			nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
+	for (uint32_t t = 0; d->fp_move && t < nm; t++)
+		g->mv[t].op |= VC_MOVE_FP; /* for the estimate: free in the move */
+	for (uint32_t k = 0; !c->gpu.cipher && k < g->m; k++) {
+		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
+						.dst = g->s.stage + (uint64_t)k * d->bsize,
+						.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
+	}
+	*nmv = nm;
+	return 0;
+}
+
+/* Unlocked, after the first moves: the fingerprints known by page
+ * (g->pfp, g->have): the selected blocks', and the direct moves' (the
+ * first ndirect, D a page in page order) where they carry VC_MOVE_FP.
+ * Returns the pages known. */
+static uint32_t collect(struct vc_cache *c, struct down *g, const bool *selp, uint32_t ndirect)
+{
+	const struct eng_dedup *d = &c->dd;
+	for (uint32_t k = 0; k < g->m; k++)
+		g->pfp[g->sel[k]] = g->fp[k];
+	if (d->fp_move && ndirect)
+		vc_batcher_fp_n(c->gpu.bat, g->tk, ndirect, g->dfp, g->ok);
+	uint32_t t = 0, known = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		g->have[i] = selp[i];
+		if (!selp[i] && d->fp_move) {
+			g->have[i] = true;
+			for (uint32_t j = 0; j < d->D; j++, t++) {
+				g->pfp[(size_t)i * d->D + j] = g->dfp[t];
+				g->have[i] = g->have[i] && g->ok[t];
+			}
+		}
+		known += g->have[i];
+	}
+	return known;
+}
+
+static int move_all(struct vc_cache *c, struct down *g, uint32_t n)
+{
+	int r = n ? vc_batcher_add_n(c->gpu.bat, g->mv, n, g->tk) : 0;
+	return r == 0 && n ? vc_batcher_wait_n(c->gpu.bat, g->tk, n) : r;
+}
+
+/* The trip down, in four short holds of c->mu with the device work
+ * between them unlocked:
+ *   lock      which pages (mode, volume switch, sample); the others'
+ *             blocks appended (direct())
+ *   unlocked  the direct moves, and the selected blocks into staging,
+ *             fingerprinting on their way; fingerprints (fingerprint())
+ *   lock      lookups, stored blocks pinned (lookup())
+ *   unlocked  one compare job for the pairs (compare())
+ *   lock      shares, fresh blocks for the rest appended, unpins, counts
+ *             (settle())
+ *   unlocked  the fresh blocks placed: staging to slot, or encrypting
+ *   lock      the placed leaders enter the fingerprint table
+ * What the unlocked phases read cannot change under them: the trip's
+ * pages are BUSY (nobody else moves, drops, cleans or evicts their
+ * blocks), a pinned stored block is not moved, evicted or freed, and the
+ * staging blocks are the trip's. What can change is whether a stored
+ * block still has a use; settle checks it. A block enters the table
+ * only after its bytes are in its slot, so every compare reads a placed
+ * block. */
+int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		const unsigned char *const *plain, const uint64_t *src)
+{
+	struct eng_dedup *d = &c->dd;
+	if (n == 0)
+		return 0;
+	struct down g = { .n = n };
+	bool *selp = calloc(n, sizeof *selp);
+	if (!selp || !down_alloc(&g, n * d->D)) {
+		free(selp);
+		return vc_err(-ENOMEM, "out of memory");
+	}
+	struct dd_scratch *sc = scratch_get(c);
+	if (sc)
+		g.s = scratch_of(d, sc);
+	uint32_t nmv = 0;
 	eng_lock(c);
-	for (uint32_t i = 0; i < n && g.m + d->D <= cap; i++) {
-		struct vc_volume *v = vol_of(c, pages[i]->pno);
-		if (d->mode != VC_DEDUP_ON && !v->dd_on && !sampled(pages[i]->pno))
+	for (uint32_t i = 0; sc && i < n && g.m + d->D <= d->scr_blocks; i++) {
+		if (d->mode != VC_DEDUP_ON && !vol_of(c, pages[i]->pno)->dd_on &&
+		    !sampled(pages[i]->pno))
 			continue;
+		selp[i] = true;
 		for (uint32_t j = 0; j < d->D; j++)
 			g.sel[g.m++] = i * d->D + j;
 	}
-	struct dd_scratch *sc = d->scr_free;
-	if (sc)
-		d->scr_free = sc->next;
+	int r = direct(c, &g, pages, src, selp, &nmv);
 	eng_unlock(c);
-	if (g.m == 0 || (!sc && !(sc = scratch_new(c))))
-		goto out_scratch;
-	g.s = scratch_of(d, sc);
-	if (fingerprint(c, &g, plain, mv, tk) < 0)
-		goto out_scratch;
-	eng_lock(c);
-	lookup(c, &g, pages, mv);
-	eng_unlock(c);
-	int r = g.np ? compare(c, &g, plain) : 0;
-	eng_lock(c);
-	link_equal(c, &g, pages, r);
-	if (g.np)
-		eng_wake(c); /* claims that met a pin wait for it */
-	sc->next = d->scr_free;
-	d->scr_free = sc;
-	sc = NULL;
-	eng_unlock(c);
-out_scratch:
-	if (sc) {
+	const uint32_t ndirect = nmv - (c->gpu.cipher ? 0 : g.m);
+	if (r == 0)
+		r = move_all(c, &g, nmv);
+	if (r == 0 && g.m)
+		r = fingerprint(c, &g, plain, g.tk + ndirect);
+	/* What the estimate learns: every selected block, and where the
+	 * moves fingerprint, the direct ones. */
+	uint32_t nfed = r == 0 ? collect(c, &g, selp, ndirect) : 0;
+	if (nfed && !g.m) {
 		eng_lock(c);
-		sc->next = d->scr_free;
-		d->scr_free = sc;
+		feed(c, n, pages, g.pfp, g.have);
 		eng_unlock(c);
 	}
-out:
-	free(g.sel);
-	free(g.fp);
-	free(g.hit);
+	if (r == 0 && g.m) {
+		eng_lock(c);
+		feed(c, n, pages, g.pfp, g.have);
+		lookup(c, &g);
+		eng_unlock(c);
+		int rc = g.np ? compare(c, &g, plain) : 0;
+		eng_lock(c);
+		r = settle(c, &g, pages, plain, src, rc, &nmv);
+		if (g.np)
+			eng_wake(c); /* claims that met a pin wait for it */
+		eng_unlock(c);
+		if (r == 0)
+			r = move_all(c, &g, nmv);
+		eng_lock(c);
+		for (uint32_t k = 0; r == 0 && k < g.m; k++)
+			if (g.lead[k] && !g.hit[k] && tab_find(d, &g.fp[k]) == DD_NIL)
+				tab_insert(d, g.blk[k]);
+		eng_unlock(c);
+	}
+	if (sc)
+		scratch_put(c, sc);
+	down_free(&g);
+	free(selp);
+	return r;
 }
 
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write)
@@ -585,7 +838,7 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 			uint32_t b = vc_ls_key(c->gpu.ls, segs[i] * per + s);
 			if (b == VC_LS_DEAD)
 				continue;
-			if (d->blk[b].pins) { /* a merge reads it unlocked: no moving it now */
+			if (d->blk[b].pins) { /* a trip reads it unlocked: no moving it now */
 				ok = false;
 				break;
 			}
@@ -640,8 +893,20 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES && !c->gpu.cipher;
 	d->max_sms = DD_MAX_SMS;
 	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
-	d->page_cap = d->nblocks;
+	/* Logical pages: up to max_factor x the tier's pages, so the tier
+	 * can hold as many pages as the data's repetition allows up to that
+	 * bound; the page entries are allocated for it up front (the pool
+	 * cannot grow: lock-free readers hold pointers into it). */
+	const uint64_t factor = cfg->dedup_max_factor ? cfg->dedup_max_factor : DD_MAX_FACTOR;
+	d->page_cap = d->nblocks / d->D * factor;
+	if (d->page_cap == 0)
+		d->page_cap = 1;
 	const uint64_t npool = host_pages + d->page_cap, nuse = npool * d->D;
+	if (nuse >= UINT32_MAX)
+		return vc_err(-EINVAL, "dedup: %llu page entries of %u blocks each (host pages + %llu "
+				       "x the GPU tier's pages): at most 2^32 - 2 block uses; lower "
+				       "dedup_max_factor or the tiers", (unsigned long long)npool,
+			      d->D, (unsigned long long)factor);
 	uint64_t tab = 2;
 	while (tab < 2ull * d->nblocks)
 		tab <<= 1;
@@ -660,12 +925,17 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	for (uint32_t b = 0; b < d->nblocks; b++)
 		d->free_ids[b] = d->nblocks - 1 - b; /* 0 on top */
 	d->nfree = d->nblocks;
-	/* A merge's scratch: a demotion batch or a prefetch round of blocks.
-	 * One now, more as merges run at once (scratch_new). */
+	/* A trip's scratch: a demotion batch or a prefetch round of blocks.
+	 * One now, more as trips run at once (scratch_get). */
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
-	if (!(d->scr_free = scratch_new(c)))
-		return vc_err(-ENOMEM, "out of pinned memory for the dedup scratch");
+	int r = eng_est_open(c);
+	if (r < 0)
+		return r;
+	struct dd_scratch *sc = scratch_get(c);
+	if (!sc)
+		return vc_err(-ENOMEM, "out of pinned or device memory for the dedup scratch");
+	d->scr_free = sc;
 	return 0;
 }
 
@@ -675,9 +945,9 @@ void eng_dd_close(struct vc_cache *c)
 	while (d->scr_free) {
 		struct dd_scratch *sc = d->scr_free;
 		d->scr_free = sc->next;
-		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
-		free(sc);
+		scratch_free(c, sc);
 	}
+	eng_est_close(c);
 	free(d->blk);
 	free(d->free_ids);
 	free(d->res);

@@ -77,8 +77,9 @@
  *                 for a pass over the pool; an extent takes no c->mu.
  *   batcher, device queue, backing store: their own locks, taken inside
  *                 c->mu or alone; none calls back into the engine.
- *   dedup merge  runs unlocked between three short holds of c->mu
- *                 (dedup.c): its pages BUSY, the stored blocks it compares
+ *   dedup trip   a trip down (eng_dd_down) runs unlocked between four
+ *                 short holds of c->mu (dedup.c): its pages BUSY, their
+ *                 slots reserved (dd.resv), the stored blocks it compares
  *                 against pinned (eng_blk.pins: not moved, evicted or
  *                 freed), re-checked under c->mu before sharing.
  * Order: c->mu, then the policy queue's lock, then the device's locks;
@@ -163,8 +164,8 @@ struct vc_volume {
 	 * counted without the lock (atomics); the rest under c->mu. */
 	bool dd_on;
 	_Atomic uint64_t dd_reads, dd_writes;
-	uint64_t dd_in, dd_dup;          /* sampled blocks in, of those shared */
-	double dd_est_factor, dd_est_upd; /* the last window's estimates */
+	uint64_t dd_in;                   /* blocks fed to the estimate since its last decision */
+	double dd_est_factor, dd_est_upd; /* the last decision's estimates */
 };
 
 /* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
@@ -238,18 +239,18 @@ struct vc_gpu {
  * says more). With it on the log store's slots are blocks of page / D
  * bytes and its owners block ids; a GPU page is D uses, use u = page id *
  * D + j naming block res[u]. Everything here is under c->mu, but for the
- * fields set at open and the merge's unlocked phases (dedup.c), which
- * touch only their own scratch, their BUSY pages' moves and plaintext,
- * and blocks they pinned. */
+ * fields set at open and the trips' unlocked phases (dedup.c), which
+ * touch only their own scratch and staging, their BUSY pages' moves and
+ * plaintext, and blocks they pinned. */
 #define DD_NIL UINT32_MAX
 #define DD_DEGREE_MAX 8
 
 struct eng_blk {
-	struct vc_fp_digest fp; /* of its plaintext, once merged (indexed or not) */
+	struct vc_fp_digest fp; /* of its plaintext (indexed or not) */
 	uint64_t tweak;         /* cipher: its unit number, a serial never reused */
 	uint32_t refs;          /* its uses (on its list) */
 	uint32_t head;          /* its first use, DD_NIL: none */
-	/* Merges comparing against it unlocked: while > 0 it is neither
+	/* Trips comparing against it unlocked: while > 0 it is neither
 	 * moved nor evicted (eng_dd_claim refuses its segments) nor freed
 	 * (a block that loses its last use meanwhile dies at the last unpin). */
 	uint32_t pins;
@@ -257,6 +258,7 @@ struct eng_blk {
 };
 
 struct dd_scratch;
+struct dd_est;
 
 struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
@@ -272,12 +274,17 @@ struct eng_dedup {
 	uint32_t tab_mask;
 	uint32_t *mark, mark_gen; /* per page id: claimed by the current walk (eng_dd_claim) */
 	uint64_t pages, page_cap; /* logical GPU pages (resident or going down), their bound */
+	/* Log slots promised to pages on their way down: one per use not yet
+	 * placed (res[u] == DD_NIL) of a page counted in `pages`. */
+	uint64_t resv;
 	uint64_t tweak_next;
-	/* The merges' scratches, device-visible (host_alloc): block
+	/* The trips' scratches, device-visible (host_alloc): block
 	 * addresses, digests, pairs, results, and with encryption a plaintext
-	 * bounce; one per merge running, kept on a free list for the next. */
+	 * bounce, without it staging blocks in device memory; one per trip
+	 * running, kept on a free list for the next. */
 	struct dd_scratch *scr_free;
 	uint32_t scr_blocks;
+	struct dd_est *est; /* the data's factor, sampled (dedup_est.c) */
 	uint64_t blocks_in, hits, collisions, switches;
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 };
@@ -512,6 +519,15 @@ static inline uint32_t eng_mpp(const struct vc_cache *c)
 	return eng_dd(c) ? c->dd.D : 1;
 }
 
+/* Free slots at the GPU log's head that nobody has promised: with dedup,
+ * the pages on their way down hold dd.resv of them (eng_gpu_append)
+ * until their blocks are placed. Under c->mu. */
+static inline uint64_t eng_gpu_free(const struct vc_cache *c)
+{
+	uint64_t r = vc_ls_room(c->gpu.ls);
+	return r > c->dd.resv ? r - c->dd.resv : 0;
+}
+
 /* The slot of a GPU page's first block (its page's own slot without
  * dedup): where the tail eviction looks for its segment. */
 static inline uint32_t gpu_slot0(const struct vc_cache *c, const struct vc_page *p)
@@ -735,24 +751,37 @@ void eng_integ_drop_unlocked(struct vc_cache *c, struct vc_page *p, uint64_t pno
 int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_pages);
 void eng_dd_close(struct vc_cache *c);
 /* Under c->mu: reserves GPU residence at the log's head for n pages (BUSY,
- * not yet GPU): their slots, or with dedup D fresh blocks each. 0, or
- * -ENOSPC with nothing reserved. */
+ * not yet GPU): their slots appended; with dedup, n logical pages and
+ * n x D slots promised (dd.resv), which eng_dd_down turns into blocks.
+ * The caller made the room under this hold. 0, or -ENOSPC with nothing
+ * reserved. */
 int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages);
 /* Under c->mu: page p leaves the GPU tier (or never reached it): its
  * slot is orphaned, or with dedup its uses released (a block left with
- * none is freed and its slot orphaned). */
+ * none is freed and its slot orphaned) and its unplaced uses' reserved
+ * slots given back. */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
-/* Unlocked (takes c->mu three times, briefly), after the move down of
- * pages[0..n) (BUSY, from eng_gpu_append) completed: fingerprints their
- * blocks, and points each block equal to a stored one (fingerprint match,
- * then bytes compared) at that one. plain[i]: page i's plaintext in host
- * memory, unchanged meanwhile; mv and tk: the D moves a page that brought
- * them down (eng_mv_page's, in page order) and their tickets, for the
- * fingerprints the moves computed. No-op without dedup. Never fails: a
- * failed fingerprint or compare leaves the blocks unique. */
-void eng_dd_merge(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		  const unsigned char *const *plain, const struct vc_move *mv,
-		  const struct vc_ticket *tk);
+/* Unlocked (takes c->mu four times, briefly): pages[0..n) (BUSY, reserved
+ * by eng_gpu_append, sealed if integrity is on) go down with dedup from
+ * their plaintext: plain[i] in host memory, at device-visible address
+ * src[i], unchanged meanwhile. A block equal to a stored one (fingerprint
+ * match, then bytes compared) or to an earlier one of the trip shares it
+ * and takes no slot; the others get fresh blocks and slots. 0, or -errno
+ * (the device's, -ENOMEM): then the caller releases every page
+ * (eng_gpu_release), whatever part of it was placed. */
+int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		const unsigned char *const *plain, const uint64_t *src);
+/* --- dedup_est.c: the data's dedup factor, sampled by content --- */
+int eng_est_open(struct vc_cache *c);
+void eng_est_close(struct vc_cache *c);
+/* Under c->mu: block j of page pno holds content fp now (a block going
+ * down); counts towards the volume's next decision (dd_in). */
+void eng_est_feed(struct vc_cache *c, uint64_t pno, uint32_t j, const struct vc_fp_digest *fp);
+/* Under c->mu: sampled locations / distinct contents, all volumes (1:
+ * nothing sampled yet); and the same with volume v's locations, each
+ * counting 1 / (locations of its content) physical. */
+double eng_est_factor(const struct vc_cache *c);
+double eng_est_factor_vol(const struct vc_cache *c, const struct vc_volume *v);
 /* Unlocked: counts an access to page pno of v for the sampled update
  * ratio (a hash test, one atomic add for sampled pages). */
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write);

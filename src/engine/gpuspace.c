@@ -163,8 +163,8 @@ bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct
 }
 
 /* One cleaning step: up to gc_segments segments chosen by the policy, if
- * cleaning them frees space and none of their pages is in flight (else
- * -EAGAIN). Runs under c->mu: the pause is one device job over those
+ * cleaning them frees space (else -EAGAIN) and none of their pages is in
+ * flight (else -EBUSY). Runs under c->mu: the pause is one device job over those
  * segments' live pages, plus the check that none is in flight. */
 static int gc_step_locked(struct vc_cache *c)
 {
@@ -184,7 +184,7 @@ static int gc_step_locked(struct vc_cache *c)
 	if (eng_dd(c) ? !eng_dd_claim(c, n, segs, &held, &nheld)
 		      : !eng_segs_claim(c, n, segs, held, &nheld)) {
 		vc_ls_unpick(c->gpu.ls, n, segs);
-		return -EAGAIN;
+		return -EBUSY; /* a page in flight: cleaning them will gain once it settles */
 	}
 	int r = vc_ls_clean(c->gpu.ls, n, segs);
 	if (r == -ENOSPC) {
@@ -228,14 +228,25 @@ static int gc_step(struct vc_cache *c)
 	return r;
 }
 
+/* With dedup, a tail eviction drops every page that uses a block of the
+ * segment (a shared block's many), where cleaning keeps them all. While
+ * dead slots are at least this share of the used ones, a cleaning step
+ * that meets a page in flight waits for it (the caller sleeps and tries
+ * again) instead of evicting: half, where cleaning a segment frees at
+ * least as much as it moves. */
+#define DD_CLEAN_FIRST 0.5
+
 /* Frees GPU log space once: a cleaning step when the log is fragmented
  * past gc_fragmentation and cleaning gains, else the tail segment's
  * eviction. -EAGAIN: nothing can be freed now. */
 static int reclaim(struct vc_cache *c, uint64_t *evicted)
 {
-	if (c->gpu.gc_policy != VC_GC_OFF && vc_ls_fragmentation(c->gpu.ls) >= c->gpu.gc_frag) {
+	const double frag = vc_ls_fragmentation(c->gpu.ls);
+	if (c->gpu.gc_policy != VC_GC_OFF && frag >= c->gpu.gc_frag) {
 		int r = gc_step(c);
-		if (r != -EAGAIN)
+		if (r == -EBUSY && eng_dd(c) && frag >= DD_CLEAN_FIRST)
+			return -EAGAIN;
+		if (r != -EAGAIN && r != -EBUSY)
 			return r;
 	}
 	return evict_tail(c, evicted);
@@ -264,14 +275,21 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 		if (r < 0 && r != -EAGAIN)
 			return r;
 	}
-	/* With dedup: need pages of D fresh blocks, and page entries. */
+	/* With dedup: need pages of D slots each beyond those promised to
+	 * pages on their way down (a duplicate gives its slot back), and
+	 * page entries. */
 	const uint64_t slots = (uint64_t)need * eng_mpp(c);
-	while (vc_ls_room(c->gpu.ls) < slots ||
+	while (eng_gpu_free(c) < slots ||
 	       (eng_dd(c) && c->dd.pages + need > c->dd.page_cap)) {
 		if (vc_ls_capacity(c->gpu.ls) < slots)
 			return -ENOSPC; /* shrunk below it: nothing to wait for */
 		uint64_t ev = 0;
-		int r = reclaim(c, &ev);
+		/* Short only of slots promised to trips down in flight (dedup):
+		 * those give back every slot a duplicate does not take, and wake
+		 * us; evicting now would drop pages for room that is coming. */
+		bool promised = eng_dd(c) && vc_ls_room(c->gpu.ls) >= slots &&
+				c->dd.pages + need <= c->dd.page_cap;
+		int r = promised ? -EAGAIN : reclaim(c, &ev);
 		if (r == -EAGAIN) {
 			if (holding)
 				return r;

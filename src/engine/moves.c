@@ -160,7 +160,7 @@ static int demote_batch(struct vc_cache *c)
 		return r;
 	struct vc_page *v[DEMOTE_BATCH_MAX];
 	uint32_t key[DEMOTE_BATCH_MAX];
-	uint64_t room = vc_ls_room(c->gpu.ls) / eng_mpp(c);
+	uint64_t room = eng_gpu_free(c) / eng_mpp(c);
 	if (eng_dd(c) && room > c->dd.page_cap - c->dd.pages)
 		room = c->dd.page_cap - c->dd.pages;
 	struct victims vs = { c, v, key, 0 };
@@ -179,11 +179,15 @@ static int demote_batch(struct vc_cache *c)
 			st_clear(c, v[--n], VC_ST_BUSY);
 		return -EAGAIN;
 	}
-	/* GPU residence recorded, tier still HOST: its data is the host slot's. */
+	/* GPU residence recorded (with dedup: reserved), tier still HOST:
+	 * its data is the host slot's. */
 	const unsigned char *plain[DEMOTE_BATCH_MAX];
+	uint64_t src[DEMOTE_BATCH_MAX];
 	for (uint32_t i = 0; i < n; i++) {
 		pol_remove(c, v[i]);
-		eng_mv_page(c, v[i], slot_addr(c, v[i]), false, mv + (size_t)i * mpp);
+		src[i] = slot_addr(c, v[i]);
+		if (!eng_dd(c))
+			eng_mv_page(c, v[i], src[i], false, mv + (size_t)i * mpp);
 		plain[i] = host_data(c, v[i]);
 	}
 	c->demoters++;
@@ -192,12 +196,12 @@ static int demote_batch(struct vc_cache *c)
 	r = 0;
 	for (uint32_t i = 0; eng_integ(c) && r == 0 && i < n; i++)
 		r = eng_seal(c, v[i], host_data(c, v[i]));
-	if (r == 0)
+	if (r == 0 && eng_dd(c)) /* unlocked, before the host slots go */
+		r = eng_dd_down(c, n, v, plain, src);
+	else if (r == 0)
 		r = vc_batcher_add_n(c->gpu.bat, mv, n * mpp, tk);
-	if (r == 0)
+	if (r == 0 && !eng_dd(c))
 		r = vc_batcher_wait_n(c->gpu.bat, tk, n * mpp);
-	if (r == 0) /* unlocked, before the host slots go */
-		eng_dd_merge(c, n, v, plain, mv, tk);
 	free(mv);
 	free(tk);
 	eng_lock(c);

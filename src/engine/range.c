@@ -68,6 +68,37 @@ int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 	return r;
 }
 
+/* With dedup: the round's pages that arrived go down from the staging
+ * pages, duplicates taking no slot (eng_dd_down); sealed first. On
+ * failure every such page's result is the error (the caller drops it). */
+static int prefetch_dd_down(struct vc_cache *c, struct bulk *b)
+{
+	struct vc_page **pg = malloc(b->n * sizeof *pg);
+	const unsigned char **pl = malloc(b->n * sizeof *pl);
+	uint64_t *src = malloc(b->n * sizeof *src);
+	uint32_t k = 0;
+	int r = pg && pl && src ? 0 : vc_err(-ENOMEM, "out of memory");
+	for (unsigned i = 0; r == 0 && i < b->n; i++) {
+		if (b->bios[i].result < 0)
+			continue;
+		pg[k] = b->jobs[i].p;
+		pl[k] = vc_tier_host(c->gpu.stage_bulk, b->jobs[i].stage);
+		src[k] = vc_tier_addr(c->gpu.stage_bulk, b->jobs[i].stage);
+		if (eng_integ(c))
+			r = eng_seal(c, pg[k], pl[k]);
+		k++;
+	}
+	if (r == 0)
+		r = eng_dd_down(c, k, pg, pl, src);
+	for (unsigned i = 0; r < 0 && i < b->n; i++)
+		if (b->bios[i].result >= 0)
+			b->bios[i].result = r;
+	free(pg);
+	free(pl);
+	free(src);
+	return r;
+}
+
 /* Loads uncached pages [*pno, p1] straight into the GPU tier, up to one
  * batch at a time, through the bulk staging pages. */
 static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
@@ -135,25 +166,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 	eng_unlock(c);
 
 	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
-	int dev_r = eng_bulk_move(c, &b, false);
-	if (eng_dd(c) && dev_r == 0 && b.n) {
-		/* Dedup of the round's pages that arrived, while their
-		 * plaintext is still in the staging pages (unlocked). Their
-		 * moves are b.moves in this order: eng_bulk_move moved those
-		 * whose read succeeded. */
-		struct vc_page **pg = malloc(b.n * sizeof *pg);
-		const unsigned char **pl = malloc(b.n * sizeof *pl);
-		uint32_t k = 0;
-		for (unsigned i = 0; pg && pl && i < b.n; i++)
-			if (b.bios[i].result >= 0) {
-				pg[k] = b.jobs[i].p;
-				pl[k++] = vc_tier_host(c->gpu.stage_bulk, b.jobs[i].stage);
-			}
-		/* k = 0 without memory: left unshared */
-		eng_dd_merge(c, k, pg, pl, b.moves, b.tickets);
-		free(pg);
-		free(pl);
-	}
+	int dev_r = eng_dd(c) ? prefetch_dd_down(c, &b) : eng_bulk_move(c, &b, false);
 	eng_lock(c);
 	for (unsigned i = 0; i < b.n; i++) {
 		struct vc_page *p = b.jobs[i].p;
