@@ -391,6 +391,10 @@ void fs_ops_data(struct fuse_lowlevel_ops *ops);
 /* The identity of a regular file that may be open (setattr's truncate),
  * and an fd of it for calls that need one. */
 struct fs *fs_of(fuse_req_t req);
+/* An object just made by request req (in directory pfd, as name; or fd,
+ * an fd of it) becomes the caller's, as the kernel would make it: we make
+ * it as root. The group stays where the directory is setgid. */
+void fs_own_new(fuse_req_t req, int pfd, int fd, const char *name);
 /* Reply helpers: the entry for an object just created or looked up. */
 int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 		    struct fuse_entry_param *e);

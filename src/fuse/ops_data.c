@@ -129,9 +129,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(req, -pfd);
 		return;
 	}
-	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_APPEND,
-			mode);
+	/* Made here (O_EXCL) or there already (the kernel's negative entry
+	 * was stale): only a file we made becomes the caller's. */
+	const int flags = (fi->flags | O_NOFOLLOW | O_CLOEXEC) & ~(O_APPEND | O_CREAT | O_EXCL);
+	bool made = true;
+	int fd = openat(pfd, name, flags | O_CREAT | O_EXCL, mode);
+	if (fd < 0 && errno == EEXIST && !(fi->flags & O_EXCL)) {
+		made = false;
+		fd = openat(pfd, name, flags);
+	}
 	int err = errno;
+	if (made && fd >= 0)
+		fs_own_new(req, pfd, fd, name);
 	fs_inode_put(fs, p);
 	if (fd < 0) {
 		fuse_reply_err(req, err);

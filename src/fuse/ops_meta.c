@@ -270,15 +270,35 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 }
 
-/* Objects made in directory p: one call on p's fd (its error: < 0), then
- * the new entry. */
-static void reply_made(fuse_req_t req, struct fs_inode *p, const char *name, int r)
+void fs_own_new(fuse_req_t req, int pfd, int fd, const char *name)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat pst;
+	if (c->uid == geteuid() && c->gid == getegid())
+		return;
+	/* In a setgid directory the group is the directory's, as SRC made it. */
+	gid_t gid = fstat(pfd, &pst) == 0 && (pst.st_mode & S_ISGID) ? (gid_t)-1 : c->gid;
+	/* Best effort: where SRC refuses (no chown there), the object is the
+	 * mount's, as on any file system that ignores owners. */
+	if (fd >= 0)
+		(void)!fchown(fd, c->uid, gid);
+	else
+		(void)!fchownat(pfd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Names made in directory p (pfd): one call on pfd (its error: < 0),
+ * then the owner of a new object (own; a link's stays), then the entry. */
+static void reply_made(fuse_req_t req, struct fs_inode *p, int pfd, const char *name, int r,
+		       bool own)
 {
 	struct fs *fs = fs_of(req); /* req is gone once answered */
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, errno);
-	else
+	} else {
+		if (own)
+			fs_own_new(req, pfd, -1, name);
 		reply_entry(req, p, name);
+	}
 	fs_inode_put(fs, p);
 }
 
@@ -287,7 +307,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct fs_inode *p = in_of(req, parent);
 	int fd = fd_or_reply(req, p);
 	if (fd >= 0)
-		reply_made(req, p, name, mknodat(fd, name, mode, rdev));
+		reply_made(req, p, fd, name, mknodat(fd, name, mode, rdev), true);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -295,7 +315,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct fs_inode *p = in_of(req, parent);
 	int fd = fd_or_reply(req, p);
 	if (fd >= 0)
-		reply_made(req, p, name, mkdirat(fd, name, mode));
+		reply_made(req, p, fd, name, mkdirat(fd, name, mode), true);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -303,7 +323,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct fs_inode *p = in_of(req, parent);
 	int fd = fd_or_reply(req, p);
 	if (fd >= 0)
-		reply_made(req, p, name, symlinkat(link, fd, name));
+		reply_made(req, p, fd, name, symlinkat(link, fd, name), true);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
@@ -315,7 +335,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 		return;
 	int pfd = fd_or_reply(req, p);
 	if (pfd >= 0)
-		reply_made(req, p, name, linkat(fd, "", pfd, name, AT_EMPTY_PATH));
+		reply_made(req, p, pfd, name, linkat(fd, "", pfd, name, AT_EMPTY_PATH), false);
 	fs_inode_put(fs, in);
 }
 
