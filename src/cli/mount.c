@@ -50,6 +50,13 @@ static void mount_usage(FILE *f)
 	      "                         at least 4096)\n"
 	      "  --max-fds N            fds of SRC's files kept open (default: half the\n"
 	      "                         fd limit, at most 65536); more are reopened\n"
+	      "  --max-path-fds N       idle fds of SRC's files and directories that the\n"
+	      "                         kernel knows kept open (default: a quarter of\n"
+	      "                         the fd limit, at most 65536); more are reopened\n"
+	      "                         by their file handles\n"
+	      "  --no-file-handles      do not use file handles: every file and directory\n"
+	      "                         the kernel knows holds an fd (as where SRC's file\n"
+	      "                         system gives no handles)\n"
 	      "  --slots-per-volume N   files a cache volume holds (default: as many as\n"
 	      "                         its page numbers allow; fewer: a test knob)\n"
 	      "  --threads N            FUSE worker threads at most (default 16)\n"
@@ -63,7 +70,7 @@ static void mount_usage(FILE *f)
 }
 
 enum { O_HOST = 0x100, O_GPU, O_DEV, O_WB, O_RO, O_REVAL, O_ATTR, O_KCACHE, O_RA, O_MAXF,
-       O_THR, O_OTHER, O_LAT, O_PID, O_PASS, O_MAXFD, O_SLOTS };
+       O_THR, O_OTHER, O_LAT, O_PID, O_PASS, O_MAXFD, O_SLOTS, O_MAXPFD, O_NOFH };
 
 int cmd_mount(int argc, char **argv)
 {
@@ -85,6 +92,8 @@ int cmd_mount(int argc, char **argv)
 		{ "passthrough", no_argument, 0, O_PASS },
 		{ "max-fds", required_argument, 0, O_MAXFD },
 		{ "slots-per-volume", required_argument, 0, O_SLOTS },
+		{ "max-path-fds", required_argument, 0, O_MAXPFD },
+		{ "no-file-handles", no_argument, 0, O_NOFH },
 		{ "foreground", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -93,8 +102,8 @@ int cmd_mount(int argc, char **argv)
 		struct vc_config cfg;
 		int revalidate_ms;
 		double attr_timeout;
-		bool kernel_cache, readonly, allow_other, foreground, passthrough;
-		unsigned max_files, max_fds, slots_per_volume, threads;
+		bool kernel_cache, readonly, allow_other, foreground, passthrough, no_handles;
+		unsigned max_files, max_fds, max_path_fds, slots_per_volume, threads;
 		uint64_t readahead;
 		const char *pidfile;
 	} o = { .revalidate_ms = -1, .attr_timeout = 1.0, .threads = 16,
@@ -151,6 +160,12 @@ int cmd_mount(int argc, char **argv)
 				goto bad;
 			o.max_fds = (unsigned)u;
 			break;
+		case O_MAXPFD:
+			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 24))
+				goto bad;
+			o.max_path_fds = (unsigned)u;
+			break;
+		case O_NOFH: o.no_handles = true; break;
 		case O_SLOTS:
 			if (cli_u64(optarg, &u) || u < 1 || u > (1u << 20))
 				goto bad;
@@ -199,6 +214,7 @@ int cmd_mount(int argc, char **argv)
 				   .passthrough = o.passthrough,
 				   .allow_other = o.allow_other, .foreground = o.foreground,
 				   .max_files = o.max_files, .max_fds = o.max_fds,
+				   .max_path_fds = o.max_path_fds, .no_handles = o.no_handles,
 				   .slots_per_volume = o.slots_per_volume, .threads = o.threads,
 				   .readahead = o.readahead, .pidfile = o.pidfile };
 	return vc_fuse_main(&fo);

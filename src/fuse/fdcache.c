@@ -107,7 +107,7 @@ static void adopt(struct fs *fs, struct fs_ident *id, int fd)
 static int get_locked(struct fs *fs, struct fs_ident *id)
 {
 	if (id->fd < 0) {
-		int fd = fs_inode_reopen(fs, id->dev, id->ino, id->ro ? O_RDONLY : O_RDWR);
+		int fd = fs_inode_reopen(fs, &id->key, id->ro ? O_RDONLY : O_RDWR);
 		if (fd < 0)
 			return fd;
 		adopt(fs, id, fd);

@@ -7,8 +7,10 @@
  * each file exports, grouped by the file that owns them.
  *
  * Files (src/fuse/):
- *   inode.c     the inode table: one O_PATH fd into SRC per inode the
- *               kernel knows, by (dev, ino), with its lookup count
+ *   inode.c     the inode table: each inode the kernel knows by its key
+ *               (dev, ino, file handle), its lookup count, and an O_PATH
+ *               fd into SRC while in use or recently used (reopened by
+ *               its handle: the fds held do not grow with the tree)
  *   ident.c     cache identities: one per regular file (dev, ino) opened,
  *               with a slot for its pages, kept after its last close in an
  *               LRU of idle identities, revalidated on open (close-to-open)
@@ -33,10 +35,11 @@
  * kept up to max_files (a few hundred bytes each, no fd); past that the
  * least recently closed idle one goes (its pages dropped). Its fd is the
  * fd cache's to open and close (fdcache.c). Files never opened cost
- * nothing: no identity, no fd beyond the inode's O_PATH one.
+ * nothing: no identity, and no fd once the inode's O_PATH one is closed.
  *
  * Lock rules.
- *   fs->ino_mu   the inode table (hash chains, lookup counts). Leaf.
+ *   fs->ino_mu   the inode table (hash chains, lookup counts, the
+ *                inodes' fds, users and fd LRU). Leaf.
  *   fs->id_mu    the identity table: the hash, the LRU, refs, the slots
  *                (slots.c); also serializes every vc_volume_open (the
  *                engine's rule: not concurrent with each other). Nobody
@@ -90,6 +93,8 @@ struct vc_fuse_opts {
 	bool foreground;
 	unsigned max_files;   /* identities kept (with their cached pages) at most */
 	unsigned max_fds;     /* fds of files kept open (fdcache.c), beyond those in use */
+	unsigned max_path_fds; /* idle O_PATH fds of inodes kept (inode.c) */
+	bool no_handles;      /* never use file handles (every inode holds its fd) */
 	unsigned slots_per_volume; /* 0, or fewer slots a files volume (tests: many volumes) */
 	unsigned threads;     /* FUSE worker threads at most */
 	uint64_t readahead;   /* bytes prefetched ahead of a sequential stream; 0: off */
@@ -102,13 +107,35 @@ struct vc_fuse_opts {
 int vc_fuse_main(const struct vc_fuse_opts *o);
 
 /* --- inode.c --- */
-struct fs_inode {
-	int fd; /* O_PATH | O_NOFOLLOW into SRC; never followed out of it */
+/* A file's key in SRC: (dev, ino) and, where SRC gives file handles, its
+ * handle (name_to_handle_at), which names the inode's generation too: a
+ * file deleted in SRC and another created with its inode number have
+ * other keys. fh_len 0: no handle (SRC gives none, or the object is on
+ * another mount under SRC). fh points to the owner's bytes. */
+#define FS_FH_MAX 128 /* MAX_HANDLE_SZ */
+struct fs_key {
 	dev_t dev;
 	ino_t ino;
+	int fh_type;
+	unsigned fh_len;
+	unsigned char *fh;
+};
+/* A key with room for its handle (on the stack). */
+struct fs_keybuf {
+	struct fs_key k;
+	unsigned char b[FS_FH_MAX];
+};
+
+struct fs_inode {
+	/* O_PATH | O_NOFOLLOW into SRC, never followed out of it; -1 when
+	 * closed (only with a handle to reopen it). Under ino_mu. */
+	int fd;
+	unsigned users;   /* calls and open handles using fd (ino_mu) */
+	struct fs_key key; /* its handle's bytes follow the struct */
 	mode_t type;      /* S_IFMT bits */
 	uint64_t nlookup; /* the kernel's references (under ino_mu) */
 	struct fs_inode *next;
+	struct fs_inode *fprev, *fnext; /* the LRU of idle fds (ino_mu) */
 };
 
 /* A stream table (readahead.c): the last few sequential readers. */
@@ -128,12 +155,12 @@ struct fs_ra {
  * behind our back means the cached pages may be stale. */
 struct fs_seen {
 	uint64_t size;
-	struct timespec mtime, ctime;
+	struct timespec mtime, ctime, btime; /* btime: 0 where SRC keeps none */
+	uint32_t gen; /* FS_IOC_GETVERSION where SRC has it, else 0 */
 };
 
 struct fs_ident {
-	dev_t dev;
-	ino_t ino;
+	struct fs_key key; /* its handle's bytes follow the struct */
 	/* The fd cache's (fd_mu): the file itself, O_RDWR (or O_RDONLY: ro),
 	 * or -1 (reopened on demand); calls using it now; the fd LRU. */
 	int fd;
@@ -167,6 +194,7 @@ struct fs_ident {
 /* An open file (fi->fh). */
 struct fs_handle {
 	struct fs_ident *id;
+	struct fs_inode *in; /* its fd held open (fs_inode_fd) until release */
 	_Atomic bool wrote; /* concurrent writes on one handle set it */
 	struct fs_ra ra; /* one slot: this handle's stream */
 };
@@ -207,6 +235,12 @@ struct fs {
 	struct fs_inode root;
 	struct fs_inode **ino_hash;
 	size_t ino_nbuckets, ino_count;
+	bool handles;   /* SRC gives file handles that open again */
+	int mount_fd;   /* SRC's root, for open_by_handle_at */
+	int mount_id;   /* SRC's mount (name_to_handle_at's) */
+	struct fs_inode *ino_lru_head, *ino_lru_tail; /* idle fds, most recent first */
+	unsigned ino_fds, ino_idle_fds; /* fds held by inodes; of them idle (ino_mu) */
+	_Atomic uint64_t ino_fd_opens, ino_fd_closes;
 
 	pthread_mutex_t id_mu;
 	struct fs_ident **id_hash;
@@ -244,19 +278,29 @@ struct fs {
 };
 
 /* --- inode.c --- */
-int fs_inode_init(struct fs *fs, const char *src);
+/* handles: use file handles where SRC gives them (else, or where it does
+ * not, every inode holds its fd; said on stderr). */
+int fs_inode_init(struct fs *fs, const char *src, bool handles);
 void fs_inode_fini(struct fs *fs);
 struct fs_inode *fs_inode(struct fs *fs, fuse_ino_t ino);
-/* The inode of fd (O_PATH, ours now) with attributes st: found (fd is
- * closed) or added; one lookup counted. NULL: out of memory (fd closed). */
-struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct stat *st);
+bool fs_key_eq(const struct fs_key *a, const struct fs_key *b);
+/* The key of the object of fd (any fd of it) with attributes st. */
+void fs_key_of(struct fs *fs, int fd, const struct stat *st, struct fs_keybuf *kb);
+/* The inode of fd (O_PATH, ours now) with key k: found (fd kept if it had
+ * none, else closed) or added; one lookup counted. NULL: out of memory
+ * (fd closed). */
+struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k, mode_t type);
 void fs_inode_forget(struct fs *fs, struct fs_inode *in, uint64_t n);
-/* "/proc/self/fd/N"-relative name of an inode's fd, for calls that take
- * no fd (relative to fs->proc_fd). */
-void fs_inode_name(const struct fs_inode *in, char buf[16]);
-/* A new fd (flags: O_RDONLY or O_RDWR) of the known inode (dev, ino):
- * -ESTALE when the kernel does not know it now, else openat's. */
-int fs_inode_reopen(struct fs *fs, dev_t dev, ino_t ino, int flags);
+/* in's O_PATH fd, reopened by its handle if it was closed, held open
+ * until fs_inode_put; or -errno (-ESTALE: the object is gone from SRC). */
+int fs_inode_fd(struct fs *fs, struct fs_inode *in);
+void fs_inode_put(struct fs *fs, struct fs_inode *in);
+/* "/proc/self/fd/N"-relative name of fd, for calls that take no fd
+ * (relative to fs->proc_fd). */
+void fs_fd_name(int fd, char buf[16]);
+/* A new fd (flags: O_RDONLY or O_RDWR) of the object of key k: through a
+ * known inode's fd, else by k's handle; -ESTALE when neither is there. */
+int fs_inode_reopen(struct fs *fs, const struct fs_key *k, int flags);
 
 /* --- slots.c (under id_mu) --- */
 void fs_slots_init(struct fs *fs);
@@ -302,15 +346,15 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 /* Drops a reference; the last one parks the identity in the LRU (or frees
  * it: unlinked, or no volume). */
 void fs_ident_put(struct fs *fs, struct fs_ident *id);
-/* The identity of (dev, ino) if there is one, referenced; else NULL with
+/* The identity of key k if there is one, referenced; else NULL with
  * fs->id_mu HELD, so that the caller can change the file in SRC before
  * any identity of it appears (then fs_ident_unlock_table). */
-struct fs_ident *fs_ident_find_or_lock(struct fs *fs, dev_t dev, ino_t ino);
+struct fs_ident *fs_ident_find_or_lock(struct fs *fs, const struct fs_key *k);
 void fs_ident_unlock_table(struct fs *fs);
-/* SRC's file (dev, ino) lost a name: if that was its last one and the
+/* SRC's file k lost a name: if that was its last one and the
  * identity is idle, it is freed (dirty pages discarded) now, else at its
  * last put. */
-void fs_ident_unlinked(struct fs *fs, dev_t dev, ino_t ino);
+void fs_ident_unlinked(struct fs *fs, const struct fs_key *k);
 /* With id->lk held exclusive: compares SRC's file with id->seen and, if
  * it changed, drops every cached page (written back first if dirty) and
  * takes the new size. 1 changed, 0 not, -errno. */
@@ -347,6 +391,10 @@ void fs_ops_data(struct fuse_lowlevel_ops *ops);
 /* The identity of a regular file that may be open (setattr's truncate),
  * and an fd of it for calls that need one. */
 struct fs *fs_of(fuse_req_t req);
+/* An object just made by request req (in directory pfd, as name; or fd,
+ * an fd of it) becomes the caller's, as the kernel would make it: we make
+ * it as root. The group stays where the directory is setgid. */
+void fs_own_new(fuse_req_t req, int pfd, int fd, const char *name);
 /* Reply helpers: the entry for an object just created or looked up. */
 int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 		    struct fuse_entry_param *e);

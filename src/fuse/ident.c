@@ -16,10 +16,12 @@
  * compares the file's size, mtime and ctime in SRC with what we saw last
  * (id->seen, taken after our own changes); any difference drops every
  * cached page and takes the new size. A file replaced in SRC (rename over
- * it, as editors and rsync do) is another inode, hence another identity;
- * an idle identity holds no fd, so SRC may reuse a deleted file's inode
- * number, and then the new file's ctime differs from `seen` (its pages are
- * dropped at the open, as for any change). The window: while a file is
+ * it, as editors and rsync do) is another inode, hence another identity.
+ * An idle identity holds no fd, so SRC may reuse a deleted file's inode
+ * number: with file handles the new file has another key (the handle
+ * names the inode's generation), hence another identity, and the old one
+ * goes at once (take_stale); without, `seen` tells them apart by ctime,
+ * birth time and generation where SRC keeps them (seen_of). The window: while a file is
  * being written through us (from the first write to the close that
  * records `seen`) it is not checked, since its times change by our own
  * hand; a change behind our back in that window goes unnoticed, as with
@@ -28,9 +30,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -55,26 +60,50 @@ int fs_ident_init(struct fs *fs)
 	return fs->id_hash ? 0 : -ENOMEM;
 }
 
-static bool seen_equal(const struct fs_seen *a, const struct stat *st)
+static bool ts_equal(struct timespec a, struct timespec b)
 {
-	return a->size == (uint64_t)st->st_size && a->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       a->mtime.tv_nsec == st->st_mtim.tv_nsec && a->ctime.tv_sec == st->st_ctim.tv_sec &&
-	       a->ctime.tv_nsec == st->st_ctim.tv_nsec;
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-static void seen_set(struct fs_seen *s, const struct stat *st)
+static bool seen_equal(const struct fs_seen *a, const struct fs_seen *b)
 {
-	*s = (struct fs_seen){ .size = (uint64_t)st->st_size, .mtime = st->st_mtim,
-			       .ctime = st->st_ctim };
+	return a->size == b->size && ts_equal(a->mtime, b->mtime) &&
+	       ts_equal(a->ctime, b->ctime) && ts_equal(a->btime, b->btime) && a->gen == b->gen;
 }
 
-/* fstat of id's file through the fd cache. 0 or -errno. */
-static int ident_stat(struct fs *fs, struct fs_ident *id, struct stat *st)
+/* What SRC says of the file of fd (a file fd, not O_PATH: the ioctl).
+ * Birth time and generation tell a file from another that reused its
+ * inode number within one timestamp tick with the same size and mtime
+ * (where SRC has no file handles, whose keys tell them apart already);
+ * file systems without them give 0. 0 or -errno. */
+static int seen_of(int fd, struct fs_seen *s, nlink_t *nlink)
+{
+	struct statx sx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+		return -errno;
+	*s = (struct fs_seen){
+		.size = sx.stx_size,
+		.mtime = { .tv_sec = sx.stx_mtime.tv_sec, .tv_nsec = sx.stx_mtime.tv_nsec },
+		.ctime = { .tv_sec = sx.stx_ctime.tv_sec, .tv_nsec = sx.stx_ctime.tv_nsec },
+	};
+	if (sx.stx_mask & STATX_BTIME)
+		s->btime = (struct timespec){ .tv_sec = sx.stx_btime.tv_sec,
+					      .tv_nsec = sx.stx_btime.tv_nsec };
+	int gen;
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0)
+		s->gen = (uint32_t)gen;
+	if (nlink)
+		*nlink = sx.stx_nlink;
+	return 0;
+}
+
+/* What SRC says of id's file, through the fd cache. 0 or -errno. */
+static int ident_look(struct fs *fs, struct fs_ident *id, struct fs_seen *s, nlink_t *nlink)
 {
 	int fd = fs_fd_get(fs, id);
 	if (fd < 0)
 		return fd;
-	int r = fstat(fd, st) < 0 ? -errno : 0;
+	int r = seen_of(fd, s, nlink);
 	fs_fd_put(fs, id);
 	return r;
 }
@@ -108,7 +137,7 @@ static void lru_push(struct fs *fs, struct fs_ident *id)
 
 static void hash_insert(struct fs *fs, struct fs_ident *id)
 {
-	size_t b = id_bucket(fs, id->dev, id->ino);
+	size_t b = id_bucket(fs, id->key.dev, id->key.ino);
 	id->hnext = fs->id_hash[b];
 	fs->id_hash[b] = id;
 	fs->id_count++;
@@ -116,7 +145,7 @@ static void hash_insert(struct fs *fs, struct fs_ident *id)
 
 static void hash_remove(struct fs *fs, struct fs_ident *id)
 {
-	struct fs_ident **pp = &fs->id_hash[id_bucket(fs, id->dev, id->ino)];
+	struct fs_ident **pp = &fs->id_hash[id_bucket(fs, id->key.dev, id->key.ino)];
 	while (*pp && *pp != id)
 		pp = &(*pp)->hnext;
 	if (*pp)
@@ -139,17 +168,17 @@ static void hash_grow(struct fs *fs)
 	for (size_t b = 0; b < oldn; b++)
 		for (struct fs_ident *id = old[b], *next; id; id = next) {
 			next = id->hnext;
-			size_t k = id_bucket(fs, id->dev, id->ino);
+			size_t k = id_bucket(fs, id->key.dev, id->key.ino);
 			id->hnext = h[k];
 			h[k] = id;
 		}
 	free(old);
 }
 
-static struct fs_ident *hash_find(struct fs *fs, dev_t dev, ino_t ino)
+static struct fs_ident *hash_find(struct fs *fs, const struct fs_key *k)
 {
-	struct fs_ident *id = fs->id_hash[id_bucket(fs, dev, ino)];
-	while (id && !(id->dev == dev && id->ino == ino))
+	struct fs_ident *id = fs->id_hash[id_bucket(fs, k->dev, k->ino)];
+	while (id && !fs_key_eq(&id->key, k))
 		id = id->hnext;
 	return id;
 }
@@ -188,7 +217,7 @@ static void ident_destroy(struct fs *fs, struct fs_ident *id, bool discard)
 	if (id->slot != FS_NO_SLOT && drop_all(fs, id, discard ? VC_DROP_DISCARD : 0) < 0) {
 		fprintf(stderr, "vramcache mount: dropping a file's pages: %s\n", vc_last_error());
 		pthread_mutex_lock(&fs->id_mu);
-		bool newer = hash_find(fs, id->dev, id->ino) != NULL;
+		bool newer = hash_find(fs, &id->key) != NULL;
 		if (!newer) {
 			hash_insert(fs, id);
 			lru_push(fs, id);
@@ -234,18 +263,35 @@ static unsigned evict_some(struct fs *fs, struct fs_ident **out, unsigned max)
 	return n;
 }
 
+/* Under id_mu: an idle identity of k's inode number whose key is not k's
+ * (its file was deleted in SRC and the number reused; only handles tell),
+ * taken out of the table for the caller to destroy, discarding its pages:
+ * no name reaches its file. NULL: none. */
+static struct fs_ident *take_stale(struct fs *fs, const struct fs_key *k)
+{
+	if (!k->fh_len)
+		return NULL;
+	struct fs_ident *id = fs->id_hash[id_bucket(fs, k->dev, k->ino)];
+	while (id && !(id->key.dev == k->dev && id->key.ino == k->ino && id->refs == 0))
+		id = id->hnext;
+	if (id) {
+		lru_remove(fs, id);
+		hash_remove(fs, id);
+	}
+	return id;
+}
+
 static void destroy_all(struct fs *fs, struct fs_ident **v, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		ident_destroy(fs, v[i], false);
 }
 
-/* An fd of the file itself (the inode's is O_PATH): read-write unless the
- * mount or SRC is read-only; *ro says which. */
-static int file_open(struct fs *fs, struct fs_inode *in, bool write, bool *ro)
+/* An fd of the file itself (the inode's is O_PATH, named name under
+ * /proc/self/fd): read-write unless the mount or SRC is read-only; *ro
+ * says which. */
+static int open_named(struct fs *fs, const char *name, bool write, bool *ro)
 {
-	char name[16];
-	fs_inode_name(in, name);
 	int fd = -1;
 	*ro = fs->o->readonly;
 	if (!*ro) {
@@ -260,6 +306,18 @@ static int file_open(struct fs *fs, struct fs_inode *in, bool write, bool *ro)
 		fd = openat(fs->proc_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return write ? -EROFS : -errno;
+	return fd;
+}
+
+static int file_open(struct fs *fs, struct fs_inode *in, bool write, bool *ro)
+{
+	int path = fs_inode_fd(fs, in);
+	if (path < 0)
+		return path;
+	char name[16];
+	fs_fd_name(path, name);
+	int fd = open_named(fs, name, write, ro);
+	fs_inode_put(fs, in);
 	return fd;
 }
 
@@ -304,8 +362,8 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 	 * once the writer's close has recorded `seen`. */
 	if (atomic_load(&id->wrote))
 		return 0;
-	struct stat st;
-	int r = ident_stat(fs, id, &st);
+	struct fs_seen st;
+	int r = ident_look(fs, id, &st, NULL);
 	if (r < 0)
 		return r;
 	atomic_store(&id->checked_ns, vc_now_ns());
@@ -313,12 +371,12 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 		return 0;
 	if ((r = drop_all(fs, id, 0)) < 0)
 		return r;
-	if (id->vol && (uint64_t)st.st_size > FS_SLOT_BYTES) {
+	if (id->vol && st.size > FS_SLOT_BYTES) {
 		id->vol = NULL;
 		atomic_fetch_add(&fs->ids_uncached, 1);
 	}
-	atomic_store(&id->size, (uint64_t)st.st_size); /* nothing is cached now */
-	seen_set(&id->seen, &st);
+	atomic_store(&id->size, st.size); /* nothing is cached now */
+	id->seen = st;
 	atomic_store(&id->wrote, false);
 	atomic_fetch_add(&id->drops, 1);
 	return 1;
@@ -326,9 +384,9 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 
 void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id)
 {
-	struct stat st;
-	if (ident_stat(fs, id, &st) == 0) {
-		seen_set(&id->seen, &st);
+	struct fs_seen st;
+	if (ident_look(fs, id, &st, NULL) == 0) {
+		id->seen = st;
 		atomic_store(&id->wrote, false);
 		atomic_store(&id->checked_ns, vc_now_ns());
 	}
@@ -375,24 +433,25 @@ int fs_ident_flush_locked(struct fs *fs, struct fs_ident *id)
 
 /* A new identity of `in` with one reference, its fd `fd` (access ro);
  * not in the table yet. NULL: out of memory. Under id_mu (slots). */
-static struct fs_ident *ident_new(struct fs *fs, struct fs_inode *in, const struct stat *st,
+static struct fs_ident *ident_new(struct fs *fs, struct fs_inode *in, const struct fs_seen *seen,
 				  bool ro)
 {
-	struct fs_ident *id = calloc(1, sizeof *id);
+	struct fs_ident *id = calloc(1, sizeof *id + in->key.fh_len);
 	if (!id)
 		return NULL;
-	id->dev = in->dev;
-	id->ino = in->ino;
+	id->key = in->key;
+	id->key.fh = (unsigned char *)(id + 1);
+	memcpy(id->key.fh, in->key.fh, in->key.fh_len);
 	id->fd = -1;
 	id->ro = ro;
 	id->slot = FS_NO_SLOT;
 	pthread_rwlock_init(&id->lk, NULL);
 	fs_ra_table_init(&id->ra, RA_STREAMS);
-	atomic_store(&id->size, (uint64_t)st->st_size);
-	seen_set(&id->seen, st);
+	atomic_store(&id->size, seen->size);
+	id->seen = *seen;
 	atomic_store(&id->checked_ns, vc_now_ns());
 	id->refs = 1;
-	if (!fs->o->passthrough && (uint64_t)st->st_size <= FS_SLOT_BYTES) {
+	if (!fs->o->passthrough && seen->size <= FS_SLOT_BYTES) {
 		if (fs_slot_alloc(fs, id) < 0 || fs_fd_bind(fs, id) < 0) {
 			if (id->slot != FS_NO_SLOT)
 				fs_slot_free(fs, id->slot);
@@ -414,21 +473,28 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 	if (fd < 0)
 		return fd;
 	struct fs_ident *victims[EVICT_BATCH];
+	struct fs_seen seen;
+	int r = seen_of(fd, &seen, NULL);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
 	pthread_mutex_lock(&fs->id_mu);
-	struct fs_ident *id = hash_find(fs, in->dev, in->ino);
+	struct fs_ident *id = hash_find(fs, &in->key);
 	if (!id) {
-		struct stat st;
-		if (fstat(fd, &st) < 0 || !(id = ident_new(fs, in, &st, ro))) {
-			int e = errno ? errno : ENOMEM;
+		if (!(id = ident_new(fs, in, &seen, ro))) {
 			pthread_mutex_unlock(&fs->id_mu);
 			close(fd);
-			return -e;
+			return -ENOMEM;
 		}
+		struct fs_ident *old = take_stale(fs, &in->key);
 		hash_insert(fs, id);
 		hash_grow(fs);
 		unsigned nv = evict_some(fs, victims, EVICT_BATCH);
 		pthread_mutex_unlock(&fs->id_mu);
 		fs_fd_offer(fs, id, fd, false, ro);
+		if (old)
+			ident_destroy(fs, old, true);
 		destroy_all(fs, victims, nv);
 		atomic_fetch_add(&id->opens, 1);
 		*out = id;
@@ -443,7 +509,6 @@ int fs_ident_open(struct fs *fs, struct fs_inode *in, bool write, struct fs_iden
 	 * writing (SRC's permissions allow it now) takes the new fd. */
 	pthread_rwlock_wrlock(&id->lk);
 	fs_fd_offer(fs, id, fd, write && id->ro && !ro, ro);
-	int r = 0;
 	if (fs->o->revalidate_ms != FS_REVALIDATE_NEVER)
 		r = fs_ident_check_locked(fs, id);
 	pthread_rwlock_unlock(&id->lk);
@@ -478,10 +543,10 @@ void fs_ident_put(struct fs *fs, struct fs_ident *id)
 	destroy_all(fs, victims, nv);
 }
 
-struct fs_ident *fs_ident_find_or_lock(struct fs *fs, dev_t dev, ino_t ino)
+struct fs_ident *fs_ident_find_or_lock(struct fs *fs, const struct fs_key *k)
 {
 	pthread_mutex_lock(&fs->id_mu);
-	struct fs_ident *id = hash_find(fs, dev, ino);
+	struct fs_ident *id = hash_find(fs, k);
 	if (!id)
 		return NULL; /* id_mu stays held */
 	id->refs++;
@@ -495,15 +560,18 @@ void fs_ident_unlock_table(struct fs *fs)
 	pthread_mutex_unlock(&fs->id_mu);
 }
 
-void fs_ident_unlinked(struct fs *fs, dev_t dev, ino_t ino)
+void fs_ident_unlinked(struct fs *fs, const struct fs_key *k)
 {
-	struct fs_ident *id = fs_ident_find_or_lock(fs, dev, ino);
+	struct fs_ident *id = fs_ident_find_or_lock(fs, k);
 	if (!id) {
 		fs_ident_unlock_table(fs);
 		return;
 	}
-	struct stat st;
-	if (ident_stat(fs, id, &st) == 0 && st.st_nlink == 0) {
+	struct fs_seen s;
+	nlink_t nlink;
+	/* Gone from SRC (its handle opens no more): freed too. */
+	int r = ident_look(fs, id, &s, &nlink);
+	if (r == -ESTALE || (r == 0 && nlink == 0)) {
 		pthread_mutex_lock(&fs->id_mu);
 		id->gone = true;
 		pthread_mutex_unlock(&fs->id_mu);

@@ -18,6 +18,7 @@
  * files volumes' slots (slots.c). The fd cache outlives the cache: the
  * last write-back at vc_close may need files' fds.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,8 +43,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_WRITEBACK_CACHE);
 }
 
-/* Open files need fds: the fd cache keeps up to max_fds, an inode the
- * kernel knows holds one. The soft limit goes up to the hard one; the
+/* Open files need fds: the fd cache keeps up to max_fds, the inode table
+ * up to max_path_fds idle ones (without file handles: one per inode the
+ * kernel knows). The soft limit goes up to the hard one; the
  * result. */
 static uint64_t raise_nofile(void)
 {
@@ -62,19 +64,26 @@ static uint64_t raise_nofile(void)
  * cache (an identity costs ~400 bytes of host memory: 2.5% of what its
  * pages take when files average 16 KiB; a cache of smaller files keeps
  * the most recently used ones), at least 4096. max_fds: half the fd
- * limit, the other half for the inode table's O_PATH fds and FUSE's own,
- * at most 65536 (the kernel's file table is shared with everything
- * else), at least 16. */
+ * limit; max_path_fds: a quarter (the inode table's idle O_PATH fds; a
+ * walk's directories and the files it stats again stay open); the last
+ * quarter for fds in use (calls in flight, files and directories open)
+ * and FUSE's own. Each at most 65536 (the kernel's file table is shared
+ * with everything else), at least 16. */
+static unsigned clamp_fds(uint64_t n)
+{
+	return n < 16 ? 16 : n > 65536 ? 65536 : (unsigned)n;
+}
+
 static void defaults(struct vc_fuse_opts *o, uint64_t nofile)
 {
 	if (!o->max_files) {
 		uint64_t n = (o->cfg.host_bytes + o->cfg.gpu_bytes) >> 14;
 		o->max_files = n < 4096 ? 4096 : n > (1u << 30) ? 1u << 30 : (unsigned)n;
 	}
-	if (!o->max_fds) {
-		uint64_t n = nofile / 2;
-		o->max_fds = n < 16 ? 16 : n > 65536 ? 65536 : (unsigned)n;
-	}
+	if (!o->max_fds)
+		o->max_fds = clamp_fds(nofile / 2);
+	if (!o->max_path_fds)
+		o->max_path_fds = clamp_fds(nofile / 4);
 }
 
 /* The daemon's parent side: waits for the child's "mounted" byte. Returns
@@ -147,7 +156,7 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 	if (!o->foreground && (r = daemonize(&ready)) < 0)
 		return fail("fork", r);
 
-	struct fs fs = { .o = o, .proc_fd = -1, .root.fd = -1 };
+	struct fs fs = { .o = o, .proc_fd = -1, .root.fd = -1, .mount_fd = -1 };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lc = NULL;
 	int status = 1, vol0 = -1;
@@ -159,7 +168,7 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 			strerror(errno));
 		goto out;
 	}
-	if ((r = fs_inode_init(&fs, o->src)) < 0) {
+	if ((r = fs_inode_init(&fs, o->src, !o->no_handles)) < 0) {
 		fprintf(stderr, "vramcache mount: %s: %s\n", o->src, strerror(-r));
 		goto out;
 	}
@@ -217,6 +226,12 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 		detach(ready);
 		ready = -1;
 	}
+	/* libfuse's loop ends its workers with pthread_cancel, for which
+	 * glibc loads libgcc_s at the first use: it needs a free fd then. A
+	 * mount that has run out of fds (EMFILE: a walk of a large tree
+	 * without file handles) must still unmount and write back, so it is
+	 * loaded now (where it exists; a later dlopen of it opens nothing). */
+	(void)dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NODELETE);
 	lc = fuse_loop_cfg_create();
 	if (!lc) {
 		fprintf(stderr, "vramcache mount: out of memory\n");

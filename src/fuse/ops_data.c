@@ -74,13 +74,18 @@ static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	/* The inode's fd stays open while the file is (inode.c): a file
+	 * deleted in SRC meanwhile is still there to reopen. */
+	int r = fs_inode_fd(fs, in);
 	bool changed;
-	int r = fs_ident_open(fs, in, write, &h->id, &changed);
+	if (r >= 0 && (r = fs_ident_open(fs, in, write, &h->id, &changed)) < 0)
+		fs_inode_put(fs, in);
 	if (r < 0) {
 		free(h);
 		fuse_reply_err(req, -r);
 		return;
 	}
+	h->in = in;
 	fs_ra_table_init(&h->ra, 1);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* The kernel's page cache survives an open only when asked and the
@@ -90,6 +95,7 @@ static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 	if (e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) {
 		/* The opener was interrupted: the kernel will not release it. */
 		fs_ident_put(fs, h->id);
+		fs_inode_put(fs, in);
 		fs_ra_table_fini(&h->ra);
 		free(h);
 	}
@@ -118,10 +124,26 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	/* O_NOFOLLOW: a symlink made in SRC since the kernel's lookup is not
 	 * followed (out of SRC, perhaps). O_TRUNC of an existing file is
 	 * seen by the identity's check at open. */
-	int fd = openat(p->fd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_APPEND,
-			mode);
+	int pfd = fs_inode_fd(fs, p);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	/* Made here (O_EXCL) or there already (the kernel's negative entry
+	 * was stale): only a file we made becomes the caller's. */
+	const int flags = (fi->flags | O_NOFOLLOW | O_CLOEXEC) & ~(O_APPEND | O_CREAT | O_EXCL);
+	bool made = true;
+	int fd = openat(pfd, name, flags | O_CREAT | O_EXCL, mode);
+	if (fd < 0 && errno == EEXIST && !(fi->flags & O_EXCL)) {
+		made = false;
+		fd = openat(pfd, name, flags);
+	}
+	int err = errno;
+	if (made && fd >= 0)
+		fs_own_new(req, pfd, fd, name);
+	fs_inode_put(fs, p);
 	if (fd < 0) {
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, err);
 		return;
 	}
 	close(fd);
@@ -349,6 +371,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		pthread_rwlock_unlock(&h->id->lk);
 	}
 	fs_ident_put(fs, h->id);
+	fs_inode_put(fs, h->in);
 	fs_ra_table_fini(&h->ra);
 	free(h);
 	fuse_reply_err(req, 0);

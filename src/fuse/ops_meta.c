@@ -43,15 +43,22 @@ int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 	memset(e, 0, sizeof *e);
 	e->attr_timeout = fs->o->attr_timeout;
 	e->entry_timeout = fs->o->attr_timeout;
-	int fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	int pfd = fs_inode_fd(fs, parent);
+	if (pfd < 0)
+		return pfd;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int r = fd < 0 ? -errno : 0;
+	fs_inode_put(fs, parent);
+	if (r < 0)
+		return r;
 	if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-		int r = -errno;
+		r = -errno;
 		close(fd);
 		return r;
 	}
-	struct fs_inode *in = fs_inode_get(fs, fd, &e->attr);
+	struct fs_keybuf kb;
+	fs_key_of(fs, fd, &e->attr, &kb);
+	struct fs_inode *in = fs_inode_get(fs, fd, &kb.k, e->attr.st_mode & S_IFMT);
 	if (!in)
 		return -ENOMEM;
 	e->ino = in == &fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
@@ -96,12 +103,36 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/* in's fd for one call (fs_inode_fd); on failure the request is answered
+ * with the error and -1 returned. */
+static int fd_or_reply(fuse_req_t req, struct fs_inode *in)
+{
+	int fd = fs_inode_fd(fs_of(req), in);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Before the reply: a request is gone once answered. */
+static void put(fuse_req_t req, struct fs_inode *in)
+{
+	fs_inode_put(fs_of(req), in);
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
+	struct fs_inode *in = in_of(req, ino);
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
 	struct stat st;
-	if (fstatat(in_of(req, ino)->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		fuse_reply_err(req, errno);
+	int r = fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+	put(req, in);
+	if (r)
+		fuse_reply_err(req, r);
 	else
 		fuse_reply_attr(req, &st, fs_of(req)->o->attr_timeout);
 }
@@ -126,7 +157,7 @@ static int guard_begin(struct fs *fs, struct fs_inode *in, struct fuse_file_info
 		return 0;
 	g->id = fi ? ((struct fs_handle *)(uintptr_t)fi->fh)->id : NULL;
 	if (!g->id) {
-		g->id = fs_ident_find_or_lock(fs, in->dev, in->ino);
+		g->id = fs_ident_find_or_lock(fs, &in->key);
 		g->table = !g->id;
 		g->ref = g->id != NULL;
 	}
@@ -149,12 +180,10 @@ static void guard_end(struct fs *fs, struct attr_guard *g)
 		fs_ident_put(fs, g->id);
 }
 
-static int set_size(struct fs *fs, struct fs_inode *in, struct attr_guard *g, uint64_t size)
+static int set_size(struct fs *fs, const char *name, struct attr_guard *g, uint64_t size)
 {
 	if (g->id)
 		return g->id->ro ? -EROFS : fs_ident_truncate_locked(fs, g->id, size);
-	char name[16];
-	fs_inode_name(in, name);
 	int fd = openat(fs->proc_fd, name, O_WRONLY | O_CLOEXEC);
 	int r = fd < 0 || ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
 	if (fd >= 0)
@@ -167,8 +196,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 {
 	struct fs *fs = fs_of(req);
 	struct fs_inode *in = in_of(req, ino);
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
 	char name[16];
-	fs_inode_name(in, name);
+	fs_fd_name(fd, name);
 	struct attr_guard g;
 	int r = guard_begin(fs, in, fi, &g);
 	/* Write-back: dirty pages written back after a time was set would
@@ -183,7 +215,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		uid_t u = valid & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
 		gid_t gr = valid & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
-		if (fchownat(in->fd, "", u, gr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		if (fchownat(fd, "", u, gr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			r = -errno;
 	}
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
@@ -192,7 +224,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		else if (in->type != S_IFREG)
 			r = -EINVAL;
 		else
-			r = set_size(fs, in, &g, (uint64_t)attr->st_size);
+			r = set_size(fs, name, &g, (uint64_t)attr->st_size);
 	}
 	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
@@ -205,11 +237,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		/* A symlink's own times: utimensat on its O_PATH fd. */
-		if (in->type == S_IFLNK ? utimensat(in->fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)
+		if (in->type == S_IFLNK ? utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)
 					: utimensat(fs->proc_fd, name, tv, 0))
 			r = -errno;
 	}
 	guard_end(fs, &g);
+	fs_inode_put(fs, in);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -219,10 +252,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	struct fs_inode *in = in_of(req, ino);
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
 	char buf[PATH_MAX + 1];
-	ssize_t n = readlinkat(in_of(req, ino)->fd, "", buf, sizeof buf);
+	ssize_t n = readlinkat(fd, "", buf, sizeof buf);
+	int e = errno;
+	put(req, in);
 	if (n < 0)
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, e);
 	else if ((size_t)n >= sizeof buf)
 		fuse_reply_err(req, ENAMETOOLONG);
 	else {
@@ -231,96 +270,149 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 }
 
+void fs_own_new(fuse_req_t req, int pfd, int fd, const char *name)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat pst;
+	if (c->uid == geteuid() && c->gid == getegid())
+		return;
+	/* In a setgid directory the group is the directory's, as SRC made it. */
+	gid_t gid = fstat(pfd, &pst) == 0 && (pst.st_mode & S_ISGID) ? (gid_t)-1 : c->gid;
+	/* Best effort: where SRC refuses (no chown there), the object is the
+	 * mount's, as on any file system that ignores owners. */
+	if (fd >= 0)
+		(void)!fchown(fd, c->uid, gid);
+	else
+		(void)!fchownat(pfd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Names made in directory p (pfd): one call on pfd (its error: < 0),
+ * then the owner of a new object (own; a link's stays), then the entry. */
+static void reply_made(fuse_req_t req, struct fs_inode *p, int pfd, const char *name, int r,
+		       bool own)
+{
+	struct fs *fs = fs_of(req); /* req is gone once answered */
+	if (r < 0) {
+		fuse_reply_err(req, errno);
+	} else {
+		if (own)
+			fs_own_new(req, pfd, -1, name);
+		reply_entry(req, p, name);
+	}
+	fs_inode_put(fs, p);
+}
+
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct fs_inode *p = in_of(req, parent);
-	if (mknodat(p->fd, name, mode, rdev) < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, p, name);
+	int fd = fd_or_reply(req, p);
+	if (fd >= 0)
+		reply_made(req, p, fd, name, mknodat(fd, name, mode, rdev), true);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs_inode *p = in_of(req, parent);
-	if (mkdirat(p->fd, name, mode) < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, p, name);
+	int fd = fd_or_reply(req, p);
+	if (fd >= 0)
+		reply_made(req, p, fd, name, mkdirat(fd, name, mode), true);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	struct fs_inode *p = in_of(req, parent);
-	if (symlinkat(link, p->fd, name) < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, p, name);
+	int fd = fd_or_reply(req, p);
+	if (fd >= 0)
+		reply_made(req, p, fd, name, symlinkat(link, fd, name), true);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
+	struct fs *fs = fs_of(req);
 	struct fs_inode *in = in_of(req, ino), *p = in_of(req, parent);
-	if (linkat(in->fd, "", p->fd, name, AT_EMPTY_PATH) < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, p, name);
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
+	int pfd = fd_or_reply(req, p);
+	if (pfd >= 0)
+		reply_made(req, p, pfd, name, linkat(fd, "", pfd, name, AT_EMPTY_PATH), false);
+	fs_inode_put(fs, in);
 }
 
-/* (dev, ino) of parent/name if it is a regular file with one link (its
+/* The key of parent/name if it is a regular file with one link (its
  * removal frees it): *ok false otherwise. */
-static void last_link(struct fs_inode *p, const char *name, dev_t *dev, ino_t *ino, bool *ok)
+static void last_link(struct fs *fs, int pfd, const char *name, struct fs_keybuf *kb, bool *ok)
 {
 	struct stat st;
-	*ok = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	      st.st_nlink == 1;
-	*dev = st.st_dev;
-	*ino = st.st_ino;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	*ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1;
+	if (*ok)
+		fs_key_of(fs, fd, &st, kb);
+	if (fd >= 0)
+		close(fd);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_inode *p = in_of(req, parent);
-	dev_t dev;
-	ino_t ino;
-	bool last;
-	last_link(p, name, &dev, &ino, &last);
-	if (unlinkat(p->fd, name, 0) < 0) {
-		fuse_reply_err(req, errno);
+	int pfd = fd_or_reply(req, p);
+	if (pfd < 0)
 		return;
-	}
-	if (last)
-		fs_ident_unlinked(fs_of(req), dev, ino);
-	fuse_reply_err(req, 0);
+	struct fs_keybuf kb;
+	bool last;
+	last_link(fs_of(req), pfd, name, &kb, &last);
+	int r = unlinkat(pfd, name, 0) < 0 ? errno : 0;
+	put(req, p);
+	if (r == 0 && last)
+		fs_ident_unlinked(fs_of(req), &kb.k);
+	fuse_reply_err(req, r);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, unlinkat(in_of(req, parent)->fd, name, AT_REMOVEDIR) < 0 ? errno : 0);
+	struct fs_inode *p = in_of(req, parent);
+	int pfd = fd_or_reply(req, p);
+	if (pfd < 0)
+		return;
+	int r = unlinkat(pfd, name, AT_REMOVEDIR) < 0 ? errno : 0;
+	put(req, p);
+	fuse_reply_err(req, r);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
 	struct fs_inode *p = in_of(req, parent), *np = in_of(req, newparent);
-	dev_t dev;
-	ino_t ino;
-	bool last;
-	last_link(np, newname, &dev, &ino, &last);
-	if (renameat2(p->fd, name, np->fd, newname, flags) < 0) {
-		fuse_reply_err(req, errno);
+	int pfd = fd_or_reply(req, p);
+	if (pfd < 0)
+		return;
+	int npfd = fd_or_reply(req, np);
+	if (npfd < 0) {
+		put(req, p);
 		return;
 	}
-	if (last && !(flags & RENAME_EXCHANGE))
-		fs_ident_unlinked(fs_of(req), dev, ino);
-	fuse_reply_err(req, 0);
+	struct fs_keybuf kb;
+	bool last;
+	last_link(fs_of(req), npfd, newname, &kb, &last);
+	int r = renameat2(pfd, name, npfd, newname, flags) < 0 ? errno : 0;
+	put(req, np);
+	put(req, p);
+	if (r == 0 && last && !(flags & RENAME_EXCHANGE))
+		fs_ident_unlinked(fs_of(req), &kb.k);
+	fuse_reply_err(req, r);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	struct fs_inode *in = in_of(req, ino);
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
 	struct statvfs sv;
-	if (fstatvfs(in_of(req, ino)->fd, &sv) < 0)
-		fuse_reply_err(req, errno);
+	int r = fstatvfs(fd, &sv) < 0 ? errno : 0;
+	put(req, in);
+	if (r)
+		fuse_reply_err(req, r);
 	else
 		fuse_reply_statfs(req, &sv);
 }
@@ -335,8 +427,13 @@ struct fs_dir {
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fs_inode *in = in_of(req, ino);
+	int pfd = fd_or_reply(req, in);
+	if (pfd < 0)
+		return;
 	struct fs_dir *d = calloc(1, sizeof *d);
-	int fd = d ? openat(in_of(req, ino)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	int fd = d ? openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	put(req, in);
 	if (fd < 0 || !(d->dp = fdopendir(fd))) {
 		int e = d ? errno : ENOMEM;
 		if (fd >= 0)
@@ -410,19 +507,27 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 /* Extended attributes, through /proc/self/fd/N (an O_PATH fd takes no
  * f*xattr call). Symlinks have none that users may set: refused. */
-static void proc_path(const struct fs_inode *in, char path[32])
+static void proc_path(int fd, char path[32])
 {
-	snprintf(path, 32, "/proc/self/fd/%d", in->fd);
+	snprintf(path, 32, "/proc/self/fd/%d", fd);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
 	struct fs_inode *in = in_of(req, ino);
+	if (in->type == S_IFLNK) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
 	char path[32];
-	proc_path(in, path);
-	fuse_reply_err(req, in->type == S_IFLNK ? EPERM
-			    : setxattr(path, name, value, size, flags) < 0 ? errno : 0);
+	proc_path(fd, path);
+	int r = setxattr(path, name, value, size, flags) < 0 ? errno : 0;
+	put(req, in);
+	fuse_reply_err(req, r);
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, ssize_t (*get)(const char *, const char *,
@@ -430,8 +535,6 @@ static void reply_xattr(fuse_req_t req, size_t size, ssize_t (*get)(const char *
 			ssize_t (*list)(const char *, char *, size_t), struct fs_inode *in,
 			const char *name)
 {
-	char path[32];
-	proc_path(in, path);
 	if (in->type == S_IFLNK) {
 		fuse_reply_err(req, ENODATA);
 		return;
@@ -441,9 +544,18 @@ static void reply_xattr(fuse_req_t req, size_t size, ssize_t (*get)(const char *
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	int fd = fd_or_reply(req, in);
+	if (fd < 0) {
+		free(buf);
+		return;
+	}
+	char path[32];
+	proc_path(fd, path);
 	ssize_t n = get ? get(path, name, buf, size) : list(path, buf, size);
+	int e = errno;
+	put(req, in);
 	if (n < 0)
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, e);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
 	else
@@ -486,9 +598,18 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct fs_inode *in = in_of(req, ino);
+	if (in->type == S_IFLNK) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	int fd = fd_or_reply(req, in);
+	if (fd < 0)
+		return;
 	char path[32];
-	proc_path(in, path);
-	fuse_reply_err(req, in->type == S_IFLNK ? EPERM : removexattr(path, name) < 0 ? errno : 0);
+	proc_path(fd, path);
+	int r = removexattr(path, name) < 0 ? errno : 0;
+	put(req, in);
+	fuse_reply_err(req, r);
 }
 
 void fs_ops_meta(struct fuse_lowlevel_ops *ops)

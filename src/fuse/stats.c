@@ -5,9 +5,9 @@
  * those whose pages were all in the host tier, written, prefetched; opens;
  * drops for changes in SRC). A directory: the sums over the regular files
  * directly in it, and at the mount's root also the cache's own counters
- * (vc_get_stats: hits per tier, misses, occupancy) and the identity
- * table's. Host hits are what vc_volume_read_hit answered; GPU-tier hits
- * and misses are told apart only cache-wide.
+ * (vc_get_stats: hits per tier, misses, occupancy), the identity
+ * table's and the inode table's. Host hits are what vc_volume_read_hit
+ * answered; GPU-tier hits and misses are told apart only cache-wide.
  * Cost: a file, O(1); a directory, one fstatat and one identity lookup per
  * entry.
  */
@@ -35,11 +35,11 @@ static void add_ident(struct sums *s, const struct fs_ident *id)
 	s->drops += atomic_load(&id->drops);
 }
 
-/* The identity of (dev, ino), if any, counted into s. */
-static void add_file(struct fs *fs, struct sums *s, dev_t dev, ino_t ino)
+/* The identity of key k, if any, counted into s. */
+static void add_file(struct fs *fs, struct sums *s, const struct fs_key *k)
 {
 	s->files++;
-	struct fs_ident *id = fs_ident_find_or_lock(fs, dev, ino);
+	struct fs_ident *id = fs_ident_find_or_lock(fs, k);
 	if (!id) {
 		fs_ident_unlock_table(fs);
 		return;
@@ -74,6 +74,10 @@ static void print_cache(FILE *f, struct fs *fs)
 	pthread_mutex_lock(&fs->fd_mu);
 	unsigned nfds = fs->nfds;
 	pthread_mutex_unlock(&fs->fd_mu);
+	pthread_mutex_lock(&fs->ino_mu);
+	size_t ninos = fs->ino_count;
+	unsigned ino_fds = fs->ino_fds, ino_idle = fs->ino_idle_fds;
+	pthread_mutex_unlock(&fs->ino_mu);
 	fprintf(f,
 		", \"cache\": {\"device\": \"%s\", \"hits_host\": %llu, \"hits_gpu\": %llu, "
 		"\"misses\": %llu, \"hit_ratio\": %.4f, \"pages_host\": %llu, \"pages_gpu\": %llu, "
@@ -81,7 +85,9 @@ static void print_cache(FILE *f, struct fs *fs)
 		"\"identities\": {\"known\": %zu, \"with_slot\": %llu, \"volumes\": %llu, "
 		"\"max_files\": %u, \"evicted\": %llu, \"served_uncached\": %llu, "
 		"\"fds_open\": %u, \"max_fds\": %u, \"fd_opens\": %llu, \"fd_closes\": %llu, "
-		"\"readahead_jobs\": %llu, \"readahead_dropped\": %llu}",
+		"\"readahead_jobs\": %llu, \"readahead_dropped\": %llu}, "
+		"\"inodes\": {\"known\": %zu, \"file_handles\": %s, \"fds_open\": %u, "
+		"\"fds_idle\": %u, \"max_path_fds\": %u, \"fd_opens\": %llu, \"fd_closes\": %llu}",
 		vc_device_name(fs->c), (unsigned long long)st.hits[VC_TIER_HOST],
 		(unsigned long long)st.hits[VC_TIER_GPU], (unsigned long long)st.misses,
 		acc ? (double)(st.hits[VC_TIER_HOST] + st.hits[VC_TIER_GPU]) / (double)acc : 0.0,
@@ -94,7 +100,10 @@ static void print_cache(FILE *f, struct fs *fs)
 		(unsigned long long)atomic_load(&fs->fd_opens),
 		(unsigned long long)atomic_load(&fs->fd_closes),
 		(unsigned long long)atomic_load(&fs->rq.queued),
-		(unsigned long long)atomic_load(&fs->rq.dropped));
+		(unsigned long long)atomic_load(&fs->rq.dropped), ninos,
+		fs->handles ? "true" : "false", ino_fds, ino_idle, fs->o->max_path_fds,
+		(unsigned long long)atomic_load(&fs->ino_fd_opens),
+		(unsigned long long)atomic_load(&fs->ino_fd_closes));
 }
 
 char *fs_stats_json(struct fs *fs, struct fs_inode *in)
@@ -106,20 +115,29 @@ char *fs_stats_json(struct fs *fs, struct fs_inode *in)
 		return NULL;
 	struct sums s = { 0 };
 	if (in->type == S_IFREG) {
-		add_file(fs, &s, in->dev, in->ino);
+		add_file(fs, &s, &in->key);
 		fputs("{\"kind\": \"file\", ", f);
 		print_sums(f, &s);
 		fputs("}\n", f);
 	} else if (in->type == S_IFDIR) {
-		int fd = openat(in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int pfd = fs_inode_fd(fs, in);
+		int fd = pfd >= 0 ? openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (pfd >= 0)
+			fs_inode_put(fs, in);
 		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 		if (!d && fd >= 0)
 			close(fd);
 		for (struct dirent *e; d && (e = readdir(d));) {
 			struct stat st;
-			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(st.st_mode))
-				add_file(fs, &s, st.st_dev, st.st_ino);
+			int efd = openat(dirfd(d), e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			if (efd < 0)
+				continue;
+			if (fstat(efd, &st) == 0 && S_ISREG(st.st_mode)) {
+				struct fs_keybuf kb;
+				fs_key_of(fs, efd, &st, &kb);
+				add_file(fs, &s, &kb.k);
+			}
+			close(efd);
 		}
 		if (d)
 			closedir(d);
