@@ -194,6 +194,12 @@ struct vc_gpu {
 	struct vc_ls *ls;          /* the GPU tier; NULL when it is disabled */
 	bool off;                  /* the device failed while cleaning: no more demotions */
 	bool reclaiming;           /* a thread is releasing early */
+	/* Quiet mode (eng_gfs_quiet; atomic, read without c->mu): while
+	 * nonzero the engine runs nothing on the device's SMs: cleaning
+	 * defers to tail eviction, a shrink evicts instead of moving, and
+	 * moves use the copy engines (vc_batcher_set_dma). A count: GPUfs
+	 * contexts each hold one for their life. */
+	_Atomic uint32_t quiet;
 	uint64_t clock;            /* demotion stamps: the GPU tier's LRU order */
 	int gc_policy;
 	uint32_t gc_segments;

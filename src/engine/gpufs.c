@@ -68,6 +68,15 @@ int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *a
 	}
 }
 
+void eng_gfs_quiet(vc_cache *c, bool on)
+{
+	if (on)
+		atomic_fetch_add(&c->gpu.quiet, 1);
+	else
+		atomic_fetch_sub(&c->gpu.quiet, 1);
+	vc_batcher_set_dma(c->gpu.bat, on);
+}
+
 void eng_gfs_unpin(vc_cache *c, uint32_t id)
 {
 	eng_unpin(c, &c->ix.pool[id]);

@@ -564,6 +564,10 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		teardown(g);
 		return vc_err(-EAGAIN, "vc_gpufs_create: cannot start threads");
 	}
+	/* From here until destroy the engine runs nothing on the SMs (its
+	 * moves use the copy engines, cleaning defers): a user's kernel may
+	 * hold every SM while it waits for the requests served here. */
+	eng_gfs_quiet(c, true);
 	*out = g;
 	return 0;
 }
@@ -646,6 +650,7 @@ int vc_gpufs_destroy(vc_gpufs *g)
 		close(f->fd);
 		free(f->path);
 	}
+	eng_gfs_quiet(g->c, false);
 	teardown(g);
 	return r;
 }
