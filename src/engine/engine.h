@@ -795,5 +795,10 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 void eng_bulk_fini(struct bulk *b);
 int eng_bulk_init(struct vc_cache *c, struct bulk *b);
 int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage);
+/* range.c: loads the uncached pages among pno[0..n) (ascending, pages of
+ * open volumes, inside them) into the GPU tier, batch_pages a round: one
+ * backing submission per volume and one batched move each round. */
+int eng_prefetch_gpu_list(struct vc_cache *c, const uint64_t *pno, uint32_t n, uint32_t *rounds,
+			  uint32_t *loaded);
 
 #endif
