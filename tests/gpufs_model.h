@@ -481,6 +481,11 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	cfg.device = env->device;
 	cfg.host_bytes = 256 * GM_PAGE; /* 1 MiB */
 	cfg.gpu_bytes = 1024 * GM_PAGE; /* 4 MiB */
+	/* VC_GPUFS_GPU_PAGES=0: no GPU tier, every page in mapped host memory
+	 * and no device work on the host's side (for compute-sanitizer). */
+	const char *gp = getenv("VC_GPUFS_GPU_PAGES");
+	if (gp)
+		cfg.gpu_bytes = strtoull(gp, NULL, 0) * GM_PAGE;
 	cfg.seg_bytes = 64 * GM_PAGE;
 	vc_cache *c;
 	int r = vc_open(&cfg, &c);
