@@ -38,6 +38,7 @@ struct vc_gpufs {
 	vc_cache *c;
 	struct vc_device *dev;
 	bool emu;
+	bool quiet; /* holds the engine's quiet mode (VC_GPUFS_QUIET=off: not) */
 	struct vc_gfs_ctx ctx; /* device-visible addresses */
 	/* host views */
 	struct vc_gfs_req *ring, *uring;

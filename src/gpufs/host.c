@@ -706,7 +706,10 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 	/* From here until destroy the engine runs nothing on the SMs (its
 	 * moves use the copy engines, cleaning defers): a user's kernel may
 	 * hold every SM while it waits for the requests served here. */
-	eng_gfs_quiet(c, true);
+	const char *q = getenv("VC_GPUFS_QUIET"); /* "off": for measuring and diagnosis */
+	g->quiet = !(q && strcmp(q, "off") == 0);
+	if (g->quiet)
+		eng_gfs_quiet(c, true);
 	*out = g;
 	return 0;
 }
@@ -790,7 +793,8 @@ int vc_gpufs_destroy(vc_gpufs *g)
 		close(f->fd);
 		free(f->path);
 	}
-	eng_gfs_quiet(g->c, false);
+	if (g->quiet)
+		eng_gfs_quiet(g->c, false);
 	teardown(g);
 	return r;
 }
