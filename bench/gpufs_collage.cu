@@ -84,7 +84,7 @@ __global__ void k_gpufs(struct vc_gfs_ctx g, int fd, uint64_t nrec, unsigned ste
 {
 	__shared__ __align__(16) uint64_t buf[WPB][REC / 8];
 	unsigned w = threadIdx.x / 32, stride = gridDim.x * blockDim.x / 32;
-	/* A grid that leaves SMs free (see main): each warp runs many chains. */
+	/* With a capped grid (--grid-cap) each warp runs many chains. */
 	for (unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32; warp < nwarps; warp += stride) {
 		uint64_t r = first_rec(warp, nrec), s = 0;
 		for (unsigned k = 0; k < steps; k++) {
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 {
 	const char *path = NULL, *json = NULL;
 	double create_gib = 0, gpu_gib = 32;
-	unsigned nwarps = 65536, steps = 16, threads = 16;
+	unsigned nwarps = 65536, steps = 16, threads = 16, svc = 0, grid_cap = 0;
 	bool uvm = true;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -207,10 +207,13 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--gpu-gib") && v) gpu_gib = atof(v), i++;
 		else if (!strcmp(a, "--threads") && v) threads = (unsigned)atoi(v), i++;
 		else if (!strcmp(a, "--json") && v) json = v, i++;
+		else if (!strcmp(a, "--svc") && v) svc = (unsigned)atoi(v), i++;
+		else if (!strcmp(a, "--grid-cap") && v) grid_cap = (unsigned)atoi(v), i++;
 		else if (!strcmp(a, "--no-uvm")) uvm = false;
 		else {
 			fprintf(stderr, "usage: %s --file F [--create-gib N] [--warps W] [--steps S] "
-					"[--gpu-gib G] [--threads T] [--no-uvm] [--json OUT]\n", argv[0]);
+					"[--gpu-gib G] [--threads T] [--svc N] [--grid-cap B] [--no-uvm] "
+					"[--json OUT]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -239,12 +242,11 @@ int main(int argc, char **argv)
 	const uint64_t nrec = (uint64_t)st.st_size / REC;
 	const double bytes = (double)nwarps * steps * REC;
 	const unsigned blocks = (nwarps + WPB - 1) / WPB;
-	/* The GPUfs kernel's grid: the engine's page moves (the device queue's
-	 * server kernel) and the revoke pass are kernels too, and need SMs
-	 * while the user's kernel waits for them; a grid of resident warps
-	 * looping over the chains (4 blocks of 4 warps per SM) leaves room. */
-	const unsigned gblocks = blocks < 4u * (unsigned)prop.multiProcessorCount
-					 ? blocks : 4u * (unsigned)prop.multiProcessorCount;
+	/* The GPUfs kernel's grid: every block by default (the host's side
+	 * needs no SM: copy engines, revokes by the warps, docs/GPUFS.md);
+	 * --grid-cap B: at most B blocks per SM, looping over the chains. */
+	const unsigned gcap = grid_cap * (unsigned)prop.multiProcessorCount;
+	const unsigned gblocks = grid_cap && blocks > gcap ? gcap : blocks;
 	uint64_t *out, *ref;
 	unsigned long long *errs;
 	BENCH_CUOK(cudaMallocManaged(&out, nwarps * sizeof *out));
@@ -275,7 +277,10 @@ int main(int argc, char **argv)
 	vc_gpufs *gfs;
 	struct vc_gfs_ctx g;
 	BENCH_OK(vc_open(&cfg, &c));
-	BENCH_OK(vc_gpufs_create(c, NULL, &gfs));
+	struct vc_gpufs_config gcf;
+	vc_gpufs_config_init(&gcf);
+	gcf.service_threads = svc;
+	BENCH_OK(vc_gpufs_create(c, &gcf, &gfs));
 	BENCH_OK(vc_gpufs_ctx(gfs, &g));
 	int gfd = vc_gpufs_open(gfs, path, VC_GO_RDONLY);
 	BENCH_OK(gfd);
@@ -349,9 +354,12 @@ int main(int argc, char **argv)
 			       agree[i] ? "agree" : "DIFFER");
 	if (uvm)
 		printf("(uvm: the CPU's fill of managed memory took %.3f s more)\n", extra_uvm_fill);
-	printf("gpufs: %llu requests in %llu batches, %llu gets, %llu revoke passes\n",
+	printf("gpufs: %llu requests in %llu batches, %llu gets, %llu revoke passes (%llu by the "
+	       "fallback kernel), misses: %llu pages in %llu rounds, grid %u blocks\n",
 	       (unsigned long long)gs.requests, (unsigned long long)gs.batches,
-	       (unsigned long long)gs.gets, (unsigned long long)gs.revokes);
+	       (unsigned long long)gs.gets, (unsigned long long)gs.revokes,
+	       (unsigned long long)gs.rev_fallbacks, (unsigned long long)gs.miss_pages,
+	       (unsigned long long)gs.miss_rounds, gblocks);
 	if (json) {
 		FILE *f = bench_json_open(json, BENCH_NAME, prop.name);
 		bench_json_field(f, "  ", "records", (double)nrec);

@@ -569,6 +569,10 @@ struct vc_gpufs_stats {
 	uint64_t revokes, revoked;   /* revoke passes; entries they revoked */
 	uint64_t writes, opens;
 	uint64_t held;               /* engine pins held now */
+	uint64_t rev_fallbacks;      /* passes no warp finished in time: the
+					fallback kernel (emu: the reaper) took the rest */
+	uint64_t miss_rounds, miss_pages; /* GET misses loaded together: backing
+					     read rounds, pages they loaded */
 };
 int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st);
 

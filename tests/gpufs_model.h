@@ -481,6 +481,11 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	cfg.device = env->device;
 	cfg.host_bytes = 256 * GM_PAGE; /* 1 MiB */
 	cfg.gpu_bytes = 1024 * GM_PAGE; /* 4 MiB */
+	/* VC_GPUFS_GPU_PAGES=0: no GPU tier, every page in mapped host memory
+	 * and no device work on the host's side (for compute-sanitizer). */
+	const char *gp = getenv("VC_GPUFS_GPU_PAGES");
+	if (gp)
+		cfg.gpu_bytes = strtoull(gp, NULL, 0) * GM_PAGE;
 	cfg.seg_bytes = 64 * GM_PAGE;
 	vc_cache *c;
 	int r = vc_open(&cfg, &c);
@@ -596,13 +601,17 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	struct vc_gpufs_stats st;
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0);
 	fprintf(stderr, "gpufs: %llu requests in %llu batches, %llu gets (%llu for the table), "
-			"%llu revoke passes (%llu revoked), %llu writes, %llu held\n",
+			"%llu revoke passes (%llu revoked, %llu by the fallback), %llu writes, %llu "
+			"held; misses: %llu pages in %llu rounds\n",
 		(unsigned long long)st.requests, (unsigned long long)st.batches,
 		(unsigned long long)st.gets, (unsigned long long)st.get_cached,
 		(unsigned long long)st.revokes, (unsigned long long)st.revoked,
-		(unsigned long long)st.writes, (unsigned long long)st.held);
-	/* The engine's own device work meanwhile: cleaning jobs and moves are
-	 * kernels launched while the test's kernels waited for them. */
+		(unsigned long long)st.rev_fallbacks, (unsigned long long)st.writes,
+		(unsigned long long)st.held, (unsigned long long)st.miss_pages,
+		(unsigned long long)st.miss_rounds);
+	/* The engine's own device work meanwhile: none on the SMs (quiet
+	 * mode, eng_gfs_quiet): no cleaning job ran, the GPU tier made room
+	 * by evicting. */
 	struct vc_stats cs;
 	memset(&cs, 0, sizeof cs);
 	cs.size = sizeof cs;
@@ -611,6 +620,7 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 			"GPU tier\n",
 		(unsigned long long)cs.gc_runs, (unsigned long long)cs.gc_pages_moved,
 		(unsigned long long)cs.evictions[VC_TIER_GPU]);
+	GM_CHECK(cs.gc_runs == 0);
 	GM_CHECK(vc_gpufs_release(g) == 0);
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0 && st.held == 0);
 	GM_CHECK(vc_gpufs_close(g, fc) == 0 && vc_gpufs_close(g, fa) == 0);

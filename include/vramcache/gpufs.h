@@ -126,13 +126,25 @@ struct vc_gfs_file {
 	uint32_t flags;   /* VC_GO_* of the first open; 0 when closed */
 };
 
-/* Device-memory words of a context. */
+/* Device-memory words of a context. The revoke pass's words (rev_*) are
+ * written by the host through the copy engines (no kernel, no SM): first
+ * rev_next, rev_fin and rev_n to 0, then, after them in stream order,
+ * rev_req to the pass's number; warps that see rev_req != rev_done share
+ * the pass (vc_gfs_revoke_help). */
 struct vc_gfs_ctl {
-	uint64_t tail;   /* next ticket */
-	uint64_t utail;  /* next ticket of the unpin ring */
-	uint32_t broken; /* a call timed out: the ring may be stuck */
-	uint32_t rev_n;  /* the revoke pass's count (device-scope atomics) */
+	uint64_t tail;     /* next ticket */
+	uint64_t utail;    /* next ticket of the unpin ring */
+	uint32_t broken;   /* a call timed out: the ring may be stuck */
+	uint32_t _pad;
+	uint64_t rev_next; /* the pass's chunks claimed (device-scope atomics) */
+	uint32_t rev_fin;  /* the pass's chunks done */
+	uint32_t rev_n;    /* ids written to the pass's output */
+	uint32_t rev_req;  /* the pass the host asked for (host-written) */
+	uint32_t rev_done; /* the last pass done (its last chunk's finisher) */
 };
+
+/* A revoke pass's share: table entries a chunk. */
+#define VC_GFS_REV_CHUNK 256u
 
 /* The context view: trivially copyable, passed to kernels by value. The
  * host object (vc_gpufs) owns everything it points to. */
@@ -146,6 +158,9 @@ struct vc_gfs_ctx {
 	struct vc_gfs_ctl *ctl;    /* device memory */
 	struct vc_gfs_ent *tab;    /* device memory */
 	struct vc_gfs_file *files; /* device memory, VC_GFS_MAX_FILES */
+	uint32_t *rev;             /* mapped: a revoke pass's output: engine ids of
+				      the entries it revoked [0, entries), their count
+				      [entries], the pass's number once done [entries + 1] */
 	uint32_t ring_mask;        /* R - 1 */
 	uint32_t tab_mask;         /* entries - 1 */
 	uint32_t page_shift;
@@ -234,6 +249,19 @@ static __device__ __forceinline__ struct vc_gfs_warp vc_gfs_warp_self(void)
 	return w;
 }
 
+/* The calling lane alone, as a warp (a leader inside a wait). */
+static __device__ __forceinline__ struct vc_gfs_warp vc_gfs_solo_(void)
+{
+	struct vc_gfs_warp w;
+	unsigned lane;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+	w.mask = 1u << lane;
+	w.rank = 0;
+	w.n = 1;
+	w.leader_lane = lane;
+	return w;
+}
+
 #define VC_GFS_LEADER(w) ((w).rank == 0)
 #define VC_GFS_BCAST(w, x) __shfl_sync((w).mask, (x), (w).leader_lane)
 #define VC_GFS_SYNCWARP(w) __syncwarp((w).mask)
@@ -280,6 +308,11 @@ static inline struct vc_gfs_warp vc_gfs_warp_self(void)
 {
 	struct vc_gfs_warp w = { 0, 1 };
 	return w;
+}
+
+static inline struct vc_gfs_warp vc_gfs_solo_(void)
+{
+	return vc_gfs_warp_self();
 }
 
 #define VC_GFS_LEADER(w) ((w).rank == 0)
@@ -365,40 +398,51 @@ VC_GFS_FN int vc_gfs_tab_revoke_(const struct vc_gfs_ctx *g, uint32_t x, uint32_
 	return 1;
 }
 
-/* The host's revoke pass (a small kernel on CUDA, a host thread on emu):
- * every VALID entry that nobody pins becomes DEAD and its engine id goes
- * to out[] (mapped host memory; at most cap, the rest stay), counted in
- * ctl->rev_n (device memory: device atomics never touch host memory).
- * `rank`/`stride`: this thread's share of the entries. Then, once the
- * whole pass is done, vc_gfs_revoke_publish. */
-VC_GFS_FN void vc_gfs_revoke_pass(const struct vc_gfs_ctx *g, uint32_t rank, uint32_t stride,
-				  uint32_t *out, uint32_t cap)
+/* A warp's share of the host's revoke pass (every active lane; a lone
+ * leader passes vc_gfs_solo_()): while a pass is asked for (rev_req !=
+ * rev_done), claims chunks of VC_GFS_REV_CHUNK entries and revokes every
+ * VALID entry of them that nobody pins, writing its engine id to
+ * g->rev[]; the warp that finishes the pass's last chunk publishes the
+ * count and the pass's number there, for the host. Warps call it at each
+ * call's start and while they wait for the host, so a pass needs no
+ * kernel and no free SM; the host's fallback kernel (and the emulated
+ * device's reaper) call it the same way. Lock-free; each chunk is
+ * claimed once, and nothing in it waits. Cost when no pass is asked for:
+ * two loads of device memory. A pass: one 4-byte read per entry, one CAS
+ * and one 4-byte PCIe write per revoked entry, shared by the warps. */
+VC_GFS_FN void vc_gfs_revoke_help(const struct vc_gfs_ctx *g, struct vc_gfs_warp w)
 {
-	uint32_t *n = &g->ctl->rev_n;
-	for (uint64_t x = rank; x <= g->tab_mask; x += stride) {
-		uint32_t id;
-		if (VC_GFS_LDD(n) >= cap)
-			break;
-		if (!vc_gfs_tab_revoke_(g, (uint32_t)x, &id))
-			continue;
-		uint32_t at = VC_GFS_ADD32(n, 1);
-		if (at < cap) {
-			VC_GFS_ST(&out[at], id);
-		} else { /* no room: back to VALID, untouched */
-			VC_GFS_SUB32(n, 1);
-			VC_GFS_STD(&g->tab[x].st, VC_GFS_E_VALID);
-			break;
+	struct vc_gfs_ctl *ctl = g->ctl;
+	const uint64_t nch = ((uint64_t)g->tab_mask + VC_GFS_REV_CHUNK) / VC_GFS_REV_CHUNK;
+	for (;;) {
+		unsigned long long c = ~0ull;
+		if (VC_GFS_LEADER(w)) {
+			uint32_t req = (uint32_t)VC_GFS_LDD(&ctl->rev_req);
+			if (req != (uint32_t)VC_GFS_LDD(&ctl->rev_done))
+				c = VC_GFS_ADD64(&ctl->rev_next, 1);
+		}
+		c = VC_GFS_BCAST(w, c);
+		if (c >= nch)
+			return;
+		uint64_t end = (c + 1) * VC_GFS_REV_CHUNK;
+		if (end > (uint64_t)g->tab_mask + 1)
+			end = (uint64_t)g->tab_mask + 1;
+		for (uint64_t x = c * VC_GFS_REV_CHUNK + w.rank; x < end; x += w.n) {
+			uint32_t id;
+			if (vc_gfs_tab_revoke_(g, (uint32_t)x, &id))
+				VC_GFS_ST(&g->rev[VC_GFS_ADD32(&ctl->rev_n, 1)], id);
+		}
+		VC_GFS_FENCE(); /* this lane's ids before the chunk counts as done */
+		VC_GFS_SYNCWARP(w);
+		if (VC_GFS_LEADER(w) && VC_GFS_ADD32(&ctl->rev_fin, 1) + 1 == nch) {
+			/* The last chunk: every id is out (each finisher fenced
+			 * before its count). */
+			uint32_t req = (uint32_t)VC_GFS_LDD(&ctl->rev_req);
+			VC_GFS_ST(&g->rev[g->tab_mask + 1], (uint32_t)VC_GFS_LDD(&ctl->rev_n));
+			VC_GFS_STD(&ctl->rev_done, req);
+			VC_GFS_ST(&g->rev[g->tab_mask + 2], req);
 		}
 	}
-}
-
-/* After the pass (one thread): the count to out[cap], where the host reads
- * it, and the counter back to 0. */
-VC_GFS_FN void vc_gfs_revoke_publish(const struct vc_gfs_ctx *g, uint32_t *out, uint32_t cap)
-{
-	uint32_t n = (uint32_t)VC_GFS_LDD(&g->ctl->rev_n);
-	VC_GFS_STD(&g->ctl->rev_n, 0u);
-	VC_GFS_ST(&out[cap], n < cap ? n : cap);
 }
 
 /* ---- internals: requests --------------------------------------------------- */
@@ -425,6 +469,7 @@ VC_GFS_FN struct vc_gfs_req *vc_gfs_claim_on_(const struct vc_gfs_ctx *g, struct
 	while (VC_GFS_LD(&s->ack) < prev) {
 		if (vc_gfs_now_ns() - t0 > g->timeout_ns)
 			return NULL;
+		vc_gfs_revoke_help(g, vc_gfs_solo_());
 		VC_GFS_PAUSE();
 	}
 	*ticket = t;
@@ -449,6 +494,7 @@ VC_GFS_FN int64_t vc_gfs_post_(const struct vc_gfs_ctx *g, struct vc_gfs_req *s,
 	while (VC_GFS_LD(&s->done) != t + 1) {
 		if (vc_gfs_now_ns() - t0 > g->timeout_ns)
 			return vc_gfs_timeout_(g);
+		vc_gfs_revoke_help(g, vc_gfs_solo_());
 		VC_GFS_PAUSE();
 	}
 	return 0;
@@ -651,6 +697,7 @@ VC_GFS_FN int64_t vc_gread(const struct vc_gfs_ctx *g, int fd, uint64_t off, uin
 			   void *buf)
 {
 	struct vc_gfs_warp w = vc_gfs_warp_self();
+	vc_gfs_revoke_help(g, w); /* the host may wait for entries */
 	if (!vc_gfs_fd_ok_(g, fd))
 		return -EBADF;
 	uint64_t size = VC_GFS_LDD(&g->files[fd].size);
@@ -697,6 +744,7 @@ VC_GFS_FN int64_t vc_gwrite(const struct vc_gfs_ctx *g, int fd, uint64_t off, ui
 			    const void *buf)
 {
 	struct vc_gfs_warp w = vc_gfs_warp_self();
+	vc_gfs_revoke_help(g, w); /* the host may wait for entries */
 	if (!vc_gfs_fd_ok_(g, fd))
 		return -EBADF;
 	if (!(VC_GFS_LDD(&g->files[fd].flags) & VC_GO_RDWR))
@@ -733,6 +781,7 @@ VC_GFS_FN int64_t vc_gwrite(const struct vc_gfs_ctx *g, int fd, uint64_t off, ui
 					if (!vc_gfs_tab_revoke_(g, x, &ids[n])) {
 						if (vc_gfs_now_ns() - t0 > g->timeout_ns)
 							r = vc_gfs_timeout_(g);
+						vc_gfs_revoke_help(g, vc_gfs_solo_());
 						VC_GFS_PAUSE();
 						i--; /* pinned (a read in flight, a mapping) or changing */
 						continue;
@@ -784,6 +833,7 @@ VC_GFS_FN int64_t vc_gmmap(const struct vc_gfs_ctx *g, int fd, uint64_t off, uin
 			   int prot, struct vc_gmap *m)
 {
 	struct vc_gfs_warp w = vc_gfs_warp_self();
+	vc_gfs_revoke_help(g, w); /* the host may wait for entries */
 	if (!vc_gfs_fd_ok_(g, fd))
 		return -EBADF;
 	if (prot & VC_GPROT_WRITE)

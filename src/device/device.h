@@ -87,6 +87,15 @@ struct vc_dbatch {
 	uint32_t n;
 	uint32_t page_size;
 	const struct vc_xts_key *key; /* NULL: no cipher moves */
+	/* Copy engines only, set by the owner before each submit: the
+	 * batch's moves are plain COPY and SWAP (no cipher, no VC_MOVE_FP;
+	 * -EINVAL otherwise) and the backend moves them without running
+	 * anything on the device's SMs (CUDA: cudaMemcpyBatchAsync of the
+	 * contiguous runs, a SWAP as three ordered copies through a scratch
+	 * page of device memory set up at batch_init). For callers whose
+	 * moves must make progress while other programs' kernels hold every
+	 * SM (GPUfs, docs/GPUFS.md). */
+	bool dma;
 	void *priv; /* backend state, set by batch_init */
 };
 

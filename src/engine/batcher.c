@@ -55,6 +55,10 @@ struct vc_batcher {
 	 * 0: never. */
 	uint32_t launch_min, launch_qpct;
 	uint32_t spread_pieces; /* a ring's least share of an add (DQ_SPREAD_PIECES) */
+	/* Copy-engine mode (vc_batcher_set_dma): while nonzero, plain moves
+	 * go to the slots below as dma batches (device.h), never to the
+	 * rings' servers or a kernel. A count: modes nest. */
+	_Atomic uint32_t dma;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC: slot state changed */
 	struct vc_device *dev;
@@ -175,6 +179,8 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 	pthread_mutex_init(&b->mu, NULL);
 	vc_cond_init_monotonic(&b->cv);
 	const char *path = getenv("VC_MOVE_PATH");
+	if (path && strcmp(path, "dma") == 0) /* copy engines, for measuring */
+		atomic_store(&b->dma, 1);
 	int r;
 	if (dev->ops->dq_init && !(path && strcmp(path, "batch") == 0)) {
 		struct vc_dq_config qc = { .page_size = page_size, .key = key };
@@ -190,12 +196,13 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 			b->spread_pieces = 1;
 		if (b->launch_qpct >= 100)
 			b->launch_min = 0;
-		if (b->launch_min) {
+		/* The slots serve hybrid adds' launched parts and the
+		 * copy-engine mode's batches. */
+		if (b->launch_min)
 			b->max_pages = LAUNCH_SLOT_PAGES;
-			if ((r = slots_init(b, page_size, timeout_us, key)) < 0) {
-				vc_dq_destroy(b->dq);
-				goto fail;
-			}
+		if ((r = slots_init(b, page_size, timeout_us, key)) < 0) {
+			vc_dq_destroy(b->dq);
+			goto fail;
 		}
 		*out = b;
 		return 0;
@@ -222,11 +229,33 @@ void vc_batcher_destroy(struct vc_batcher *b)
 		return;
 	if (b->dq)
 		vc_dq_destroy(b->dq);
-	if (!b->dq || b->launch_min)
-		slots_fini(b);
+	slots_fini(b);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
+}
+
+/* Moves a copy engine can do alone: no cipher, no fingerprint. */
+static bool plain_moves(const struct vc_move *m, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (m[i].op & ~VC_MOVE_OP_MASK)
+			return false;
+	return true;
+}
+
+void vc_batcher_set_dma(struct vc_batcher *b, bool on)
+{
+	if (on)
+		atomic_fetch_add(&b->dma, 1);
+	else
+		atomic_fetch_sub(&b->dma, 1);
+}
+
+/* The copy-engine mode takes these moves (to the slots, as dma batches). */
+static bool dma_takes(struct vc_batcher *b, const struct vc_move *m, uint32_t n)
+{
+	return atomic_load_explicit(&b->dma, memory_order_relaxed) > 0 && plain_moves(m, n);
 }
 
 /* Under b->mu. */
@@ -237,6 +266,7 @@ static void submit(struct vc_batcher *b, int i)
 		b->open = -1;
 	s->state = SLOT_INFLIGHT;
 	s->seq = ++b->seq;
+	s->db.dma = atomic_load(&b->dma) > 0 && plain_moves(s->db.moves, s->db.n);
 	b->inflight++;
 	b->st.batches++;
 	b->st.pages += s->db.n;
@@ -478,18 +508,16 @@ bool vc_batcher_poll_n(struct vc_batcher *b, const struct vc_ticket *t, uint32_t
 int vc_batcher_add_n_on(struct vc_batcher *b, uint32_t ring, const struct vc_move *m, uint32_t n,
 			struct vc_ticket *t)
 {
-	if (b->dq)
+	if (b->dq && !dma_takes(b, m, n))
 		return dq_add_n(b, ring, m, n, t);
-	return vc_batcher_add_n(b, m, n, t);
+	slots_add_n(b, m, n, t, false);
+	return 0;
 }
 
 int vc_batcher_add_n(struct vc_batcher *b, const struct vc_move *m, uint32_t n,
 		     struct vc_ticket *t)
 {
-	if (b->dq)
-		return dq_add_n(b, 0, m, n, t);
-	slots_add_n(b, m, n, t, false);
-	return 0;
+	return vc_batcher_add_n_on(b, 0, m, n, t);
 }
 
 /* Under b->mu: waits for one ticket's batch; returns its status. */

@@ -9,7 +9,8 @@
  * batches submitted at once (batcher.c, dq_add_n: the rings' 16 SMs are
  * too few for a large add's AES; VC_DQ_LAUNCH_MIN and VC_DQ_LAUNCH_QPCT,
  * a share for the rings, change it, for measuring). VC_MOVE_PATH=batch
- * selects launched batches instead (for measuring). Launched batches:
+ * selects launched batches instead, VC_MOVE_PATH=dma the copy-engine mode
+ * (vc_batcher_set_dma) for the cache's life (for measuring). Launched batches:
  *
  * Threads add page moves and then wait for them. Moves gather in an open
  * batch, which is submitted to the device when
@@ -60,6 +61,14 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 		      uint32_t timeout_us, const struct vc_xts_key *key, struct vc_batcher **out);
 /* "queue" or "batch": the path in use. */
 const char *vc_batcher_path(const struct vc_batcher *b);
+/* Copy-engine mode, on or off (calls nest: on while more ons than offs):
+ * while on, moves without a cipher or fingerprint flag go out as launched
+ * batches whose backend uses copy engines only (vc_dbatch.dma): no
+ * device-queue server, no kernel, so they progress while other programs'
+ * kernels hold every SM (GPUfs sets it for its context's life). Moves
+ * with flags keep their usual path. Thread safe; moves already added
+ * keep the path they took. */
+void vc_batcher_set_dma(struct vc_batcher *b, bool on);
 /* Waits for batches in flight, then frees. */
 void vc_batcher_destroy(struct vc_batcher *b);
 

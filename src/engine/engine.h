@@ -195,6 +195,12 @@ struct vc_gpu {
 	struct vc_ls *ls;          /* the GPU tier; NULL when it is disabled */
 	bool off;                  /* the device failed while cleaning: no more demotions */
 	bool reclaiming;           /* a thread is releasing early */
+	/* Quiet mode (eng_gfs_quiet; atomic, read without c->mu): while
+	 * nonzero the engine runs nothing on the device's SMs: cleaning
+	 * defers to tail eviction, a shrink evicts instead of moving, and
+	 * moves use the copy engines (vc_batcher_set_dma). A count: GPUfs
+	 * contexts each hold one for their life. */
+	_Atomic uint32_t quiet;
 	uint64_t clock;            /* demotion stamps: the GPU tier's LRU order */
 	int gc_policy;
 	uint32_t gc_segments;
@@ -818,5 +824,10 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 void eng_bulk_fini(struct bulk *b);
 int eng_bulk_init(struct vc_cache *c, struct bulk *b);
 int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage);
+/* range.c: loads the uncached pages among pno[0..n) (ascending, pages of
+ * open volumes, inside them) into the GPU tier, batch_pages a round: one
+ * backing submission per volume and one batched move each round. */
+int eng_prefetch_gpu_list(struct vc_cache *c, const uint64_t *pno, uint32_t n, uint32_t *rounds,
+			  uint32_t *loaded);
 
 #endif

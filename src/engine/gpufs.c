@@ -68,6 +68,42 @@ int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *a
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void eng_gfs_load(vc_cache *c, uint64_t *list, uint32_t n, uint32_t *rounds, uint32_t *loaded)
+{
+	*rounds = *loaded = 0;
+	if (!n || !c->gpu.ls || c->gpu.off)
+		return;
+	/* Cached pages leave the list first, lock-free: a batch of hits
+	 * costs no engine lock. */
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!vc_index_peek(&c->ix, list[i]))
+			list[m++] = list[i];
+	if (!m)
+		return;
+	qsort(list, m, sizeof *list, cmp_u64);
+	uint32_t k = 1;
+	for (uint32_t i = 1; i < m; i++)
+		if (list[i] != list[k - 1])
+			list[k++] = list[i];
+	(void)eng_prefetch_gpu_list(c, list, k, rounds, loaded);
+}
+
+void eng_gfs_quiet(vc_cache *c, bool on)
+{
+	if (on)
+		atomic_fetch_add(&c->gpu.quiet, 1);
+	else
+		atomic_fetch_sub(&c->gpu.quiet, 1);
+	vc_batcher_set_dma(c->gpu.bat, on);
+}
+
 void eng_gfs_unpin(vc_cache *c, uint32_t id)
 {
 	eng_unpin(c, &c->ix.pool[id]);

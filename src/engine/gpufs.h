@@ -34,8 +34,21 @@ uint64_t eng_gfs_npool(vc_cache *c);
  * when it is in the GPU tier), for long pins. Unlocked; may sleep on the
  * page. */
 int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *addr);
+/* Loads the pages of list[0..n) (engine page numbers, base | index, of
+ * open volumes and inside them; any order, duplicates allowed: sorted in
+ * place) that are not cached into the GPU tier together: batch_pages a
+ * round, each round one backing read per volume and one batched move
+ * (GPUfs'16 §4.3.1). Best effort (a page it could not load is left to
+ * eng_gfs_pin): *rounds and *loaded say what it did. Unlocked; sleeps. */
+void eng_gfs_load(vc_cache *c, uint64_t *list, uint32_t n, uint32_t *rounds, uint32_t *loaded);
 /* Drops a pin eng_gfs_pin took. Lock-free (wakes sleepers). */
 void eng_gfs_unpin(vc_cache *c, uint32_t id);
+/* Quiet mode on or off (nests): while on, the engine runs nothing on the
+ * device's SMs, so that a user's kernel holding every SM cannot starve the
+ * requests it waits for: moves go to the copy engines (vc_batcher_set_dma),
+ * GPU cleaning defers to tail eviction, a shrink evicts instead of moving.
+ * What it cannot cover is in docs/GPUFS.md. */
+void eng_gfs_quiet(vc_cache *c, bool on);
 /* Somebody sleeps in the engine for a page or a resource: a grant may be
  * what it waits for. O(buckets) atomic loads, no lock. */
 bool eng_gfs_waiters(vc_cache *c);

@@ -297,7 +297,8 @@ static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, ui
 	struct vc_ls *ls = c->gpu.ls;
 	const uint32_t per = vc_ls_slots_per_seg(ls);
 	uint64_t moved = 0;
-	for (uint32_t i = 0; i < n && !c->gpu.off; i++) {
+	/* Quiet mode: moving is a cleaning job (kernels); evict instead. */
+	for (uint32_t i = 0; i < n && !c->gpu.off && !atomic_load(&c->gpu.quiet); i++) {
 		int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
 		for (int j = 0; j < k; j++) {
 			uint32_t live = vc_ls_seg_live(ls, segs[j]);

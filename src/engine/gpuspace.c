@@ -237,12 +237,13 @@ static int gc_step(struct vc_cache *c)
 #define DD_CLEAN_FIRST 0.5
 
 /* Frees GPU log space once: a cleaning step when the log is fragmented
- * past gc_fragmentation and cleaning gains, else the tail segment's
- * eviction. -EAGAIN: nothing can be freed now. */
+ * past gc_fragmentation and cleaning gains (never in quiet mode: a
+ * cleaning job is kernels), else the tail segment's eviction. -EAGAIN:
+ * nothing can be freed now. */
 static int reclaim(struct vc_cache *c, uint64_t *evicted)
 {
 	const double frag = vc_ls_fragmentation(c->gpu.ls);
-	if (c->gpu.gc_policy != VC_GC_OFF && frag >= c->gpu.gc_frag) {
+	if (c->gpu.gc_policy != VC_GC_OFF && !atomic_load(&c->gpu.quiet) && frag >= c->gpu.gc_frag) {
 		int r = gc_step(c);
 		if (r == -EBUSY && eng_dd(c) && frag >= DD_CLEAN_FIRST)
 			return -EAGAIN;

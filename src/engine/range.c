@@ -99,19 +99,26 @@ static int prefetch_dd_down(struct vc_cache *c, struct bulk *b)
 	return r;
 }
 
-/* Loads uncached pages [*pno, p1] straight into the GPU tier, up to one
- * batch at a time, through the bulk staging pages. */
-static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
+/* Loads the uncached pages among pno[0..n) (ascending: a volume's pages
+ * together) straight into the GPU tier, up to batch_pages of them in one
+ * round: one backing submission per volume (io_uring) into the bulk
+ * staging pages, then one batched move. *used: how many entries of pno
+ * the round got through (the rest are for the next round); *loaded: pages
+ * it loaded. Pages already cached, or loaded meanwhile by someone else,
+ * are skipped. */
+static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t n, uint32_t *used,
+			      uint32_t *loaded)
 {
-	struct vc_cache *c = v->c;
 	struct bulk b;
+	uint32_t i = 0;
+	*loaded = 0;
 	int r = eng_bulk_init(c, &b);
 	if (r < 0)
 		return r;
 	eng_lock(c);
-	while (*pno <= p1 && b.n < c->batch_pages) {
-		if (vc_index_find(&c->ix, *pno)) {
-			(*pno)++;
+	while (i < n && b.n < c->batch_pages) {
+		if (vc_index_find(&c->ix, pno[i])) {
+			i++;
 			continue;
 		}
 		uint32_t s;
@@ -125,19 +132,19 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 		 * (busy, unqueued) reclaiming may find nothing but them, so
 		 * write those first instead of sleeping on ourselves. */
 		r = eng_gpu_room(c, 1, b.n > 0);
-		if (r < 0 || vc_index_find(&c->ix, *pno)) { /* or raced while reclaiming */
+		if (r < 0 || vc_index_find(&c->ix, pno[i])) { /* or raced while reclaiming */
 			vc_tier_free(c->gpu.stage_bulk, s);
 			if (r == -ENOSPC && b.n == 0)
-				*pno = p1 + 1; /* the tier shrank to nothing: a hint goes unheeded */
+				i = n; /* the tier shrank to nothing: a hint goes unheeded */
 			if (r == -EAGAIN || r == -ENOSPC)
 				r = 0;
-			if (r < 0 || b.n || *pno > p1)
+			if (r < 0 || b.n || i >= n)
 				break;
 			continue;
 		}
 		/* Published busy: a lock-free miss of it waits for this round. */
 		struct vc_page *p;
-		r = vc_index_insert(&c->ix, *pno, GPU, 0, VC_ST_BUSY, &p);
+		r = vc_index_insert(&c->ix, pno[i], GPU, 0, VC_ST_BUSY, &p);
 		if (r < 0) {
 			vc_tier_free(c->gpu.stage_bulk, s);
 			if (r == -EEXIST) { /* a lock-free miss loaded it meanwhile */
@@ -148,7 +155,7 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 		}
 		if (eng_gpu_append(c, 1, &p) < 0) {
 			vc_index_remove(&c->ix, p); /* not reached: room was made under this hold */
-			eng_wake_page(c, *pno);
+			eng_wake_page(c, pno[i]);
 			vc_tier_free(c->gpu.stage_bulk, s);
 			break;
 		}
@@ -156,29 +163,40 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
 		io->buf = vc_tier_host(c->gpu.stage_bulk, s);
-		io->off = page_off(c, *pno);
-		io->len = page_len(c, *pno);
+		io->off = page_off(c, pno[i]);
+		io->len = page_len(c, pno[i]);
 		if (io->len < c->page_size)
 			memset((char *)io->buf + io->len, 0, c->page_size - io->len);
 		b.n++;
-		(*pno)++;
+		i++;
 	}
 	eng_unlock(c);
+	*used = i;
 
-	int e = b.n ? vc_backing_submit(v->bk, b.bios, b.n) : 0;
+	/* One submission per volume: its pages are adjacent in the round. */
+	int e = 0;
+	for (unsigned k = 0, end; k < b.n; k = end) {
+		struct vc_volume *v = vol_of(c, b.jobs[k].p->pno);
+		for (end = k + 1; end < b.n && vol_of(c, b.jobs[end].p->pno) == v; end++)
+			;
+		int e1 = vc_backing_submit(v->bk, b.bios + k, end - k);
+		if (e1 < 0 && e == 0)
+			e = e1;
+	}
 	int dev_r = eng_dd(c) ? prefetch_dd_down(c, &b) : eng_bulk_move(c, &b, false);
 	eng_lock(c);
-	for (unsigned i = 0; i < b.n; i++) {
-		struct vc_page *p = b.jobs[i].p;
-		vc_tier_free(c->gpu.stage_bulk, b.jobs[i].stage);
-		if (b.bios[i].result < 0) {
+	for (unsigned j = 0; j < b.n; j++) {
+		struct vc_page *p = b.jobs[j].p;
+		vc_tier_free(c->gpu.stage_bulk, b.jobs[j].stage);
+		if (b.bios[j].result < 0) {
 			eng_page_drop(c, p);
 			continue;
 		}
 		st_settle(c, p, VC_ST_GPU); /* settled */
 		pol_insert(c, p, GPU);
 		c->st.h2d += c->page_size;
-		c->st.rd_bytes += b.bios[i].len;
+		c->st.rd_bytes += b.bios[j].len;
+		(*loaded)++;
 	}
 	eng_wake(c);
 	eng_unlock(c);
@@ -186,6 +204,25 @@ static int prefetch_gpu_round(struct vc_volume *v, uint64_t *pno, uint64_t p1)
 	if (r == 0)
 		r = e < 0 ? e : dev_r;
 	return r;
+}
+
+/* Runs rounds over the whole list (ascending); *rounds and *loaded count
+ * them and the pages loaded. Stops at the first error. */
+int eng_prefetch_gpu_list(struct vc_cache *c, const uint64_t *pno, uint32_t n, uint32_t *rounds,
+			  uint32_t *loaded)
+{
+	*rounds = *loaded = 0;
+	while (n) {
+		uint32_t used = 0, got = 0;
+		int r = prefetch_gpu_round(c, pno, n, &used, &got);
+		(*rounds)++;
+		*loaded += got;
+		if (r < 0)
+			return r;
+		pno += used;
+		n -= used;
+	}
+	return 0;
 }
 
 int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
@@ -206,12 +243,22 @@ int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 		len = v->size - off;
 	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
 	if (tier == GPU) {
-		while (p0 <= p1) {
-			int r = prefetch_gpu_round(v, &p0, p1);
-			if (r < 0)
-				return r;
+		/* Rounds over the range, a batch's worth of candidates each. */
+		uint64_t *list = malloc((size_t)c->batch_pages * sizeof *list);
+		if (!list)
+			return vc_err(-ENOMEM, "out of memory");
+		int r = 0;
+		while (p0 <= p1 && r == 0) {
+			uint32_t k = 0, rounds, loaded;
+			while (k < c->batch_pages && p0 + k <= p1) {
+				list[k] = p0 + k;
+				k++;
+			}
+			r = eng_prefetch_gpu_list(c, list, k, &rounds, &loaded);
+			p0 += k;
 		}
-		return 0;
+		free(list);
+		return r;
 	}
 	for (uint64_t pno = p0; pno <= p1; pno++) {
 		struct vc_page *p;

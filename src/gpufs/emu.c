@@ -1,21 +1,13 @@
 /* GPUfs on the emulated device: kernels are CPU threads standing in for
  * warps of one lane, running the device half (vramcache/gpufs.h compiled
  * for the host) over the same context; device memory is host memory, so
- * the revoke pass is a plain call. */
+ * the host's part of a revoke pass is plain stores (host.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "base/error.h"
 #include "gpufs/gpufs.h"
-
-int gfs_emu_revoke(struct vc_gpufs *g, uint32_t *n)
-{
-	vc_gfs_revoke_pass(&g->ctx, 0, 1, g->rev, g->ntab);
-	vc_gfs_revoke_publish(&g->ctx, g->rev, g->ntab);
-	*n = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
-	return 0;
-}
 
 struct emu_run {
 	struct vc_gpufs *g;

@@ -3,7 +3,7 @@
  *
  *   host.c   the context: files, the request ring's service threads, the
  *            reaper (revoke passes), release, create and destroy
- *   emu.c    the emulated device's runner and revoke pass
+ *   emu.c    the emulated device's runner
  *
  * Lock rules. g->mu guards the ring's head (which tickets a service thread
  * takes) and the file table's slots (open, close); a file's rw lock is
@@ -38,20 +38,34 @@ struct vc_gpufs {
 	vc_cache *c;
 	struct vc_device *dev;
 	bool emu;
+	bool quiet; /* holds the engine's quiet mode (VC_GPUFS_QUIET=off: not) */
 	struct vc_gfs_ctx ctx; /* device-visible addresses */
 	/* host views */
 	struct vc_gfs_req *ring, *uring;
 	unsigned char *data;
 	uint64_t uhead; /* the unpin ring's next ticket (the reaper's alone) */
-	struct vc_gfs_ctl *ctl_host;   /* emu only (device memory is host memory) */
 	void *ring_mem;                /* host_alloc'ed: ring, then data */
 	uint64_t ctl_dev, tab_dev, files_dev;
 	uint32_t nring, ntab;
 	uint32_t page_shift;
-	/* The revoke pass's output, mapped: ids, then the count. */
+	/* The revoke pass's output, mapped: ids, then the count, then the
+	 * number of the pass done (ctx.rev). */
 	uint32_t *rev;
 	uint64_t rev_dev;
-	void *rev_stream; /* CUDA: the pass's stream */
+	void *rev_stream; /* CUDA: the context's non-blocking stream (gpufs.c) */
+	/* The pass in progress (the reaper's; under revoke_mu): its number
+	 * (ctl.rev_req), when it was asked for, whether the fallback kernel
+	 * (emu: the reaper itself) was sent after it. sig: pinned words the
+	 * host copies to ctl.rev_* (CUDA), unchanged while a pass runs. */
+	struct gfs_sig {
+		uint64_t next;
+		uint32_t fin, n;
+		uint32_t req, _pad;
+	} *sig;
+	uint64_t sig_dev;
+	uint32_t rev_gen;
+	bool rev_active, rev_fallback;
+	uint64_t rev_t0;
 
 	pthread_mutex_t mu;
 	uint64_t head; /* next ticket to serve (under mu) */
@@ -72,10 +86,8 @@ struct vc_gpufs {
 
 	struct {
 		_Atomic uint64_t requests, batches, gets, get_cached, revokes, revoked, writes, opens;
+		_Atomic uint64_t rev_fallbacks, miss_rounds, miss_pages;
 	} st;
 };
-
-/* emu.c */
-int gfs_emu_revoke(struct vc_gpufs *g, uint32_t *n);
 
 #endif

@@ -5,13 +5,23 @@
  * claim (opportunistic batching, GPUfs'16 §4.3.1: nothing waits for a batch
  * to fill) and serve them from the engine. Each grant (GET) is an engine
  * pin held for the device, counted in held[id], so that release can drop
- * every pin whatever the device did. The reaper runs a revoke pass (device
- * table entries nobody pins become DEAD; their pins are dropped here) when
- * the engine has sleepers (one may wait for a page the table pins) or the
- * table holds more than max_cached grants.
+ * every pin whatever the device did. The reaper asks for a revoke pass
+ * (device table entries nobody pins become DEAD; their pins are dropped
+ * here) when the engine has sleepers (one may wait for a page the table
+ * pins) or the table holds more than max_cached grants; the user's warps
+ * do the pass (see "Revoke passes" below).
+ *
+ * Nothing here runs a kernel or makes a CUDA call that waits for one
+ * while users' kernels may run: the engine is in quiet mode for the
+ * context's life (eng_gfs_quiet: moves by copy engine, no cleaning
+ * jobs), revoke passes are asked for by copy engine, and everything the
+ * service path uses is allocated at create. (memcpy_sync, which waits
+ * for the legacy stream's kernels, is used only by create, release and
+ * vc_gpufs_open, which run between kernels.)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,10 +36,9 @@
 #include "device/cuda/gpufs.h"
 #endif
 
-/* Batch bound of one claim: enough to fill a bulk round (batch_pages
- * defaults to 256) with misses, small enough to share work between the
- * service threads. */
-#define SVC_BATCH 64
+/* Batch bound of one claim: a bulk round's worth of misses (batch_pages
+ * defaults to 256), loaded together (load_misses). */
+#define SVC_BATCH 256
 /* Idle service threads poll the ring every this many ns once a few quick
  * polls found nothing: a request waits at most this long for a sleeping
  * thread, against a core spent polling. */
@@ -312,6 +321,46 @@ static void serve_one(struct vc_gpufs *g, uint64_t t)
 	answer(s, t, r);
 }
 
+/* Opportunistic batching of misses (GPUfs'16 §4.3.1): the GETs of one
+ * claim (not gmmap's, which pin in the host tier) that miss the cache are
+ * loaded into the GPU tier together before any is served: one backing
+ * read per volume and one batched move (copy engines) a round of up to
+ * batch_pages pages, instead of a round per page. serve_one then finds
+ * them cached. The files' rw locks are held shared meanwhile (taken in fd
+ * order: no truncation cuts a page off under the load). Cost: O(n log n)
+ * host work besides the round; a claim of hits only costs n lock-free
+ * index lookups. */
+static void load_misses(struct vc_gpufs *g, uint64_t h, uint64_t n)
+{
+	uint64_t list[SVC_BATCH];
+	bool used[VC_GFS_MAX_FILES] = { false };
+	uint32_t nl = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		const struct vc_gfs_req *s = &g->ring[(h + i) & (g->nring - 1)];
+		if (s->op == VC_GFS_OP_GET && !(s->flags & VC_GFS_F_MAP) && file_of(g, s->fd))
+			used[s->fd] = true;
+	}
+	for (uint32_t fd = 0; fd < VC_GFS_MAX_FILES; fd++)
+		if (used[fd])
+			pthread_rwlock_rdlock(&g->files[fd].rw);
+	for (uint64_t i = 0; i < n; i++) {
+		const struct vc_gfs_req *s = &g->ring[(h + i) & (g->nring - 1)];
+		if (s->op != VC_GFS_OP_GET || (s->flags & VC_GFS_F_MAP) || s->fd >= VC_GFS_MAX_FILES ||
+		    !used[s->fd])
+			continue;
+		vc_volume *v = g->files[s->fd].v;
+		if (s->off < (vc_volume_size(v) + (1ull << g->page_shift) - 1) >> g->page_shift)
+			list[nl++] = eng_gfs_base(v) | s->off;
+	}
+	uint32_t rounds = 0, loaded = 0;
+	eng_gfs_load(g->c, list, nl, &rounds, &loaded);
+	for (uint32_t fd = 0; fd < VC_GFS_MAX_FILES; fd++)
+		if (used[fd])
+			pthread_rwlock_unlock(&g->files[fd].rw);
+	atomic_fetch_add_explicit(&g->st.miss_rounds, rounds, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->st.miss_pages, loaded, memory_order_relaxed);
+}
+
 static void *svc_main(void *arg)
 {
 	struct vc_gpufs *g = arg;
@@ -335,6 +384,7 @@ static void *svc_main(void *arg)
 		}
 		idle = 0;
 		atomic_fetch_add_explicit(&g->st.batches, 1, memory_order_relaxed);
+		load_misses(g, h, n);
 		for (uint64_t i = 0; i < n; i++)
 			serve_one(g, h + i);
 		atomic_fetch_sub(&g->busy, 1);
@@ -344,32 +394,109 @@ static void *svc_main(void *arg)
 
 /* ---- revoking ------------------------------------------------------------------ */
 
-/* One revoke pass: entries nobody pins leave the table, their pins drop. */
-static int gfs_revoke(struct vc_gpufs *g)
+/* Revoke passes (entries nobody pins leave the table, their engine pins
+ * drop) run without a kernel: the reaper asks for one by writing the
+ * pass's words in device memory through the copy engines (CUDA; plain
+ * stores on emu), and the user's warps share it at their next call or
+ * while they wait for the host (vc_gfs_revoke_help); the warp that
+ * finishes the last chunk publishes the revoked ids. The reaper polls for
+ * that between its unpin drains, never waiting on the device. A pass that
+ * no warp finishes within REVOKE_COOP_NS (the kernel computes without
+ * calls, or has ended) gets the fallback: the revoke kernel on CUDA,
+ * which takes the chunks left once an SM is free, the reaper itself on
+ * emu. Everything here is under revoke_mu. */
+#define REVOKE_COOP_NS 2000000
+
+static uint64_t now_ns(void)
 {
-	uint32_t n = 0;
-	int r;
-	pthread_mutex_lock(&g->revoke_mu);
-	g->rev[g->ntab] = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Asks for pass g->rev_gen + 1: the counters to 0, then (after them)
+ * rev_req. The previous pass is done, so no warp touches the counters but
+ * to find no chunk left. */
+static int pass_start(struct vc_gpufs *g)
+{
+	uint32_t gen = g->rev_gen + 1;
+	int r = 0;
 	if (g->emu) {
-		r = gfs_emu_revoke(g, &n);
+		struct vc_gfs_ctl *ctl = (struct vc_gfs_ctl *)(uintptr_t)g->ctl_dev;
+		__atomic_store_n(&ctl->rev_next, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&ctl->rev_fin, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&ctl->rev_n, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&ctl->rev_req, gen, __ATOMIC_RELEASE);
 	} else {
 #ifdef VC_HAVE_CUDA
-		r = vc_cuda_gfs_revoke(g->dev, &g->ctx, g->rev_dev, g->ntab, &g->rev_stream,
-				       &g->stop);
-		n = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
+		*g->sig = (struct gfs_sig){ .req = gen };
+		_Static_assert(offsetof(struct vc_gfs_ctl, rev_fin) ==
+				       offsetof(struct vc_gfs_ctl, rev_next) + 8 &&
+			       offsetof(struct vc_gfs_ctl, rev_n) ==
+				       offsetof(struct vc_gfs_ctl, rev_next) + 12,
+			       "the counters are one copy");
+		r = vc_cuda_gfs_put(g->dev, g->rev_stream, g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_next),
+				    g->sig, 16);
+		if (r == 0)
+			r = vc_cuda_gfs_put(g->dev, g->rev_stream,
+					    g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_req), &g->sig->req,
+					    sizeof g->sig->req);
 #else
 		r = -ENOTSUP;
 #endif
 	}
+	if (r < 0)
+		return r;
+	g->rev_gen = gen;
+	g->rev_active = true;
+	g->rev_fallback = false;
+	g->rev_t0 = now_ns();
+	return 0;
+}
+
+/* The pass in progress: drops the pins it revoked once published, sends
+ * the fallback when it is overdue. */
+static void pass_poll(struct vc_gpufs *g)
+{
+	if (__atomic_load_n(&g->rev[g->ntab + 1], __ATOMIC_ACQUIRE) != g->rev_gen) {
+		if (g->rev_fallback || now_ns() - g->rev_t0 < REVOKE_COOP_NS)
+			return;
+		g->rev_fallback = true;
+		atomic_fetch_add_explicit(&g->st.rev_fallbacks, 1, memory_order_relaxed);
+		if (g->emu) {
+			vc_gfs_revoke_help(&g->ctx, vc_gfs_warp_self());
+		} else {
+#ifdef VC_HAVE_CUDA
+			(void)vc_cuda_gfs_revoke_kernel(g->dev, &g->ctx, g->rev_stream);
+#endif
+		}
+		if (__atomic_load_n(&g->rev[g->ntab + 1], __ATOMIC_ACQUIRE) != g->rev_gen)
+			return;
+	}
+	uint32_t n = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
 	if (n > g->ntab)
 		n = g->ntab;
-	for (uint32_t i = 0; r == 0 && i < n; i++)
-		grant_drop(g, g->rev[i], true);
+	for (uint32_t i = 0; i < n; i++)
+		grant_drop(g, __atomic_load_n(&g->rev[i], __ATOMIC_RELAXED), true);
+	g->rev_active = false;
 	atomic_fetch_add_explicit(&g->st.revokes, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->st.revoked, n, memory_order_relaxed);
-	pthread_mutex_unlock(&g->revoke_mu);
-	return r;
+}
+
+/* Release, after the user's kernels: no pass is left in progress (a
+ * fallback kernel is waited for; a pass that warps left unfinished needs
+ * nothing: release drops every pin and resets the words). */
+static void pass_settle(struct vc_gpufs *g)
+{
+	if (g->rev_active && g->rev_fallback && !g->emu) {
+#ifdef VC_HAVE_CUDA
+		(void)vc_cuda_gfs_stream_sync(g->dev, g->rev_stream);
+#endif
+	}
+	g->rev_active = false;
+	g->rev_gen = 0;
+	__atomic_store_n(&g->rev[g->ntab], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->rev[g->ntab + 1], 0, __ATOMIC_RELEASE);
 }
 
 /* Serves the unpin ring's published requests (the reaper's; never sleeps
@@ -398,13 +525,15 @@ static void *reaper_main(void *arg)
 		nap(UNPIN_NS);
 		pthread_mutex_lock(&g->revoke_mu);
 		drain_unpins(g);
+		if (g->rev_active) {
+			pass_poll(g);
+		} else if (++k >= REAPER_NS / UNPIN_NS) {
+			k = 0;
+			bool want = atomic_exchange(&g->want_revoke, false);
+			if (atomic_load(&g->ncached) && (want || eng_gfs_waiters(g->c)))
+				(void)pass_start(g);
+		}
 		pthread_mutex_unlock(&g->revoke_mu);
-		if (++k < REAPER_NS / UNPIN_NS)
-			continue;
-		k = 0;
-		bool want = atomic_exchange(&g->want_revoke, false);
-		if (atomic_load(&g->ncached) && (want || eng_gfs_waiters(g->c)))
-			gfs_revoke(g);
 	}
 	return NULL;
 }
@@ -447,6 +576,8 @@ static void teardown(struct vc_gpufs *g)
 		d->ops->host_free(d, g->ring_mem);
 	if (g->rev)
 		d->ops->host_free(d, g->rev);
+	if (g->sig)
+		d->ops->host_free(d, g->sig);
 	if (g->ctl_dev)
 		d->ops->mem_free(d, g->ctl_dev);
 	if (g->tab_dev)
@@ -516,8 +647,14 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 	if (r == 0)
 		r = dv->ops->host_alloc(dv, bytes, &g->ring_mem, &ring_dev);
 	if (r == 0)
-		r = dv->ops->host_alloc(dv, (g->ntab + 1) * sizeof(uint32_t), (void **)&g->rev,
+		r = dv->ops->host_alloc(dv, (g->ntab + 2) * sizeof(uint32_t), (void **)&g->rev,
 					&g->rev_dev);
+	if (r == 0)
+		r = dv->ops->host_alloc(dv, sizeof *g->sig, (void **)&g->sig, &g->sig_dev);
+#ifdef VC_HAVE_CUDA
+	if (r == 0 && !g->emu)
+		r = vc_cuda_gfs_stream_new(dv, &g->rev_stream);
+#endif
 	if (r == 0)
 		r = dv->ops->mem_alloc(dv, sizeof(struct vc_gfs_ctl), &g->ctl_dev);
 	if (r == 0)
@@ -526,6 +663,7 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		r = dv->ops->mem_alloc(dv, VC_GFS_MAX_FILES * sizeof(struct vc_gfs_file), &g->files_dev);
 	if (r == 0) {
 		memset(g->ring_mem, 0, bytes);
+		memset(g->rev, 0, (g->ntab + 2) * sizeof(uint32_t));
 		g->ring = g->ring_mem;
 		g->uring = g->ring + g->nring;
 		g->data = (unsigned char *)g->ring_mem + ring_bytes;
@@ -546,6 +684,7 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		.ctl = (struct vc_gfs_ctl *)(uintptr_t)g->ctl_dev,
 		.tab = (struct vc_gfs_ent *)(uintptr_t)g->tab_dev,
 		.files = (struct vc_gfs_file *)(uintptr_t)g->files_dev,
+		.rev = (uint32_t *)(uintptr_t)g->rev_dev,
 		.ring_mask = g->nring - 1,
 		.tab_mask = g->ntab - 1,
 		.page_shift = g->page_shift,
@@ -564,6 +703,13 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		teardown(g);
 		return vc_err(-EAGAIN, "vc_gpufs_create: cannot start threads");
 	}
+	/* From here until destroy the engine runs nothing on the SMs (its
+	 * moves use the copy engines, cleaning defers): a user's kernel may
+	 * hold every SM while it waits for the requests served here. */
+	const char *q = getenv("VC_GPUFS_QUIET"); /* "off": for measuring and diagnosis */
+	g->quiet = !(q && strcmp(q, "off") == 0);
+	if (g->quiet)
+		eng_gfs_quiet(c, true);
 	*out = g;
 	return 0;
 }
@@ -607,6 +753,7 @@ int vc_gpufs_release(vc_gpufs *g)
 	}
 	pthread_mutex_lock(&g->revoke_mu);
 	drain_unpins(g);
+	pass_settle(g);
 	/* Every pin held for the device goes, whatever the table says. */
 	pthread_mutex_lock(&g->mu);
 	for (uint64_t id = 0; id < g->npool; id++) {
@@ -646,6 +793,8 @@ int vc_gpufs_destroy(vc_gpufs *g)
 		close(f->fd);
 		free(f->path);
 	}
+	if (g->quiet)
+		eng_gfs_quiet(g->c, false);
 	teardown(g);
 	return r;
 }
@@ -702,6 +851,9 @@ int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st)
 		.writes = atomic_load(&g->st.writes),
 		.opens = atomic_load(&g->st.opens),
 		.held = atomic_load(&g->nheld),
+		.rev_fallbacks = atomic_load(&g->st.rev_fallbacks),
+		.miss_rounds = atomic_load(&g->st.miss_rounds),
+		.miss_pages = atomic_load(&g->st.miss_pages),
 	};
 	return 0;
 }

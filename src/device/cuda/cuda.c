@@ -88,6 +88,14 @@ struct cu_batch {
 	/* Device address of b->moves when b->moves_dev is not filled in. */
 	const struct vc_move *moves_host;
 	const struct vc_move *moves_dev;
+	/* The copy-engine path (vc_dbatch.dma): a page of device memory that
+	 * SWAPs pass through, and the runs of the submission being built
+	 * (host memory, grown by submit, used under the batch's owner). */
+	void *scratch;
+	void **dsts;
+	const void **srcs;
+	size_t *sizes;
+	uint32_t runs_cap;
 };
 
 static bool absent_error(cudaError_t e)
@@ -309,6 +317,12 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 	r = CU(cudaMalloc(&counter, sizeof(uint32_t)));
 	if (r == 0 && (r = CU(cudaMemset(counter, 0, sizeof(uint32_t)))) < 0)
 		(void)CU(cudaFree(counter));
+	/* Allocated here, not at a dma submit: allocations may synchronize
+	 * the device, and dma batches exist for when that must not happen. */
+	if (r == 0 && b->page_size && (r = CU(cudaMalloc(&cb->scratch, b->page_size))) < 0) {
+		(void)CU(cudaFree(counter));
+		cb->scratch = NULL;
+	}
 	vc_cu_unquiesce(c);
 	if (r < 0)
 		goto fail_flag;
@@ -339,10 +353,15 @@ static void cu_batch_fini(struct vc_device *d, struct vc_dbatch *b)
 		(void)CU(cudaEventSynchronize(cb->ev));
 		(void)CU(cudaEventDestroy(cb->ev));
 		vc_cu_quiesce(CUD(d));
+		if (cb->scratch)
+			(void)CU(cudaFree(cb->scratch));
 		(void)CU(cudaFree(cb->counter));
 		(void)CU(cudaFreeHost((void *)cb->flag));
 		vc_cu_unquiesce(CUD(d));
 	}
+	free(cb->dsts);
+	free(cb->srcs);
+	free(cb->sizes);
 	free(cb);
 	b->priv = NULL;
 }
@@ -402,6 +421,76 @@ static uint32_t grid_cap(struct cu_dev *c, uint32_t per_sm)
 	return (c->sms - held) * per_sm;
 }
 
+/* The copy-engine path (vc_dbatch.dma): the contiguous runs of COPY
+ * moves (pages adjacent on both sides merge: a round of log appends from
+ * staging pages is often one run) go out as one cudaMemcpyBatchAsync
+ * (CUDA 13; one cudaMemcpyAsync a run before), each SWAP as three copies
+ * in stream order through cb->scratch. Nothing runs on an SM, so the
+ * moves progress while other programs' kernels hold every SM. Cost: O(n)
+ * host work, one driver call for the runs and three per SWAP. */
+static int dma_submit(struct cu_batch *cb, const struct vc_dbatch *b)
+{
+	const size_t ps = b->page_size;
+	if (b->n > cb->runs_cap) {
+		void **d = realloc(cb->dsts, b->n * sizeof *d);
+		if (d)
+			cb->dsts = d;
+		const void **s = realloc(cb->srcs, b->n * sizeof *s);
+		if (s)
+			cb->srcs = s;
+		size_t *z = realloc(cb->sizes, b->n * sizeof *z);
+		if (z)
+			cb->sizes = z;
+		if (!d || !s || !z)
+			return vc_err(-ENOMEM, "cuda: out of memory");
+		cb->runs_cap = b->n;
+	}
+	uint32_t nr = 0;
+	int r = 0;
+	for (uint32_t i = 0; i < b->n && r == 0; i++) {
+		const struct vc_move *m = &b->moves[i];
+		void *dst = (void *)(uintptr_t)m->dst, *src = (void *)(uintptr_t)m->src;
+		if (m->op == VC_MOVE_SWAP) {
+			if (!cb->scratch)
+				return vc_err(-EINVAL, "cuda: a SWAP in a batch without a page size");
+			r = CU(cudaMemcpyAsync(cb->scratch, dst, ps, cudaMemcpyDefault, cb->stream));
+			if (r == 0)
+				r = CU(cudaMemcpyAsync(dst, src, ps, cudaMemcpyDefault, cb->stream));
+			if (r == 0)
+				r = CU(cudaMemcpyAsync(src, cb->scratch, ps, cudaMemcpyDefault, cb->stream));
+			continue;
+		}
+		if (m->op != VC_MOVE_COPY)
+			return vc_err(-EINVAL, "cuda: a copy-engine batch moves plain pages only");
+		if (nr && (const char *)cb->srcs[nr - 1] + cb->sizes[nr - 1] == (const char *)src &&
+		    (char *)cb->dsts[nr - 1] + cb->sizes[nr - 1] == (char *)dst) {
+			cb->sizes[nr - 1] += ps;
+			continue;
+		}
+		cb->dsts[nr] = dst;
+		cb->srcs[nr] = src;
+		cb->sizes[nr++] = ps;
+	}
+	if (r < 0 || nr == 0)
+		return r;
+	if (nr == 1)
+		return CU(cudaMemcpyAsync(cb->dsts[0], cb->srcs[0], cb->sizes[0], cudaMemcpyDefault,
+					  cb->stream));
+#if CUDART_VERSION >= 13000
+	struct cudaMemcpyAttributes a;
+	memset(&a, 0, sizeof a);
+	a.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	a.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+	size_t first = 0;
+	return CU(cudaMemcpyBatchAsync(cb->dsts, cb->srcs, cb->sizes, nr, &a, &first, 1, cb->stream));
+#else
+	for (uint32_t i = 0; i < nr && r == 0; i++)
+		r = CU(cudaMemcpyAsync(cb->dsts[i], cb->srcs[i], cb->sizes[i], cudaMemcpyDefault,
+				       cb->stream));
+	return r;
+#endif
+}
+
 static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 {
 	struct cu_dev *c = CUD(d);
@@ -430,6 +519,10 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		cb->stream = c->streams[__atomic_fetch_add(&c->next_stream, 1, __ATOMIC_RELAXED) %
 					c->nstreams];
 	if (b->n == 0) {
+		__atomic_store_n(&cb->sig, SIG_EVENT, __ATOMIC_RELAXED);
+	} else if (b->dma) {
+		if ((r = dma_submit(cb, b)) < 0)
+			goto out;
 		__atomic_store_n(&cb->sig, SIG_EVENT, __ATOMIC_RELAXED);
 	} else if (bytes >= c->memcpy_min && contiguous_copy(b)) {
 		r = CU(cudaMemcpyAsync((void *)(uintptr_t)b->moves[0].dst,

@@ -191,6 +191,8 @@ static int emu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		int r = vc_move_check(&b->moves[i], b->key);
 		if (r < 0)
 			return r;
+		if (b->dma && (b->moves[i].op & ~VC_MOVE_OP_MASK))
+			return vc_err(-EINVAL, "emu: a copy-engine batch moves plain pages only");
 		if ((b->moves[i].op & VC_MOVE_FP) && (!b->fp || b->page_size > VC_FP_BLOCK_MAX))
 			return vc_err(-EINVAL, "emu: a fingerprint needs the batch's digests and pages "
 					       "of at most %u bytes", VC_FP_BLOCK_MAX);

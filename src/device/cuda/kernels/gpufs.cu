@@ -1,8 +1,11 @@
-/* GPUfs's revoke pass on the device (vramcache/gpufs.h's
- * vc_gfs_revoke_pass): a grid-stride sweep of the device table, one thread
- * per entry, with device-scope CAS; what it revokes goes to mapped host
- * memory, and a one-thread kernel after it publishes the count there. Cost: one 4-byte read per entry, one CAS and 4-byte PCIe write
- * per revoked entry; 16384 entries take a few microseconds. */
+/* GPUfs's fallback revoke kernel (vramcache/gpufs.h's vc_gfs_revoke_help):
+ * the host asks for a revoke pass through the copy engines, and the
+ * user's warps share it as they call or wait; when none has finished it
+ * within a few milliseconds (no warp calls: the kernel computes, or has
+ * ended) the host launches this kernel, whose warps take the chunks left.
+ * Nobody on the device waits for it, so a user's kernel that holds every
+ * SM only delays it. Cost: one 4-byte read per entry of the chunks it
+ * takes, one CAS and one 4-byte PCIe write per revoked entry. */
 #include <cuda_runtime.h>
 
 #include "vramcache/gpufs.h"
@@ -15,28 +18,16 @@ namespace {
  * kernel; the sweep is memory-bound and short anyway. */
 constexpr unsigned BLOCKS = 8, THREADS = 256;
 
-__global__ void revoke_kernel(struct vc_gfs_ctx g, uint32_t *out, uint32_t cap)
+__global__ void revoke_kernel(struct vc_gfs_ctx g)
 {
-	uint32_t rank = blockIdx.x * blockDim.x + threadIdx.x;
-	vc_gfs_revoke_pass(&g, rank, gridDim.x * blockDim.x, out, cap);
-}
-
-/* After the pass, in stream order: its count to host memory. */
-__global__ void publish_kernel(struct vc_gfs_ctx g, uint32_t *out, uint32_t cap)
-{
-	vc_gfs_revoke_publish(&g, out, cap);
+	vc_gfs_revoke_help(&g, vc_gfs_warp_self());
 }
 
 } // namespace
 
-extern "C" int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, uint32_t *out, uint32_t cap,
-					 void *stream)
+extern "C" int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, void *stream)
 {
-	revoke_kernel<<<BLOCKS, THREADS, 0, (cudaStream_t)stream>>>(*ctx, out, cap);
-	cudaError_t e = cudaGetLastError();
-	if (e != cudaSuccess)
-		return (int)e;
-	publish_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(*ctx, out, cap);
+	revoke_kernel<<<BLOCKS, THREADS, 0, (cudaStream_t)stream>>>(*ctx);
 	return (int)cudaGetLastError();
 }
 

@@ -1,5 +1,5 @@
-/* GPUfs's revoke pass, as host code sees it (kernels/gpufs.cu). Returns a
- * cudaError_t as int, so that this header needs no CUDA header. */
+/* GPUfs's fallback revoke kernel, as host code sees it (kernels/gpufs.cu).
+ * Returns a cudaError_t as int, so that this header needs no CUDA header. */
 #ifndef VC_CUDA_GPUFS_LAUNCH_H
 #define VC_CUDA_GPUFS_LAUNCH_H
 
@@ -11,11 +11,9 @@ extern "C" {
 
 struct vc_gfs_ctx;
 
-/* Enqueues the pass on `stream` (a cudaStream_t): every table entry nobody
- * pins is revoked, its engine id written to out[] (cap at most), and then
- * the count to out[cap]. */
-int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, uint32_t *out, uint32_t cap,
-			      void *stream);
+/* Enqueues warps that take the chunks left of the revoke pass the host
+ * asked for (vc_gfs_revoke_help) on `stream` (a cudaStream_t). */
+int vc_cuda_gfs_revoke_launch(const struct vc_gfs_ctx *ctx, void *stream);
 
 #ifdef __cplusplus
 }
