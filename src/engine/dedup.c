@@ -1043,7 +1043,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->mode = cfg->dedup;
 	if (!eng_dd(c))
 		return 0;
-	d->D = cfg->dedup_degree ? cfg->dedup_degree : 4;
+	d->D = eng_dd_degree(c->page_size, cfg->dedup_degree);
 	d->bsize = c->page_size / d->D;
 	static const uint32_t algo[] = { [VC_DEDUP_LANES] = VC_FP_LANES, [VC_DEDUP_MD5] = VC_FP_MD5,
 					 [VC_DEDUP_MURMUR3] = VC_FP_MURMUR3 };
