@@ -367,7 +367,7 @@ static struct down *down_alloc(uint32_t cap)
 	while (lt < 2 * cap)
 		lt <<= 1;
 	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 9 * sizeof *g->sel);
+	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
 	g->fp = malloc((size_t)cap * sizeof *g->fp);
 	g->ltab = calloc(lt, sizeof *g->ltab);
 	g->mv = malloc((size_t)cap * sizeof *g->mv);
