@@ -170,8 +170,9 @@ struct vc_config {
 
 	/* Version 6: block deduplication in the GPU tier (DEDU; enum
 	 * vc_dedup, default off; docs/DEDUP.md). A page going down is split
-	 * into dedup_degree blocks (1, 2, 4 or 8; 0: 4, a placeholder until
-	 * measured on the GPU machine), each fingerprinted (dedup_algo, enum
+	 * into dedup_degree blocks (1, 2, 4 or 8; 0: blocks of 4 KiB, so 1
+	 * at the default page size: the degree that costs the moves least,
+	 * measured on the GPU machine, docs/DEDUP.md), each fingerprinted (dedup_algo, enum
 	 * vc_dedup_algo) and,
 	 * when an equal block is already stored (fingerprint match, then a
 	 * byte compare), shared instead of stored again. Blocks (page size /

@@ -20,6 +20,9 @@
  * - Capacity: pages from a small pool, prefetched into a GPU tier a
  *   quarter of the file: all held, exactly the distinct blocks stored, no
  *   duplicate ever appended (capacity()).
+ * - Trips: unique pages go down the direct trip (into fresh slots, looked
+ *   up after), repeated pages the staged one, and a volume switches
+ *   between them as its share rate changes (trips()).
  * - Adaptive: a volume of unique pages switches off, one of repeated pages
  *   stays on, the sampled estimate near the data's factor.
  * - Hashes: the lanes hash (the default, computed in the moves),
@@ -233,6 +236,104 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 	free(shadow);
 }
 
+/* --- the two trips down ------------------------------------------------------ */
+
+#define TR_U 1536u /* unique pages, then pages from the pool, then unique again */
+#define TR_R 1024u
+#define TR_TRIP 256u /* pages a prefetch round (batch_pages) */
+
+static void trip_counts(vc_cache *c, uint64_t *direct, uint64_t *late, struct vc_stats *st,
+			const char *what)
+{
+	CHECK_OK(eng_debug_dedup_trips(c, direct, late));
+	stats(c, st, what);
+	fprintf(stderr, "  direct %llu, merged late %llu, fragmentation %.3f\n",
+		(unsigned long long)*direct, (unsigned long long)*late, st->gpu_fragmentation);
+}
+
+/* The switch between the trips (dedup.c, trip_rate). A file of TR_U
+ * unique pages, TR_R pages from a pool of POOL, TR_U unique pages,
+ * prefetched into a GPU tier that holds it all, a region at a time:
+ * - unique: the volume starts staged and goes direct after its first
+ *   trip (no block shared), so all but a trip or two go direct, none is
+ *   merged late, exactly the blocks stored, no dead slot;
+ * - repeated: the first trip still goes direct (its duplicates merge
+ *   after their move, leaving dead slots: at most a trip's blocks), then
+ *   the volume goes back to staging (its duplicates take no slot): the
+ *   tier stores exactly the distinct blocks;
+ * - unique again: direct again once the repeated blocks left the count
+ *   (at most its window of 1024 blocks and a trip).
+ * Then every byte reads back right. Fails with the switch stuck either
+ * way (never direct: no direct block; never back: the repeated region's
+ * trips all direct). */
+static void trips(int kind, int encrypt, uint32_t degree, int algo)
+{
+	const uint32_t n = 2 * TR_U + TR_R, D = degree;
+	t_make_file(path, sizeof path, (uint64_t)n * PS, 0x7219 + degree);
+	shadow = t_read_file(path, (uint64_t)n * PS);
+	for (uint32_t i = TR_U; i < TR_U + TR_R; i++) /* the first POOL pages of the region repeat */
+		memcpy(shadow + (uint64_t)i * PS, shadow + (uint64_t)(TR_U + i % POOL) * PS, PS);
+	FILE *f = fopen(path, "r+b");
+	CHECK(f && fwrite(shadow, 1, (size_t)n * PS, f) == (size_t)n * PS);
+	fclose(f);
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.page_size = PS;
+	cfg.host_bytes = 32 * PS;
+	cfg.gpu_bytes = (uint64_t)n * PS;
+	cfg.seg_bytes = 8 * PS;
+	cfg.batch_pages = TR_TRIP;
+	cfg.encrypt = encrypt;
+	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup_degree = degree;
+	cfg.dedup_algo = algo;
+	vc_cache *c = NULL;
+	int e = vc_open(&cfg, &c);
+	t_skip_if_absent(e, "dedup test");
+	CHECK_OK(e);
+	char what[96];
+	snprintf(what, sizeof what, "%s trips enc %d degree %u algo %d", vc_device_name(c), encrypt,
+		 degree, algo);
+	struct vc_stats st;
+	uint64_t d1, l1, d2, l2, d3, l3;
+
+	CHECK_OK(vc_prefetch(c, 0, (uint64_t)TR_U * PS, VC_TIER_GPU));
+	trip_counts(c, &d1, &l1, &st, what);
+	CHECK(d1 >= (uint64_t)(TR_U - 2 * TR_TRIP) * D && d1 <= (uint64_t)(TR_U - TR_TRIP) * D);
+	CHECK(l1 == 0 && st.dedup_hits == 0 && st.dedup_blocks == (uint64_t)TR_U * D);
+	CHECK(st.gpu_fragmentation == 0);
+
+	CHECK_OK(vc_prefetch(c, (uint64_t)TR_U * PS, (uint64_t)TR_R * PS, VC_TIER_GPU));
+	trip_counts(c, &d2, &l2, &st, what);
+	CHECK(d2 - d1 == (uint64_t)TR_TRIP * D); /* one trip, then staged */
+	CHECK(l2 > 0 && l2 <= (uint64_t)TR_TRIP * D - POOL * D);
+	CHECK(st.dedup_blocks == (uint64_t)(TR_U + POOL) * D);
+	CHECK(st.dedup_hits == (uint64_t)(TR_R - POOL) * D && st.dedup_collisions == 0);
+	CHECK(st.gpu_fragmentation > 0); /* the late merges' dead slots */
+
+	CHECK_OK(vc_prefetch(c, (uint64_t)(TR_U + TR_R) * PS, (uint64_t)TR_U * PS, VC_TIER_GPU));
+	trip_counts(c, &d3, &l3, &st, what);
+	/* Staged until the repeated blocks leave the count: the rest of its
+	 * window (1024 blocks) and a trip. */
+	CHECK(d3 - d2 >= (uint64_t)TR_U * D - 1024 - (uint64_t)TR_TRIP * D && l3 == l2);
+	CHECK(st.dedup_blocks == (uint64_t)(2 * TR_U + POOL) * D);
+	CHECK(st.dedup_pages == n && st.evictions[VC_TIER_GPU] == 0);
+
+	unsigned char *buf = malloc(64 * PS);
+	for (uint32_t i = 0; i < n; i += 64) {
+		CHECK(vc_read(c, buf, 64 * PS, (uint64_t)i * PS) == (ssize_t)(64 * PS));
+		CHECK(memcmp(buf, shadow + (uint64_t)i * PS, 64 * PS) == 0);
+	}
+	free(buf);
+	stats(c, &st, what);
+	CHECK(st.misses == 0 && st.integrity_failures == 0);
+	CHECK_OK(vc_close(c));
+	unlink(path);
+	free(shadow);
+}
+
 /* --- adaptive -------------------------------------------------------------- */
 
 /* VC_DEDUP_ADAPTIVE: a volume of unique pages switches off (its estimate
@@ -412,6 +513,9 @@ int main(void)
 	capacity(kind, VC_ENCRYPT_OFF, 4);
 	capacity(kind, VC_ENCRYPT_OFF, 1);
 	capacity(kind, VC_ENCRYPT_XTS, 8);
+	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES);
+	trips(kind, VC_ENCRYPT_XTS, 1, VC_DEDUP_LANES);
+	trips(kind, VC_ENCRYPT_OFF, 2, VC_DEDUP_MURMUR3);
 	adaptive(kind, false);
 	adaptive(kind, true);
 	run(kind, VC_ENCRYPT_OFF, 4, false);

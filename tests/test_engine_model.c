@@ -284,7 +284,7 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	if (x && x->dedup) {
 		/* Logical pages may pass the capacity (that is the point);
 		 * blocks may not. */
-		const uint32_t d = x->degree ? x->degree : 4;
+		const uint32_t d = x->degree ? x->degree : page_size > 4096 ? page_size / 4096 : 1;
 		fprintf(stderr, "  dedup degree %u: pages %llu blocks %llu factor %.2f, in %llu hits "
 				"%llu collisions %llu, est factor %.2f update %.2f, on %llu, switches %llu\n",
 			d, (unsigned long long)st.dedup_pages, (unsigned long long)st.dedup_blocks,

@@ -75,7 +75,7 @@ static void serve_usage(FILE *f)
 	      "  --dedup off|on|adaptive  store equal blocks of the GPU tier once\n"
 	      "                         (default off; adaptive: per export, while a\n"
 	      "                         sampled estimate says it pays)\n"
-	      "  --dedup-degree D       blocks per page: 1, 2, 4 or 8 (default 4)\n"
+	      "  --dedup-degree D       blocks per page: 1, 2, 4 or 8 (default: 4 KiB blocks)\n"
 	      "  --dedup-hash H         the blocks' fingerprint: lanes (default: computed\n"
 	      "                         in the move), murmur3 or md5 (a device job)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"

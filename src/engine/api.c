@@ -116,8 +116,8 @@ static int config_check(const struct vc_config *cfg)
 	if (cfg->dedup_algo != VC_DEDUP_LANES && cfg->dedup_algo != VC_DEDUP_MURMUR3 &&
 	    cfg->dedup_algo != VC_DEDUP_MD5)
 		return vc_err(-EINVAL, "unknown dedup hash %d", cfg->dedup_algo);
-	uint32_t dd = cfg->dedup_degree ? cfg->dedup_degree : 4;
-	if (cfg->dedup_degree && dd != 1 && dd != 2 && dd != 4 && dd != 8)
+	uint32_t dd = eng_dd_degree(ps, cfg->dedup_degree);
+	if ((cfg->dedup_degree || cfg->dedup) && dd != 1 && dd != 2 && dd != 4 && dd != 8)
 		return vc_err(-EINVAL, "dedup degree %u: 1, 2, 4 or 8 blocks per page", dd);
 	if (cfg->dedup && (ps / dd < VC_FP_BLOCK_MIN || ps / dd > VC_FP_BLOCK_MAX))
 		return vc_err(-EINVAL, "dedup blocks of %u bytes (page %u / degree %u): must be %u B "
@@ -237,7 +237,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->gpu.gc_frag = cfg.gc_fragmentation;
 	if (cfg.dedup && cfg.gpu_bytes) { /* the degree for move_size; eng_dd_open the rest */
 		c->dd.mode = cfg.dedup;
-		c->dd.D = cfg.dedup_degree ? cfg.dedup_degree : 4;
+		c->dd.D = eng_dd_degree(c->page_size, cfg.dedup_degree);
 	}
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
 	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;

@@ -104,3 +104,14 @@ int eng_debug_dedup_collide(vc_cache *c, bool on)
 	eng_unlock(c);
 	return 0;
 }
+
+int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late)
+{
+	if (!eng_dd(c))
+		return vc_err(-EINVAL, "dedup is off");
+	eng_lock(c);
+	*direct = c->dd.direct_in;
+	*merged_late = c->dd.merged_late;
+	eng_unlock(c);
+	return 0;
+}

@@ -32,4 +32,10 @@ int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask);
  * when dedup is off. */
 int eng_debug_dedup_collide(vc_cache *c, bool on);
 
+/* Dedup's two trips down (dedup.c): *direct, the blocks that went the
+ * direct trip (into fresh slots, looked up after); *merged_late, those of
+ * them shared after their move (each left a dead slot). The rest of
+ * dedup_blocks_in went the staged trip. -EINVAL when dedup is off. */
+int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late);
+
 #endif

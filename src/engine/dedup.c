@@ -265,17 +265,41 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 
 /* --- the way down --- */
 
-/* A trip's scratch for up to scr_blocks selected blocks: device-visible
- * host memory (one host_alloc) for addresses (8 B a block), digests (16),
- * pairs (16), results (1), and with encryption a bounce for the stored
- * blocks' plaintext (a block each); without encryption, staging blocks in
- * device memory (mem_alloc, a block each), where the selected blocks land
- * first. */
+/* Which trip a page going down takes (eng_dd_down). */
+enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
+
+/* The direct trip's switch (per volume, hysteresis): a volume whose
+ * recent blocks shared less than 1 in DD_DIRECT_AT goes direct, one whose
+ * blocks shared more than 1 in DD_STAGE_AT goes back to staging. Recent:
+ * the blocks looked up since the count last restarted, decided on at the
+ * end of every trip once DD_RATE_MIN are counted, restarted every
+ * DD_RATE_WINDOW; so a volume turns after at most a window and a trip
+ * (1024 + 256 blocks at D = 1, two trips of 256 pages at D = 4).
+ * Costs: the staged trip adds a device copy per unique block and two lock
+ * holds a trip; the direct trip a dead slot per duplicate (its write, a
+ * cleaning step's share of it later, and the slot's capacity until then).
+ * At a share rate below 1/16 the dead slots cost under 1/15 of the copies
+ * that staging would, and at most 1/16 of the blocks written is capacity
+ * lost; above 1/8 staging keeps the capacity that Fig. 5(a) measures. A
+ * volume starts staged: capacity first, until its rate is known. */
+#define DD_RATE_MIN 256
+#define DD_RATE_WINDOW 1024
+#define DD_DIRECT_AT 16
+#define DD_STAGE_AT 8
+
+/* A trip's scratch for up to scr_blocks blocks (a demotion batch or a
+ * prefetch round): device-visible host memory (one host_alloc) for
+ * addresses (8 B a block), digests (16), pairs (16), results (1), and with
+ * encryption a bounce for the stored blocks' plaintext (a block each);
+ * without encryption, staging blocks in device memory (mem_alloc, a block
+ * each); and the trip's host-side arrays (struct down), so that a trip
+ * allocates nothing. */
 struct dd_scratch {
 	struct dd_scratch *next; /* on d->scr_free */
 	void *mem;
 	uint64_t dev;
 	uint64_t stage; /* device memory (plain only), else 0 */
+	struct down *g;
 };
 
 struct scratch {
@@ -289,6 +313,87 @@ struct scratch {
 	uint64_t buf_dev;
 	uint64_t stage;
 };
+
+/* One trip down (eng_dd_down) of n pages, at most scr_blocks / D. Of
+ * its n x D blocks, the m selected for dedup are block k = 0..m-1, block
+ * sel[k] % D of page sel[k] / D, in page order; dir[k]: on the direct trip
+ * (its page's class PG_DIRECT), else staged. */
+struct down {
+	uint32_t n, m, np, nu, nstage;
+	uint32_t *sel;           /* [m] */
+	uint32_t *tix;           /* [m]: its first move's index in mv (DD_NIL: none) */
+	uint8_t *cls;            /* [n]: PG_* */
+	bool *dir;               /* [m] */
+	struct vc_fp_digest *fp; /* [m] */
+	/* Pair q: block pk[q] against stored block cand[q], or, local[q],
+	 * against block cand[q] of this trip (its leader: the first staged
+	 * block of the trip with that fingerprint that matched nothing stored). */
+	uint32_t *pk, *cand;
+	bool *local;
+	bool *lead; /* [m]: a staged leader (indexed once placed, if still first) */
+	bool *hit;  /* [m]: shares a block (stored or a leader's) */
+	uint32_t *blk;  /* [m]: the block its use names (direct: from the start) */
+	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
+	uint32_t lmask;
+	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
+	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; by move */
+	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
+	struct vc_move *mv;        /* [n x D], and their tickets */
+	struct vc_ticket *tk;
+	struct scratch s;
+};
+
+static void down_free(struct down *g)
+{
+	if (!g)
+		return;
+	free(g->sel);
+	free(g->fp);
+	free(g->ltab);
+	free(g->mv);
+	free(g->tk);
+	free(g->local);
+	free(g->pfp);
+	free(g);
+}
+
+/* Room for trips of up to cap = n x D blocks; NULL on memory failure. */
+static struct down *down_alloc(uint32_t cap)
+{
+	struct down *g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	uint32_t lt = 2;
+	while (lt < 2 * cap)
+		lt <<= 1;
+	g->lmask = lt - 1;
+	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
+	g->fp = malloc((size_t)cap * sizeof *g->fp);
+	g->ltab = calloc(lt, sizeof *g->ltab);
+	g->mv = malloc((size_t)cap * sizeof *g->mv);
+	g->tk = malloc((size_t)cap * sizeof *g->tk);
+	g->local = calloc((size_t)cap * 7, sizeof *g->local);
+	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
+	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
+		down_free(g);
+		return NULL;
+	}
+	g->pk = g->sel + cap;
+	g->cand = g->pk + cap;
+	g->blk = g->cand + cap;
+	g->key = g->blk + cap;
+	g->slot = g->key + cap;
+	g->uk = g->slot + cap;
+	g->tix = g->uk + cap;
+	g->lead = g->local + cap;
+	g->hit = g->lead + cap;
+	g->ok = g->hit + cap;
+	g->have = g->ok + cap;
+	g->dir = g->have + cap;
+	g->cls = (uint8_t *)(g->dir + cap);
+	g->dfp = g->pfp + cap;
+	return g;
+}
 
 static uint64_t scratch_len(const struct vc_cache *c)
 {
@@ -315,39 +420,50 @@ static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
 		c->gpu.dev->ops->mem_free(c->gpu.dev, sc->stage);
 	if (sc->mem)
 		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
+	down_free(sc->g);
 	free(sc);
 }
 
-/* Unlocked: a scratch off the free list, or a new one (as many exist as
- * trips ever ran at once). NULL on failure: the trip goes without dedup. */
-static struct dd_scratch *scratch_get(struct vc_cache *c)
+/* Unlocked: a new scratch (as many exist as trips ever ran at once; the
+ * free list keeps them). NULL on failure. */
+static struct dd_scratch *scratch_new(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	eng_lock(c);
-	struct dd_scratch *sc = d->scr_free;
-	if (sc)
-		d->scr_free = sc->next;
-	eng_unlock(c);
-	if (sc)
-		return sc;
 	struct vc_device *dev = c->gpu.dev;
-	if (!(sc = calloc(1, sizeof *sc)))
+	struct dd_scratch *sc = calloc(1, sizeof *sc);
+	if (!sc)
 		return NULL;
-	if (dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
+	if (!(sc->g = down_alloc(d->scr_blocks)) ||
+	    dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
 	    (!c->gpu.cipher &&
 	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
 		scratch_free(c, sc);
 		return NULL;
 	}
+	sc->g->s = scratch_of(d, sc);
 	return sc;
 }
 
+/* Under c->mu: a scratch off the free list, or (dropping c->mu for the
+ * allocation) a new one. NULL on failure. */
+static struct dd_scratch *scratch_get(struct vc_cache *c)
+{
+	struct dd_scratch *sc = c->dd.scr_free;
+	if (sc) {
+		c->dd.scr_free = sc->next;
+		return sc;
+	}
+	eng_unlock(c);
+	sc = scratch_new(c);
+	eng_lock(c);
+	return sc;
+}
+
+/* Under c->mu. */
 static void scratch_put(struct vc_cache *c, struct dd_scratch *sc)
 {
-	eng_lock(c);
 	sc->next = c->dd.scr_free;
 	c->dd.scr_free = sc;
-	eng_unlock(c);
 }
 
 static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
@@ -398,86 +514,41 @@ static void dd_decide(struct vc_cache *c, struct vc_volume *v)
 }
 
 /* Under c->mu: the trip's pages' blocks whose fingerprints are known
- * (page i's block j has fp[i x D + j] where have[i]) to the estimate,
+ * (page i's block j has pfp[i x D + j] where have[i]) to the estimate,
  * then each volume's decision if due. */
-static void feed(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		 const struct vc_fp_digest *fp, const bool *have)
+static void feed(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
 {
 	const uint32_t D = c->dd.D;
-	for (uint32_t i = 0; i < n; i++)
-		for (uint32_t j = 0; have[i] && j < D; j++)
-			eng_est_feed(c, pages[i]->pno, j, &fp[(size_t)i * D + j]);
-	for (uint32_t i = 0; i < n; i++)
-		if (have[i])
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t j = 0; g->have[i] && j < D; j++)
+			eng_est_feed(c, pages[i]->pno, j, &g->pfp[(size_t)i * D + j]);
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->have[i])
 			dd_decide(c, vol_of(c, pages[i]->pno));
 }
 
-/* One trip down (eng_dd_down). Of its n pages' n x D blocks, the m
- * selected for dedup are block k = 0..m-1, block sel[k] % D of page
- * sel[k] / D. */
-struct down {
-	uint32_t n, m, np, nu;
-	uint32_t *sel;           /* [m] */
-	struct vc_fp_digest *fp; /* [m] */
-	/* Pair q: block pk[q] against stored block cand[q], or, local[q],
-	 * against block cand[q] of this trip (its leader: the first of the
-	 * trip with that fingerprint that matched nothing stored). */
-	uint32_t *pk, *cand;
-	bool *local;
-	bool *lead; /* [m]: a leader (indexed once placed, if still first) */
-	bool *hit;  /* [m]: shares a block (stored or a leader's) */
-	uint32_t *blk;  /* [m]: the block its use names, once settled */
-	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
-	uint32_t lmask;
-	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
-	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; the direct moves' */
-	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
-	struct vc_move *mv;        /* [n x D], and their tickets */
-	struct vc_ticket *tk;
-	struct scratch s;
-};
-
-static void down_free(struct down *g)
+/* Under c->mu: the trip's selected blocks count towards their volumes'
+ * recent share rate, and each volume chooses the trip its next pages take
+ * (DD_DIRECT_AT, DD_STAGE_AT, DD_RATE_MIN, DD_RATE_WINDOW). O(m). */
+static void trip_rate(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
 {
-	free(g->sel);
-	free(g->fp);
-	free(g->ltab);
-	free(g->mv);
-	free(g->tk);
-	free(g->local);
-	free(g->pfp);
-}
-
-/* Room for a trip of cap = n x D blocks; false on memory failure. */
-static bool down_alloc(struct down *g, uint32_t cap)
-{
-	uint32_t lt = 2;
-	while (lt < 2 * cap)
-		lt <<= 1;
-	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
-	g->fp = malloc((size_t)cap * sizeof *g->fp);
-	g->ltab = calloc(lt, sizeof *g->ltab);
-	g->mv = malloc((size_t)cap * sizeof *g->mv);
-	g->tk = malloc((size_t)cap * sizeof *g->tk);
-	g->local = calloc((size_t)cap * 5, sizeof *g->local);
-	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
-	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
-		down_free(g);
-		return false;
+	const uint32_t D = c->dd.D;
+	for (uint32_t k = 0; k < g->m; k++) {
+		struct vc_volume *v = vol_of(c, pages[g->sel[k] / D]->pno);
+		v->dd_look++;
+		v->dd_match += g->hit[k];
 	}
-	g->pk = g->sel + cap;
-	g->cand = g->pk + cap;
-	g->blk = g->cand + cap;
-	g->key = g->blk + cap;
-	g->slot = g->key + cap;
-	g->uk = g->slot + cap;
-	g->lead = g->local + cap;
-	g->hit = g->lead + cap;
-	g->ok = g->hit + cap;
-	g->have = g->ok + cap;
-	g->dfp = g->pfp + cap;
-	return true;
+	for (uint32_t i = 0; i < g->n; i++) { /* each volume of the trip, once or more */
+		struct vc_volume *v = vol_of(c, pages[i]->pno);
+		if (g->cls[i] == PG_PLAIN || v->dd_look < DD_RATE_MIN)
+			continue;
+		if (v->dd_direct && (uint64_t)v->dd_match * DD_STAGE_AT > v->dd_look)
+			v->dd_direct = false;
+		else if (!v->dd_direct && (uint64_t)v->dd_match * DD_DIRECT_AT < v->dd_look)
+			v->dd_direct = true;
+		if (v->dd_look >= DD_RATE_WINDOW)
+			v->dd_look = v->dd_match = 0;
+	}
 }
 
 static uint64_t use_of(const struct vc_cache *c, const struct down *g,
@@ -492,28 +563,35 @@ static const unsigned char *plain_of(const struct eng_dedup *d, const struct dow
 	return plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize;
 }
 
-/* Unlocked: the fingerprints of the m selected blocks, into g->fp. From
- * their moves into staging (VC_MOVE_FP, tickets tk[k]; one whose digest
- * can no longer be read is hashed here from the plaintext), from the
- * plaintext (encryption: no plaintext rests in GPU memory, and the cipher
- * kernels do not fingerprint), or by a device job over the staging blocks
- * (MurmurHash3, MD5). 0 or the device's error. */
+/* Unlocked, after the first moves: the fingerprints of the m selected
+ * blocks, into g->fp, where the host did not hash them already
+ * (encryption: hashed from the plaintext while the moves ran, since no
+ * plaintext rests in GPU memory and the cipher kernels do not
+ * fingerprint). From their moves (VC_MOVE_FP, g->tix; one whose digest can
+ * no longer be read is hashed here from the plaintext; the unselected
+ * pages' digests land in g->dfp too, for the estimate), or by a device
+ * job over their blocks (direct: the slots; staged: the staging blocks;
+ * MurmurHash3, MD5). 0 or the device's error. */
 static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
-		       const struct vc_ticket *tk)
+		       uint32_t nmv)
 {
 	const struct eng_dedup *d = &c->dd;
-	if (d->fp_move || c->gpu.cipher) {
-		bool *ok = d->fp_move ? malloc(g->m) : NULL;
-		if (ok)
-			vc_batcher_fp_n(c->gpu.bat, tk, g->m, g->fp, ok);
-		for (uint32_t k = 0; k < g->m; k++) /* without ok: every block hashed here */
-			if (!ok || !ok[k])
+	if (c->gpu.cipher)
+		return 0;
+	if (d->fp_move) {
+		if (nmv)
+			vc_batcher_fp_n(c->gpu.bat, g->tk, nmv, g->dfp, g->ok);
+		for (uint32_t k = 0; k < g->m; k++) {
+			const uint32_t t = g->tix[k];
+			if (g->ok[t])
+				g->fp[k] = g->dfp[t];
+			else
 				vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
-		free(ok);
+		}
 		return 0;
 	}
-	for (uint32_t k = 0; k < g->m; k++)
-		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
+	if (g->m == 0)
+		return 0;
 	struct vc_fp_job job = { .blocks_dev = g->s.addr_dev, .out_dev = g->s.fp_dev, .n = g->m,
 				 .block_size = d->bsize, .algo = d->algo, .max_sms = d->max_sms };
 	int r = vc_fp_run(c->gpu.dev, &job);
@@ -522,12 +600,37 @@ static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *
 	return r;
 }
 
+/* Unlocked: the fingerprints by page for the estimate (g->pfp, g->have):
+ * the selected blocks', and the unselected pages' where their moves carry
+ * VC_MOVE_FP (those not staged move first, D a page in page order). */
+static void collect(const struct vc_cache *c, struct down *g)
+{
+	const struct eng_dedup *d = &c->dd;
+	for (uint32_t k = 0; k < g->m; k++)
+		g->pfp[g->sel[k]] = g->fp[k];
+	for (uint32_t i = 0, t = 0; i < g->n; i++) {
+		g->have[i] = g->cls[i] != PG_PLAIN;
+		if (g->cls[i] == PG_STAGED)
+			continue;
+		if (g->cls[i] == PG_PLAIN && d->fp_move) {
+			g->have[i] = true;
+			for (uint32_t j = 0; j < d->D; j++)
+				g->pfp[(size_t)i * d->D + j] = g->dfp[t + j];
+			for (uint32_t j = 0; j < d->D; j++)
+				g->have[i] = g->have[i] && g->ok[t + j];
+		}
+		t += d->D;
+	}
+}
+
 /* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
  * fingerprint the table names pairs with that stored block, pinned (its
  * slot's address, or with encryption its tweak and slot, noted for the
- * unlocked compare); else with an earlier block of this trip that has it
- * (the trip's own table); else it leads. Nothing enters the fingerprint
- * table here: a leader is indexed once its bytes are in place. */
+ * unlocked compare). Else a direct block, its bytes in its slot already,
+ * enters the table (so later blocks, of this trip or another, can match
+ * it); a staged block pairs with an earlier staged block of this trip
+ * that has it (the trip's own table), or leads: a leader is indexed once
+ * its bytes are in place. */
 static void lookup(struct vc_cache *c, struct down *g)
 {
 	struct eng_dedup *d = &c->dd;
@@ -536,12 +639,18 @@ static void lookup(struct vc_cache *c, struct down *g)
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = tab_find(d, &g->fp[k]);
+		if (g->dir[k])
+			d->blk[g->blk[k]].fp = g->fp[k];
 		if (o != DD_NIL) {
 			d->blk[o].pins++;
 			g->local[g->np] = false;
 			g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak
+					     : g->dir[k]     ? blk_addr(c, g->blk[k]) /* ours: BUSY */
 							     : g->s.stage + (uint64_t)k * d->bsize;
 			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
+		} else if (g->dir[k]) {
+			tab_insert(d, g->blk[k]);
+			continue;
 		} else {
 			uint32_t i = tab_home(d, &g->fp[k]) & g->lmask;
 			while (g->ltab[i] && memcmp(&g->fp[g->ltab[i] - 1], &g->fp[k], sizeof g->fp[k]))
@@ -559,13 +668,24 @@ static void lookup(struct vc_cache *c, struct down *g)
 		g->pk[g->np] = k;
 		g->cand[g->np++] = o;
 	}
+	/* The trip's table empty again for the next: every entry is a
+	 * leader's, found by probing past entries already cleared. */
+	for (uint32_t k = 0; k < g->m; k++) {
+		if (!g->lead[k])
+			continue;
+		uint32_t i = tab_home(d, &g->fp[k]) & g->lmask;
+		while (g->ltab[i] != k + 1)
+			i = (i + 1) & g->lmask;
+		g->ltab[i] = 0;
+	}
 }
 
 /* Unlocked: compares the np pairs into g->s.eq[q]. Without encryption one
- * device job over the staging blocks and the stored ones. With it, the
- * stored blocks come up decrypted into the bounce (one batch of moves)
- * and are compared with the plaintext on the host, as are the pairs
- * within the trip. 0 or the device's error (then nothing is shared). */
+ * device job over the trip's blocks (staging or direct slots) and the
+ * stored ones. With it, the stored blocks come up decrypted into the
+ * bounce (one batch of moves) and are compared with the plaintext on the
+ * host, as are the pairs within the trip. 0 or the device's error (then
+ * nothing is shared). */
 static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain)
 {
 	const struct eng_dedup *d = &c->dd;
@@ -593,26 +713,37 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	return r;
 }
 
-/* Under c->mu: settles the selected blocks' uses. A pair that compared
- * equal shares (a stored block only if it still has a use: it may have
- * lost its last while we compared); every other block gets a fresh block
- * and one slot, appended together, and a move that places it (from
- * staging, or encrypting from the plaintext) into *nmv moves g->mv.
- * Unpins, counts. 0, or -ENOSPC if the append failed (the reservation
- * makes that impossible; the caller releases the trip's pages). */
+/* Under c->mu: settles the pairs and the staged blocks. A direct block
+ * equal to a stored one that still has a use moves its use there and
+ * its fresh block dies (its slot dead, for cleaning). A staged block
+ * equal to its pair shares (a stored block only if it still has a use: it
+ * may have lost its last while we compared); every other staged block
+ * gets a fresh block and one slot, appended together, and a move that
+ * places it (from staging, or encrypting from the plaintext) into *nmv
+ * moves g->mv. Unpins, counts. 0, or -ENOSPC if the append failed (the
+ * reservation makes that impossible; the caller releases the trip's
+ * pages). A direct block that was indexed has no pair of its own, so no
+ * block another pair names dies here. */
 static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		  const unsigned char *const *plain, const uint64_t *src, int rc, uint32_t *nmv)
+		  const uint64_t *src, int rc, uint32_t *nmv)
 {
-	(void)plain;
 	struct eng_dedup *d = &c->dd;
 	for (uint32_t q = 0; q < g->np; q++) {
+		const uint32_t k = g->pk[q], o = g->cand[q];
 		bool eq = rc == 0 && g->s.eq[q];
 		d->collisions += rc == 0 && !eq;
-		g->hit[g->pk[q]] = eq && (g->local[q] || d->blk[g->cand[q]].refs > 0);
+		g->hit[k] = eq && (g->local[q] || d->blk[o].refs > 0);
+		if (g->dir[k] && g->hit[k]) {
+			const uint64_t u = use_of(c, g, pages, k);
+			use_unlink(c, u, true);
+			use_link(d, u, o);
+			d->hits++;
+			d->merged_late++;
+		}
 	}
 	g->nu = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
-		if (g->hit[k])
+		if (g->hit[k] || g->dir[k])
 			continue;
 		uint32_t b = blk_new(d);
 		d->blk[b].fp = g->fp[k];
@@ -626,7 +757,7 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 		use_unplace(c, use_of(c, g, pages, g->uk[t]));
 	for (uint32_t q = 0; q < g->np; q++) {
 		const uint32_t k = g->pk[q];
-		if (r == 0 && g->hit[k]) {
+		if (r == 0 && g->hit[k] && !g->dir[k]) {
 			uint32_t b = g->local[q] ? g->blk[g->cand[q]] : g->cand[q];
 			use_place(d, use_of(c, g, pages, k), b);
 			g->blk[k] = b;
@@ -649,162 +780,191 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 		}
 	}
 	*nmv = g->nu;
-	d->blocks_in += g->m;
 	return 0;
 }
 
-/* Under c->mu: the trip's pages not selected for dedup (sel marks the
- * selected) get fresh blocks, appended together, and their moves straight
- * into them (g->mv from 0); then the selected blocks' moves into staging,
- * with the fingerprint when the moves compute it (not with encryption:
- * those are fingerprinted on the host and never move unless unique).
- * *nmv: the moves, direct ones first. 0 or -ENOSPC (see settle). */
-static int direct(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		  const uint64_t *src, const bool *selp, uint32_t *nmv)
+/* Under c->mu: the trip's pages by class (g->cls; mode, volume switch,
+ * sample, the volume's trip) and its selected blocks (g->sel, g->dir).
+ * Every page not staged gets fresh blocks, appended together, and its
+ * moves straight into them (g->mv from 0, D a page in page order), with
+ * the fingerprint where the moves compute it; then the staged blocks'
+ * moves into staging (not with encryption: those are hashed on the host
+ * and move only if unique). Block k's move is g->mv[g->tix[k]]; a direct
+ * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
+ * *nmv: the moves. 0 or -ENOSPC (see settle). */
+static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		 const uint64_t *src, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
+	g->m = g->nstage = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct vc_volume *v = vol_of(c, pages[i]->pno);
+		if (d->mode != VC_DEDUP_ON && !v->dd_on && !sampled(pages[i]->pno)) {
+			g->cls[i] = PG_PLAIN;
+			continue;
+		}
+		g->cls[i] = v->dd_direct ? PG_DIRECT : PG_STAGED;
+		g->nstage += g->cls[i] == PG_STAGED ? d->D : 0;
+		for (uint32_t j = 0; j < d->D; j++) {
+			g->dir[g->m] = g->cls[i] == PG_DIRECT;
+			g->sel[g->m++] = i * d->D + j;
+		}
+	}
+	memset(g->lead, 0, g->m * sizeof *g->lead);
+	memset(g->hit, 0, g->m * sizeof *g->hit);
 	uint32_t nk = 0, nm = 0;
 	for (uint32_t i = 0; i < g->n; i++)
-		for (uint32_t j = 0; !selp[i] && j < d->D; j++) {
+		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++) {
 			uint32_t b = blk_new(d);
 			use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
 			g->key[nk++] = b;
 		}
 	if (nk && vc_ls_append(c->gpu.ls, nk, g->key, ++c->gpu.clock, g->slot) < 0) {
 		for (uint32_t i = 0; i < g->n; i++)
-			for (uint32_t j = 0; !selp[i] && j < d->D; j++)
+			for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++)
 				use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
 		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
 	}
-	for (uint32_t i = 0; i < g->n; i++)
-		if (!selp[i])
-			nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
+	for (uint32_t i = 0, k = 0; i < g->n; i++) {
+		if (g->cls[i] == PG_STAGED) {
+			k += d->D;
+			continue;
+		}
+		const uint32_t first = nm;
+		nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
+		for (uint32_t j = 0; g->cls[i] == PG_DIRECT && j < d->D; j++, k++) {
+			g->tix[k] = first + j;
+			g->blk[k] = d->res[use_of(c, g, pages, k)];
+			g->s.addr[k] = g->mv[first + j].dst;
+		}
+	}
 	for (uint32_t t = 0; d->fp_move && t < nm; t++)
-		g->mv[t].op |= VC_MOVE_FP; /* for the estimate: free in the move */
-	for (uint32_t k = 0; !c->gpu.cipher && k < g->m; k++) {
+		g->mv[t].op |= VC_MOVE_FP; /* free in the move */
+	for (uint32_t k = 0; k < g->m; k++) {
+		if (g->dir[k])
+			continue;
 		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
-						.dst = g->s.stage + (uint64_t)k * d->bsize,
-						.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
+		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
+		g->tix[k] = c->gpu.cipher ? DD_NIL : nm;
+		if (!c->gpu.cipher)
+			g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
+							.dst = g->s.addr[k],
+							.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
 	}
 	*nmv = nm;
 	return 0;
 }
 
-/* Unlocked, after the first moves: the fingerprints known by page
- * (g->pfp, g->have): the selected blocks', and the direct moves' (the
- * first ndirect, D a page in page order) where they carry VC_MOVE_FP.
- * Returns the pages known. */
-static uint32_t collect(struct vc_cache *c, struct down *g, const bool *selp, uint32_t ndirect)
+/* Under c->mu: the trip's last hold: counts, its volumes' share rates,
+ * the scratch back. */
+static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		   struct dd_scratch *sc)
 {
-	const struct eng_dedup *d = &c->dd;
-	for (uint32_t k = 0; k < g->m; k++)
-		g->pfp[g->sel[k]] = g->fp[k];
-	if (d->fp_move && ndirect)
-		vc_batcher_fp_n(c->gpu.bat, g->tk, ndirect, g->dfp, g->ok);
-	uint32_t t = 0, known = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		g->have[i] = selp[i];
-		if (!selp[i] && d->fp_move) {
-			g->have[i] = true;
-			for (uint32_t j = 0; j < d->D; j++, t++) {
-				g->pfp[(size_t)i * d->D + j] = g->dfp[t];
-				g->have[i] = g->have[i] && g->ok[t];
-			}
-		}
-		known += g->have[i];
-	}
-	return known;
+	struct eng_dedup *d = &c->dd;
+	d->blocks_in += g->m;
+	d->direct_in += g->m - g->nstage;
+	trip_rate(c, g, pages);
+	scratch_put(c, sc);
 }
 
-static int move_all(struct vc_cache *c, struct down *g, uint32_t n)
+/* Submits n moves of g->mv; with encryption, hashes the selected blocks'
+ * plaintext on this thread while they run (hash_from: the first block
+ * not hashed yet); waits. */
+static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
+		    const unsigned char *const *plain, bool hash)
 {
+	const struct eng_dedup *d = &c->dd;
 	int r = n ? vc_batcher_add_n(c->gpu.bat, g->mv, n, g->tk) : 0;
+	for (uint32_t k = 0; r == 0 && hash && k < g->m; k++)
+		vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
 	return r == 0 && n ? vc_batcher_wait_n(c->gpu.bat, g->tk, n) : r;
 }
 
-/* The trip down, in four short holds of c->mu with the device work
- * between them unlocked:
- *   lock      which pages (mode, volume switch, sample); the others'
- *             blocks appended (direct())
- *   unlocked  the direct moves, and the selected blocks into staging,
- *             fingerprinting on their way; fingerprints (fingerprint())
- *   lock      lookups, stored blocks pinned (lookup())
+/* One trip (eng_dd_down), n <= scr_blocks / D pages. The staged trip, in
+ * four short holds of c->mu with the device work between them unlocked:
+ *   lock      classes; the pages not staged get fresh blocks, appended
+ *             (begin())
+ *   unlocked  their moves, and the staged blocks into staging,
+ *             fingerprinting on their way (encrypted: hashed on the host
+ *             meanwhile); fingerprints (fingerprint())
+ *   lock      estimate fed; lookups, stored blocks pinned (lookup())
  *   unlocked  one compare job for the pairs (compare())
- *   lock      shares, fresh blocks for the rest appended, unpins, counts
+ *   lock      shares, fresh blocks for the rest appended, unpins
  *             (settle())
  *   unlocked  the fresh blocks placed: staging to slot, or encrypting
- *   lock      the placed leaders enter the fingerprint table
+ *   lock      the placed leaders enter the fingerprint table; counts
+ *             (finish())
+ * A trip with no staged page (direct or plain only) ends at the second
+ * hold when nothing matched (unique data: two holds and one device
+ * submission, as without dedup but for the lookups), else at the third.
  * What the unlocked phases read cannot change under them: the trip's
  * pages are BUSY (nobody else moves, drops, cleans or evicts their
  * blocks), a pinned stored block is not moved, evicted or freed, and the
  * staging blocks are the trip's. What can change is whether a stored
- * block still has a use; settle checks it. A block enters the table
- * only after its bytes are in its slot, so every compare reads a placed
- * block. */
-int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+ * block still has a use; settle checks it. A block enters the table only
+ * after its bytes are in its slot, so every compare reads a placed block. */
+static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
-	if (n == 0)
-		return 0;
-	struct down g = { .n = n };
-	bool *selp = calloc(n, sizeof *selp);
-	if (!selp || !down_alloc(&g, n * d->D)) {
-		free(selp);
-		return vc_err(-ENOMEM, "out of memory");
-	}
-	struct dd_scratch *sc = scratch_get(c);
-	if (sc)
-		g.s = scratch_of(d, sc);
-	uint32_t nmv = 0;
 	eng_lock(c);
-	for (uint32_t i = 0; sc && i < n && g.m + d->D <= d->scr_blocks; i++) {
-		if (d->mode != VC_DEDUP_ON && !vol_of(c, pages[i]->pno)->dd_on &&
-		    !sampled(pages[i]->pno))
-			continue;
-		selp[i] = true;
-		for (uint32_t j = 0; j < d->D; j++)
-			g.sel[g.m++] = i * d->D + j;
+	struct dd_scratch *sc = scratch_get(c);
+	if (!sc) {
+		eng_unlock(c);
+		return vc_err(-ENOMEM, "out of pinned or device memory for a dedup trip");
 	}
-	int r = direct(c, &g, pages, src, selp, &nmv);
+	struct down *g = sc->g;
+	g->n = n;
+	uint32_t nmv = 0;
+	int r = begin(c, g, pages, src, &nmv);
 	eng_unlock(c);
-	const uint32_t ndirect = nmv - (c->gpu.cipher ? 0 : g.m);
 	if (r == 0)
-		r = move_all(c, &g, nmv);
-	if (r == 0 && g.m)
-		r = fingerprint(c, &g, plain, g.tk + ndirect);
-	/* What the estimate learns: every selected block, and where the
-	 * moves fingerprint, the direct ones. */
-	uint32_t nfed = r == 0 ? collect(c, &g, selp, ndirect) : 0;
-	if (nfed && !g.m) {
-		eng_lock(c);
-		feed(c, n, pages, g.pfp, g.have);
-		eng_unlock(c);
+		r = move_all(c, g, nmv, plain, c->gpu.cipher);
+	if (r == 0)
+		r = fingerprint(c, g, plain, nmv);
+	if (r == 0)
+		collect(c, g);
+	eng_lock(c);
+	if (r == 0) {
+		feed(c, g, pages);
+		lookup(c, g);
 	}
-	if (r == 0 && g.m) {
-		eng_lock(c);
-		feed(c, n, pages, g.pfp, g.have);
-		lookup(c, &g);
+	if (r < 0 || (g->np == 0 && g->nstage == 0)) {
+		if (r < 0)
+			g->m = g->nstage = 0; /* nothing counted: the pages go back */
+		finish(c, g, pages, sc);
 		eng_unlock(c);
-		int rc = g.np ? compare(c, &g, plain) : 0;
-		eng_lock(c);
-		r = settle(c, &g, pages, plain, src, rc, &nmv);
-		if (g.np)
-			eng_wake(c); /* claims that met a pin wait for it */
-		eng_unlock(c);
-		if (r == 0)
-			r = move_all(c, &g, nmv);
-		eng_lock(c);
-		for (uint32_t k = 0; r == 0 && k < g.m; k++)
-			if (g.lead[k] && !g.hit[k] && tab_find(d, &g.fp[k]) == DD_NIL)
-				tab_insert(d, g.blk[k]);
-		eng_unlock(c);
+		return r;
 	}
-	if (sc)
-		scratch_put(c, sc);
-	down_free(&g);
-	free(selp);
+	eng_unlock(c);
+	int rc = g->np ? compare(c, g, plain) : 0;
+	eng_lock(c);
+	r = settle(c, g, pages, src, rc, &nmv);
+	if (g->np)
+		eng_wake(c); /* claims that met a pin wait for it */
+	if (r < 0 || nmv == 0) {
+		finish(c, g, pages, sc);
+		eng_unlock(c);
+		return r;
+	}
+	eng_unlock(c);
+	r = move_all(c, g, nmv, plain, false);
+	eng_lock(c);
+	for (uint32_t k = 0; r == 0 && k < g->m; k++)
+		if (g->lead[k] && !g->hit[k] && tab_find(d, &g->fp[k]) == DD_NIL)
+			tab_insert(d, g->blk[k]);
+	finish(c, g, pages, sc);
+	eng_unlock(c);
+	return r;
+}
+
+int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
+		const unsigned char *const *plain, const uint64_t *src)
+{
+	const uint32_t most = c->dd.scr_blocks / c->dd.D;
+	int r = 0;
+	for (uint32_t i = 0; r == 0 && i < n; i += most)
+		r = trip(c, n - i < most ? n - i : most, pages + i, plain + i, src + i);
 	return r;
 }
 
@@ -883,7 +1043,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->mode = cfg->dedup;
 	if (!eng_dd(c))
 		return 0;
-	d->D = cfg->dedup_degree ? cfg->dedup_degree : 4;
+	d->D = eng_dd_degree(c->page_size, cfg->dedup_degree);
 	d->bsize = c->page_size / d->D;
 	static const uint32_t algo[] = { [VC_DEDUP_LANES] = VC_FP_LANES, [VC_DEDUP_MD5] = VC_FP_MD5,
 					 [VC_DEDUP_MURMUR3] = VC_FP_MURMUR3 };
@@ -926,13 +1086,14 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 		d->free_ids[b] = d->nblocks - 1 - b; /* 0 on top */
 	d->nfree = d->nblocks;
 	/* A trip's scratch: a demotion batch or a prefetch round of blocks.
-	 * One now, more as trips run at once (scratch_get). */
+	 * One now, more as trips run at once (scratch_get); a trip is at most
+	 * scr_blocks (eng_dd_down splits larger ones). */
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
 	int r = eng_est_open(c);
 	if (r < 0)
 		return r;
-	struct dd_scratch *sc = scratch_get(c);
+	struct dd_scratch *sc = scratch_new(c);
 	if (!sc)
 		return vc_err(-ENOMEM, "out of pinned or device memory for the dedup scratch");
 	d->scr_free = sc;

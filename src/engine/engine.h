@@ -166,6 +166,11 @@ struct vc_volume {
 	_Atomic uint64_t dd_reads, dd_writes;
 	uint64_t dd_in;                   /* blocks fed to the estimate since its last decision */
 	double dd_est_factor, dd_est_upd; /* the last decision's estimates */
+	/* Which trip its blocks take down (dedup.c, trip_rate): direct
+	 * into fresh slots while few recent blocks shared, else staged. The
+	 * recent blocks looked up and shared (under c->mu). */
+	bool dd_direct;
+	uint32_t dd_look, dd_match;
 };
 
 /* Bounce pages per thread for GPU-tier reads served in place: one 128 KiB
@@ -250,6 +255,20 @@ struct vc_gpu {
  * plaintext, and blocks they pinned. */
 #define DD_NIL UINT32_MAX
 #define DD_DEGREE_MAX 8
+/* vc_config.dedup_degree 0: blocks of 4 KiB (whole pages of 4 KiB and
+ * less; 2 a page of 8 KiB, and so on). On the H100 (docs/DEDUP.md,
+ * "The default degree") every path's move rate falls with the degree
+ * (D moves, queue pieces and block uses a page), degree 4 keeping 0.52 to
+ * 0.62 of the rate without dedup where degree 1 keeps 0.75 to 0.91, while
+ * the factor finer blocks add is the data's: 1.34x more on the emulated
+ * ext4 images at 1 KiB, nothing on whole-page repetition (Fig. 5, VM
+ * images' file data). Finer degrees stay a choice for data known to
+ * repeat within pages (bench/dedup_truth measures it). */
+#define DD_DEGREE_BLOCK 4096u
+static inline uint32_t eng_dd_degree(uint32_t page_size, uint32_t degree)
+{
+	return degree ? degree : page_size > DD_DEGREE_BLOCK ? page_size / DD_DEGREE_BLOCK : 1;
+}
 
 struct eng_blk {
 	struct vc_fp_digest fp; /* of its plaintext (indexed or not) */
@@ -292,6 +311,7 @@ struct eng_dedup {
 	uint32_t scr_blocks;
 	struct dd_est *est; /* the data's factor, sampled (dedup_est.c) */
 	uint64_t blocks_in, hits, collisions, switches;
+	uint64_t direct_in, merged_late; /* blocks down the direct trip; of those, shared after */
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 };
 
@@ -767,12 +787,14 @@ int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
  * none is freed and its slot orphaned) and its unplaced uses' reserved
  * slots given back. */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
-/* Unlocked (takes c->mu four times, briefly): pages[0..n) (BUSY, reserved
- * by eng_gpu_append, sealed if integrity is on) go down with dedup from
- * their plaintext: plain[i] in host memory, at device-visible address
- * src[i], unchanged meanwhile. A block equal to a stored one (fingerprint
- * match, then bytes compared) or to an earlier one of the trip shares it
- * and takes no slot; the others get fresh blocks and slots. 0, or -errno
+/* Unlocked (takes c->mu two to four times, briefly): pages[0..n) (BUSY,
+ * reserved by eng_gpu_append, sealed if integrity is on) go down with
+ * dedup from their plaintext: plain[i] in host memory, at device-visible
+ * address src[i], unchanged meanwhile. A block equal to a stored one
+ * (fingerprint match, then bytes compared) or to an earlier one of the
+ * trip shares it: on the staged trip it takes no slot, on the direct trip
+ * (volumes whose recent blocks rarely shared) its slot dies after the
+ * compare; the others get fresh blocks and slots. 0, or -errno
  * (the device's, -ENOMEM): then the caller releases every page
  * (eng_gpu_release), whatever part of it was placed. */
 int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
