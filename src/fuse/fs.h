@@ -341,6 +341,11 @@ void fs_slot_free(struct fs *fs, uint32_t slot);
 int fs_slots_fini(struct fs *fs);
 
 /* --- fdcache.c --- */
+/* pread (write false) or pwrite of [off, off + len) with fd, again after
+ * EINTR and short transfers: the bytes moved, short only at the end of the
+ * file (a read; a write that moves nothing) or at a failure, whose -errno
+ * is *err (else 0). */
+size_t fs_pio(int fd, bool write, void *buf, size_t len, uint64_t off, int *err);
 void fs_fd_init(struct fs *fs);
 void fs_fd_fini(struct fs *fs);
 /* id's fd, opened if need be, in use (not closed) until fs_fd_put; or

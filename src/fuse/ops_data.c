@@ -207,23 +207,10 @@ static ssize_t rw_all(struct fs *fs, struct fs_ident *id, bool write, char *buf,
 	int fd = fs_fd_get(fs, id);
 	if (fd < 0)
 		return fd;
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done))
-				  : pread(fd, buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			fs_fd_put(fs, id);
-			return done ? (ssize_t)done : -e;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
+	int err;
+	size_t done = fs_pio(fd, write, buf, len, off, &err);
 	fs_fd_put(fs, id);
-	return (ssize_t)done;
+	return done || !err ? (ssize_t)done : err;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
