@@ -34,26 +34,8 @@ vc=$1 out=$2 dev=${3:-emu}
 mkdir -p "$out"
 fsz=${FILE_SIZE:-256M} wsz=${WRITE_SIZE:-256M} host=${HOST_BYTES:-2G}
 passes=${PASSES:-4}
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/vc-kcache-bench-XXXXXX")
-src=$dir/src mnt=$dir/mnt
-mkdir "$src" "$mnt"
-pid=
-cleanup() {
-	mountpoint -q "$mnt" && umount -l "$mnt"
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-for i in 0 1 2 3; do fio --name=mk --filename="$src/f$i" --size="$fsz" --rw=write --bs=1M \
-	--ioengine=psync --refill_buffers --output=/dev/null; done
+. "$(dirname "$0")/mount_lib.sh"
 hz=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-mnt_up() {
-	"$vc" mount --device "$dev" --host-bytes "$host" --gpu-bytes 0 "$@" --pidfile "$dir/pid" \
-		"$src" "$mnt"
-	pid=$(cat "$dir/pid")
-}
-mnt_down() { umount "$mnt"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done; pid=; }
 : >"$out/kcache.jsonl"
 # row JSON: one line of results.
 row() { echo "$1" >>"$out/kcache.jsonl"; }
@@ -80,7 +62,7 @@ PY
 for cfg in default kernel-cache; do
 	args=()
 	[ $cfg = kernel-cache ] && args=(--kernel-cache)
-	mnt_up "${args[@]}"
+	mnt_up --host-bytes "$host" --gpu-bytes 0 "${args[@]}"
 	cat "$mnt"/f* >/dev/null
 	cat "$mnt"/f* >/dev/null
 	t0=$(cpu_ticks "$pid")
@@ -111,7 +93,7 @@ for mode in write-through write-back; do
 		args=()
 		[ $mode = write-back ] && args+=(--write-back)
 		[ $cfg = kernel-writeback ] && args+=(--kernel-writeback)
-		mnt_up "${args[@]}"
+		mnt_up --host-bytes "$host" --gpu-bytes 0 "${args[@]}"
 		for bs in 1M 4k; do
 			rm -f "$mnt/w"
 			t0=$(cpu_ticks "$pid")
