@@ -24,20 +24,8 @@ fsz=${FILE_SIZE:-$([ $quick = 1 ] && echo 256M || echo 4G)}
 host=${HOST_BYTES:-$([ $quick = 1 ] && echo 256M || echo 4G)}
 gpu=${GPU_BYTES:-$([ $quick = 1 ] && echo 1G || echo 24G)}
 rt=${RUNTIME:-$([ $quick = 1 ] && echo 5 || echo 20)}
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/vc-mount-bench-XXXXXX")
-src=$dir/src mnt=$dir/mnt
-mkdir "$src" "$mnt"
-pid=
-cleanup() {
-	mountpoint -q "$mnt" && umount -l "$mnt"
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-for i in 0 1 2 3; do fio --name=mk --filename="$src/f$i" --size="$fsz" --rw=write --bs=1M \
-	--ioengine=psync --refill_buffers --output=/dev/null; done
+. "$(dirname "$0")/mount_lib.sh"
 files="$src/f0:$src/f1:$src/f2:$src/f3"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # run NAME DIR: both tests over DIR's files; appends JSON lines.
 run() {
 	local name=$1 d=$2 t0 t1
@@ -78,11 +66,6 @@ PY
 run src-cold "$src"
 cat "$src"/f* >/dev/null
 run src-warm "$src"
-mnt_up() {
-	"$vc" mount --device "$dev" "$@" --pidfile "$dir/pid" "$src" "$mnt"
-	pid=$(cat "$dir/pid")
-}
-mnt_down() { umount "$mnt"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done; pid=; }
 mnt_up --passthrough
 cat "$mnt"/f* >/dev/null
 run passthrough "$mnt"

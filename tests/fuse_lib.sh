@@ -34,7 +34,10 @@ trap cleanup EXIT
 export MALLOC_PERTURB_=165
 start_mount() {
 	# VC_MOUNT_WRAPPER: a debugger or tracer to run the daemon under.
-	${VC_MOUNT_WRAPPER:-} "$vc" mount --device emu --foreground "$@" "$src" "$mnt" 2>>"$dir/mount.log" &
+	# VC_MOUNT_ARGS: options every mount of the test gets (a variant of it:
+	# tests/CMakeLists.txt runs some with --kernel-writeback).
+	${VC_MOUNT_WRAPPER:-} "$vc" mount --device emu --foreground ${VC_MOUNT_ARGS:-} "$@" \
+		"$src" "$mnt" 2>>"$dir/mount.log" &
 	pid=$!
 	for _ in $(seq 200); do
 		mountpoint -q "$mnt" && return 0

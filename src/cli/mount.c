@@ -41,6 +41,11 @@ static void mount_usage(FILE *f)
 	      "                         (default 1; 0 sees SRC's changes at once)\n"
 	      "  --kernel-cache         keep the kernel's page cache of an unchanged file\n"
 	      "                         across opens (default: the tiers are the cache)\n"
+	      "  --kernel-writeback     the kernel's write-back cache: writes stay in its\n"
+	      "                         page cache until close, fsync or memory pressure\n"
+	      "                         (default: each write reaches the mount at once);\n"
+	      "                         the kernel then keeps files' sizes and times, so\n"
+	      "                         SRC must change only through the mount\n"
 	      "  --passthrough          no cache: file data straight to and from SRC (the\n"
 	      "                         FUSE cost alone, a baseline for benchmarks)\n"
 	      "  --readahead N          bytes prefetched ahead of a sequential reader into\n"
@@ -70,7 +75,8 @@ static void mount_usage(FILE *f)
 }
 
 enum { O_HOST = 0x100, O_GPU, O_DEV, O_WB, O_RO, O_REVAL, O_ATTR, O_KCACHE, O_RA, O_MAXF,
-       O_THR, O_OTHER, O_LAT, O_PID, O_PASS, O_MAXFD, O_SLOTS, O_MAXPFD, O_NOFH };
+       O_THR, O_OTHER, O_LAT, O_PID, O_PASS, O_MAXFD, O_SLOTS, O_MAXPFD, O_NOFH,
+       O_KWB };
 
 int cmd_mount(int argc, char **argv)
 {
@@ -94,6 +100,7 @@ int cmd_mount(int argc, char **argv)
 		{ "slots-per-volume", required_argument, 0, O_SLOTS },
 		{ "max-path-fds", required_argument, 0, O_MAXPFD },
 		{ "no-file-handles", no_argument, 0, O_NOFH },
+		{ "kernel-writeback", no_argument, 0, O_KWB }, /* lo[ch - O_HOST]: enum order */
 		{ "foreground", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -102,7 +109,7 @@ int cmd_mount(int argc, char **argv)
 		struct vc_config cfg;
 		int revalidate_ms;
 		double attr_timeout;
-		bool kernel_cache, readonly, allow_other, foreground, passthrough, no_handles;
+		bool kernel_cache, kernel_writeback, readonly, allow_other, foreground, passthrough, no_handles;
 		unsigned max_files, max_fds, max_path_fds, slots_per_volume, threads;
 		uint64_t readahead;
 		const char *pidfile;
@@ -146,6 +153,7 @@ int cmd_mount(int argc, char **argv)
 				goto bad;
 			break;
 		case O_KCACHE: o.kernel_cache = true; break;
+		case O_KWB: o.kernel_writeback = true; break;
 		case O_RA:
 			if (vc_wl_parse_bytes(optarg, &o.readahead) || o.readahead > (1ull << 30))
 				goto bad;
@@ -210,7 +218,8 @@ int cmd_mount(int argc, char **argv)
 #ifdef VC_HAVE_FUSE
 	struct vc_fuse_opts fo = { .src = src, .mnt = mnt, .cfg = o.cfg,
 				   .revalidate_ms = o.revalidate_ms, .attr_timeout = o.attr_timeout,
-				   .kernel_cache = o.kernel_cache, .readonly = o.readonly,
+				   .kernel_cache = o.kernel_cache,
+				   .kernel_writeback = o.kernel_writeback, .readonly = o.readonly,
 				   .passthrough = o.passthrough,
 				   .allow_other = o.allow_other, .foreground = o.foreground,
 				   .max_files = o.max_files, .max_fds = o.max_fds,

@@ -30,6 +30,27 @@
 
 #include "fuse/fs.h"
 
+size_t fs_pio(int fd, bool write, void *buf, size_t len, uint64_t off, int *err)
+{
+	char *b = buf;
+	size_t done = 0;
+	*err = 0;
+	while (done < len) {
+		ssize_t n = write ? pwrite(fd, b + done, len - done, (off_t)(off + done))
+				  : pread(fd, b + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			*err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
 void fs_fd_init(struct fs *fs)
 {
 	pthread_mutex_init(&fs->fd_mu, NULL);

@@ -87,6 +87,7 @@ struct vc_fuse_opts {
 				 is older than this many ms (0: every read) */
 	double attr_timeout;  /* seconds the kernel may keep attributes and names */
 	bool kernel_cache;    /* keep the kernel's page cache across opens of an unchanged file */
+	bool kernel_writeback; /* ask for the kernel's write-back cache (FUSE_CAP_WRITEBACK_CACHE) */
 	bool passthrough;     /* no cache: every file uncached (a benchmark's FUSE-only baseline) */
 	bool readonly;
 	bool allow_other;
@@ -136,6 +137,13 @@ struct fs_inode {
 	uint64_t nlookup; /* the kernel's references (under ino_mu) */
 	struct fs_inode *next;
 	struct fs_inode *fprev, *fnext; /* the LRU of idle fds (ino_mu) */
+	/* The kernel's write-back cache (fs->kwb): a regular file's size and
+	 * mtime as the kernel holds them (it takes them from us only when it
+	 * makes the inode): SRC's at the lookup that made it, then after each
+	 * change made through the mount. Under ino_mu. */
+	uint64_t ksize;
+	struct timespec kmtime;
+	bool unhashed; /* replaced by another inode of its key (fs_inode_renew) */
 };
 
 /* A stream table (readahead.c): the last few sequential readers. */
@@ -196,6 +204,7 @@ struct fs_handle {
 	struct fs_ident *id;
 	struct fs_inode *in; /* its fd held open (fs_inode_fd) until release */
 	_Atomic bool wrote; /* concurrent writes on one handle set it */
+	bool writable;      /* opened for writing */
 	struct fs_ra ra; /* one slot: this handle's stream */
 };
 
@@ -230,6 +239,11 @@ struct fs {
 	vc_cache *c;
 	struct fuse_session *se;
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH fds */
+	/* The kernel's write-back cache is on (asked for and granted at
+	 * init, before any request): writes reach us late, in pages, through
+	 * any handle open for writing; the kernel keeps a file's size and
+	 * times (ops_data.c). Atomic: set by the init request's thread. */
+	_Atomic bool kwb;
 
 	pthread_mutex_t ino_mu;
 	struct fs_inode root;
@@ -289,7 +303,20 @@ void fs_key_of(struct fs *fs, int fd, const struct stat *st, struct fs_keybuf *k
 /* The inode of fd (O_PATH, ours now) with key k: found (fd kept if it had
  * none, else closed) or added; one lookup counted. NULL: out of memory
  * (fd closed). */
-struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k, mode_t type);
+struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k,
+			      const struct stat *st);
+/* The kernel's write-back cache keeps a file's size and mtime while it
+ * knows the inode, whatever getattr says: whether SRC's (st) differ from
+ * what the kernel holds (kwb, regular files; else false). */
+bool fs_inode_differs(struct fs *fs, struct fs_inode *in, const struct stat *st);
+/* The kernel holds this size and mtime for k's file now (after a change
+ * made through the mount; kwb only). */
+void fs_inode_told(struct fs *fs, const struct fs_key *k, uint64_t size, struct timespec mtime);
+/* in's file changed in SRC behind the mount's back while the kernel holds
+ * its old size and mtime: a new inode of its key (another inode number,
+ * attributes st) takes the lookup just counted on in, which leaves the
+ * table (the kernel forgets it in time). NULL: out of memory (in kept). */
+struct fs_inode *fs_inode_renew(struct fs *fs, struct fs_inode *in, const struct stat *st);
 void fs_inode_forget(struct fs *fs, struct fs_inode *in, uint64_t n);
 /* in's O_PATH fd, reopened by its handle if it was closed, held open
  * until fs_inode_put; or -errno (-ESTALE: the object is gone from SRC). */
@@ -314,6 +341,11 @@ void fs_slot_free(struct fs *fs, uint32_t slot);
 int fs_slots_fini(struct fs *fs);
 
 /* --- fdcache.c --- */
+/* pread (write false) or pwrite of [off, off + len) with fd, again after
+ * EINTR and short transfers: the bytes moved, short only at the end of the
+ * file (a read; a write that moves nothing) or at a failure, whose -errno
+ * is *err (else 0). */
+size_t fs_pio(int fd, bool write, void *buf, size_t len, uint64_t off, int *err);
 void fs_fd_init(struct fs *fs);
 void fs_fd_fini(struct fs *fs);
 /* id's fd, opened if need be, in use (not closed) until fs_fd_put; or
@@ -351,6 +383,9 @@ void fs_ident_put(struct fs *fs, struct fs_ident *id);
  * any identity of it appears (then fs_ident_unlock_table). */
 struct fs_ident *fs_ident_find_or_lock(struct fs *fs, const struct fs_key *k);
 void fs_ident_unlock_table(struct fs *fs);
+/* Whether k's file is being written through the mount (its identity's
+ * `wrote`: SRC's size and times change by our hand). */
+bool fs_ident_writing(struct fs *fs, const struct fs_key *k);
 /* SRC's file k lost a name: if that was its last one and the
  * identity is idle, it is freed (dirty pages discarded) now, else at its
  * last put. */

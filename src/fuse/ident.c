@@ -386,6 +386,7 @@ void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id)
 {
 	struct fs_seen st;
 	if (ident_look(fs, id, &st, NULL) == 0) {
+		fs_inode_told(fs, &id->key, st.size, st.mtime);
 		id->seen = st;
 		atomic_store(&id->wrote, false);
 		atomic_store(&id->checked_ns, vc_now_ns());
@@ -558,6 +559,15 @@ struct fs_ident *fs_ident_find_or_lock(struct fs *fs, const struct fs_key *k)
 void fs_ident_unlock_table(struct fs *fs)
 {
 	pthread_mutex_unlock(&fs->id_mu);
+}
+
+bool fs_ident_writing(struct fs *fs, const struct fs_key *k)
+{
+	pthread_mutex_lock(&fs->id_mu);
+	struct fs_ident *id = hash_find(fs, k);
+	bool w = id && atomic_load(&id->wrote);
+	pthread_mutex_unlock(&fs->id_mu);
+	return w;
 }
 
 void fs_ident_unlinked(struct fs *fs, const struct fs_key *k)

@@ -258,7 +258,58 @@ static void free_inode(struct fs_inode *in)
 	free(in);
 }
 
-struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k, mode_t type)
+static void set_told(struct fs_inode *in, const struct stat *st)
+{
+	in->ksize = (uint64_t)st->st_size;
+	in->kmtime = st->st_mtim;
+}
+
+/* Under ino_mu: a new inode of key k (fd its O_PATH fd, ours now) in the
+ * table with one lookup; NULL: out of memory (fd not closed). */
+static struct fs_inode *inode_add(struct fs *fs, int fd, const struct fs_key *k,
+				  const struct stat *st)
+{
+	struct fs_inode *in = calloc(1, sizeof *in + k->fh_len);
+	if (!in)
+		return NULL;
+	size_t b = bucket(fs, k->dev, k->ino);
+	*in = (struct fs_inode){ .fd = fd, .key = *k, .type = st->st_mode & S_IFMT, .nlookup = 1,
+				 .next = fs->ino_hash[b] };
+	in->key.fh = (unsigned char *)(in + 1);
+	memcpy(in->key.fh, k->fh, k->fh_len);
+	set_told(in, st);
+	fs->ino_hash[b] = in;
+	fs->ino_fds++;
+	if (in->key.fh_len)
+		lru_push(fs, in);
+	if (++fs->ino_count > 2 * fs->ino_nbuckets)
+		grow(fs);
+	return in;
+}
+
+/* Under ino_mu: the inode of key k in the table, or NULL. */
+static struct fs_inode *inode_find(struct fs *fs, const struct fs_key *k)
+{
+	struct fs_inode *in = fs->ino_hash[bucket(fs, k->dev, k->ino)];
+	while (in && !fs_key_eq(&in->key, k))
+		in = in->next;
+	return in;
+}
+
+/* Under ino_mu: in leaves the table (forgotten, or renewed). */
+static void unhash(struct fs *fs, struct fs_inode *in)
+{
+	struct fs_inode **pp = &fs->ino_hash[bucket(fs, in->key.dev, in->key.ino)];
+	while (*pp && *pp != in)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = in->next;
+	fs->ino_count--;
+	in->unhashed = true;
+}
+
+struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k,
+			      const struct stat *st)
 {
 	if (k->dev == fs->root.key.dev && k->ino == fs->root.key.ino) {
 		close(fd); /* a hard link can't name a directory; a bind mount can */
@@ -270,9 +321,8 @@ struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k, mod
 	int closing[3];
 	unsigned nc = 0;
 	pthread_mutex_lock(&fs->ino_mu);
-	size_t b = bucket(fs, k->dev, k->ino);
-	for (struct fs_inode *in = fs->ino_hash[b]; in; in = in->next)
-		if (fs_key_eq(&in->key, k)) {
+	struct fs_inode *in = inode_find(fs, k);
+	if (in) {
 			in->nlookup++;
 			if (in->fd < 0) { /* keep it: the kernel's next call is on it */
 				in->fd = fd;
@@ -286,27 +336,81 @@ struct fs_inode *fs_inode_get(struct fs *fs, int fd, const struct fs_key *k, mod
 			pthread_mutex_unlock(&fs->ino_mu);
 			close_all(closing, nc);
 			return in;
-		}
-	struct fs_inode *in = calloc(1, sizeof *in + k->fh_len);
-	if (!in) {
+	}
+	if (!(in = inode_add(fs, fd, k, st))) {
 		pthread_mutex_unlock(&fs->ino_mu);
 		close(fd);
 		return NULL;
 	}
-	*in = (struct fs_inode){ .fd = fd, .key = *k, .type = type, .nlookup = 1,
-				 .next = fs->ino_hash[b] };
-	in->key.fh = (unsigned char *)(in + 1);
-	memcpy(in->key.fh, k->fh, k->fh_len);
-	fs->ino_hash[b] = in;
-	fs->ino_fds++;
-	if (in->key.fh_len)
-		lru_push(fs, in);
 	nc = trim(fs, closing);
-	if (++fs->ino_count > 2 * fs->ino_nbuckets)
-		grow(fs);
 	pthread_mutex_unlock(&fs->ino_mu);
 	close_all(closing, nc);
 	return in;
+}
+
+bool fs_inode_differs(struct fs *fs, struct fs_inode *in, const struct stat *st)
+{
+	if (!atomic_load(&fs->kwb) || in->type != S_IFREG)
+		return false;
+	pthread_mutex_lock(&fs->ino_mu);
+	bool d = in->ksize != (uint64_t)st->st_size || in->kmtime.tv_sec != st->st_mtim.tv_sec ||
+		 in->kmtime.tv_nsec != st->st_mtim.tv_nsec;
+	pthread_mutex_unlock(&fs->ino_mu);
+	return d;
+}
+
+void fs_inode_told(struct fs *fs, const struct fs_key *k, uint64_t size, struct timespec mtime)
+{
+	if (!atomic_load(&fs->kwb))
+		return;
+	pthread_mutex_lock(&fs->ino_mu);
+	struct fs_inode *in = inode_find(fs, k);
+	if (in) {
+		in->ksize = size;
+		in->kmtime = mtime;
+	}
+	pthread_mutex_unlock(&fs->ino_mu);
+}
+
+struct fs_inode *fs_inode_renew(struct fs *fs, struct fs_inode *in, const struct stat *st)
+{
+	/* An fd of its own: dup of the old inode's, else by the handle. */
+	int fd = fs_inode_fd(fs, in);
+	if (fd >= 0) {
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		fd = fd < 0 ? -errno : fd;
+		fs_inode_put(fs, in);
+	}
+	if (fd < 0)
+		return NULL;
+	struct fs_inode *dead = NULL, *nu;
+	pthread_mutex_lock(&fs->ino_mu);
+	if (!in->unhashed)
+		unhash(fs, in);
+	/* A concurrent lookup renewed it first: that inode takes this one's
+	 * lookup too (its attributes are as new). */
+	if ((nu = inode_find(fs, &in->key))) {
+		nu->nlookup++;
+		set_told(nu, st);
+	} else {
+		nu = inode_add(fs, fd, &in->key, st);
+		fd = -1;
+	}
+	if (nu) {
+		in->nlookup--;
+		if (in->nlookup == 0) {
+			lru_unlink(fs, in);
+			if (in->fd >= 0)
+				fs->ino_fds--;
+			dead = in->users ? NULL : in;
+		}
+	}
+	pthread_mutex_unlock(&fs->ino_mu);
+	if (fd >= 0)
+		close(fd);
+	if (dead)
+		free_inode(dead);
+	return nu;
 }
 
 void fs_inode_forget(struct fs *fs, struct fs_inode *in, uint64_t n)
@@ -317,12 +421,8 @@ void fs_inode_forget(struct fs *fs, struct fs_inode *in, uint64_t n)
 		pthread_mutex_unlock(&fs->ino_mu);
 		return;
 	}
-	struct fs_inode **pp = &fs->ino_hash[bucket(fs, in->key.dev, in->key.ino)];
-	while (*pp && *pp != in)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = in->next;
-	fs->ino_count--;
+	if (!in->unhashed)
+		unhash(fs, in);
 	lru_unlink(fs, in);
 	if (in->fd >= 0)
 		fs->ino_fds--;

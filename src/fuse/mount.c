@@ -9,8 +9,9 @@
  * with them max_pages = 256, FUSE's largest), default_permissions (the
  * kernel checks access against SRC's attributes; we run as root), no
  * atomic O_TRUNC (a truncate at open comes as setattr, through the
- * identity), no kernel write-back cache (writes reach us, and so the
- * cache's write mode, at once). Unmounting (umount, fusermount3 -u) or
+ * identity), and the kernel's write-back cache only when asked
+ * (--kernel-writeback: see ops_data.c; by default writes reach us, and
+ * so the cache's write mode, at once). Unmounting (umount, fusermount3 -u) or
  * SIGTERM/SIGINT/SIGHUP ends the loop; then readahead stops, every
  * identity closes (dirty pages written back) and the cache closes.
  *
@@ -36,11 +37,20 @@
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct fs *fs = userdata;
 	conn->max_read = FS_MAX_IO; /* as the max_read mount option says */
 	conn->max_write = FS_MAX_IO;
 	conn->max_readahead = FS_MAX_IO;
 	conn->want &= ~(unsigned)(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_WRITEBACK_CACHE);
+	if (!fs->o->kernel_writeback)
+		return;
+	if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		atomic_store(&fs->kwb, true);
+	} else {
+		fprintf(stderr, "vramcache mount: the kernel has no FUSE write-back cache: "
+				"--kernel-writeback ignored\n");
+	}
 }
 
 /* Open files need fds: the fd cache keeps up to max_fds, the inode table

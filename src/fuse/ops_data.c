@@ -86,6 +86,7 @@ static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 		return;
 	}
 	h->in = in;
+	h->writable = write;
 	fs_ra_table_init(&h->ra, 1);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* The kernel's page cache survives an open only when asked and the
@@ -206,23 +207,10 @@ static ssize_t rw_all(struct fs *fs, struct fs_ident *id, bool write, char *buf,
 	int fd = fs_fd_get(fs, id);
 	if (fd < 0)
 		return fd;
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done))
-				  : pread(fd, buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			fs_fd_put(fs, id);
-			return done ? (ssize_t)done : -e;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
+	int err;
+	size_t done = fs_pio(fd, write, buf, len, off, &err);
 	fs_fd_put(fs, id);
-	return (ssize_t)done;
+	return done || !err ? (ssize_t)done : err;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -323,6 +311,15 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	fuse_reply_write(req, (size_t)n);
 }
 
+/* Whether writes may have reached the file through handle h: it wrote,
+ * or (the kernel's write-back cache) it is open for writing, since the
+ * kernel sends a file's dirty pages through any handle open for writing,
+ * so the one being closed may have dirtied pages another one carried. */
+static bool wrote_through(struct fs *fs, struct fs_handle *h)
+{
+	return h->wrote || (h->writable && atomic_load(&fs->kwb));
+}
+
 /* Write-back: the file's dirty pages to SRC, synced. Write-through: SRC
  * has them already. */
 static int write_back(struct fs *fs, struct fs_ident *id)
@@ -339,7 +336,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	struct fs_handle *h = fh_of(fi);
-	int r = h->wrote ? write_back(fs_of(req), h->id) : 0;
+	int r = wrote_through(fs_of(req), h) ? write_back(fs_of(req), h->id) : 0;
 	fuse_reply_err(req, r < 0 ? -r : 0);
 }
 
@@ -365,7 +362,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)ino;
 	struct fs *fs = fs_of(req);
 	struct fs_handle *h = fh_of(fi);
-	if (h->wrote) { /* our own changes are no reason to drop pages at the next open */
+	/* Our own changes are no reason to drop pages at the next open. */
+	if (wrote_through(fs, h) && (h->wrote || atomic_load(&h->id->wrote))) {
 		pthread_rwlock_wrlock(&h->id->lk);
 		fs_ident_seen_locked(fs, h->id);
 		pthread_rwlock_unlock(&h->id->lk);

@@ -58,9 +58,21 @@ int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 	}
 	struct fs_keybuf kb;
 	fs_key_of(fs, fd, &e->attr, &kb);
-	struct fs_inode *in = fs_inode_get(fs, fd, &kb.k, e->attr.st_mode & S_IFMT);
+	struct fs_inode *in = fs_inode_get(fs, fd, &kb.k, &e->attr);
 	if (!in)
 		return -ENOMEM;
+	/* The kernel's write-back cache keeps the size and mtime of an inode
+	 * it knows: a file changed in SRC behind our back (not while it is
+	 * being written through us: then they change by our hand) is given
+	 * to the kernel as another inode, which takes SRC's; the kernel
+	 * drops the old one's name at once, and the old inode when no file
+	 * is open on it. So sizes follow SRC within the attribute timeout,
+	 * as other attributes do. */
+	if (fs_inode_differs(fs, in, &e->attr) && !fs_ident_writing(fs, &kb.k)) {
+		struct fs_inode *nu = fs_inode_renew(fs, in, &e->attr);
+		if (nu)
+			in = nu;
+	}
 	e->ino = in == &fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
 	return 0;
 }
@@ -203,11 +215,6 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	fs_fd_name(fd, name);
 	struct attr_guard g;
 	int r = guard_begin(fs, in, fi, &g);
-	/* Write-back: dirty pages written back after a time was set would
-	 * set SRC's mtime again (cp -a, rsync -a, touch after a write): they
-	 * go back first. */
-	if (r == 0 && g.id && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = fs_ident_flush_locked(fs, g.id);
 	if (r == 0 && (valid & FUSE_SET_ATTR_MODE)) {
 		if (fchmodat(fs->proc_fd, name, attr->st_mode, 0) < 0)
 			r = -errno;
@@ -226,6 +233,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		else
 			r = set_size(fs, name, &g, (uint64_t)attr->st_size);
 	}
+	/* Write-back: dirty pages written back after a time was set would
+	 * set SRC's mtime again (cp -a, rsync -a, touch after a write): they
+	 * go back first, after a size change in the same call (the kernel's
+	 * write-back cache sends a truncate with the new mtime), whose
+	 * dropped pages need not go back. */
+	if (r == 0 && g.id && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+		r = fs_ident_flush_locked(fs, g.id);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 		if (valid & FUSE_SET_ATTR_ATIME_NOW)
@@ -242,6 +256,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 			r = -errno;
 	}
 	guard_end(fs, &g);
+	/* The kernel takes a size or times it set (kwb); with an identity,
+	 * guard_end has recorded them. */
+	struct stat st;
+	if (r == 0 && !g.id && in->type == S_IFREG && atomic_load(&fs->kwb) &&
+	    fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
+		fs_inode_told(fs, &in->key, (uint64_t)st.st_size, st.st_mtim);
 	fs_inode_put(fs, in);
 	if (r < 0) {
 		fuse_reply_err(req, -r);

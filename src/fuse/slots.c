@@ -54,24 +54,12 @@ static int slot_rw(struct fs *fs, uint32_t slot, bool write, char *buf, size_t l
 		uint64_t size = atomic_load(&id->size);
 		len = off >= size ? 0 : len < size - off ? len : (size_t)(size - off);
 	}
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done))
-				  : pread(fd, buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		if (n == 0) {
-			if (write)
-				r = -EIO;
-			else
-				memset(buf + done, 0, len - done);
-			break;
-		}
-		done += (size_t)n;
+	size_t done = fs_pio(fd, write, buf, len, off, &r);
+	if (r == 0 && done < len) {
+		if (write)
+			r = -EIO;
+		else
+			memset(buf + done, 0, len - done);
 	}
 	fs_fd_put(fs, id);
 	return r;
