@@ -532,19 +532,30 @@ static void proc_path(int fd, char path[32])
 	snprintf(path, 32, "/proc/self/fd/%d", fd);
 }
 
-static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			size_t size, int flags)
+/* The inode an attribute change applies to, and its path through
+ * /proc/self/fd; NULL when it replied (a symlink: EPERM, as user.*
+ * attributes are not allowed there; or no fd). The caller puts it. */
+static struct fs_inode *xattr_target(fuse_req_t req, fuse_ino_t ino, char path[32])
 {
 	struct fs_inode *in = in_of(req, ino);
 	if (in->type == S_IFLNK) {
 		fuse_reply_err(req, EPERM);
-		return;
+		return NULL;
 	}
 	int fd = fd_or_reply(req, in);
 	if (fd < 0)
-		return;
-	char path[32];
+		return NULL;
 	proc_path(fd, path);
+	return in;
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	char path[32];
+	struct fs_inode *in = xattr_target(req, ino, path);
+	if (!in)
+		return;
 	int r = setxattr(path, name, value, size, flags) < 0 ? errno : 0;
 	put(req, in);
 	fuse_reply_err(req, r);
@@ -617,16 +628,10 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct fs_inode *in = in_of(req, ino);
-	if (in->type == S_IFLNK) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	int fd = fd_or_reply(req, in);
-	if (fd < 0)
-		return;
 	char path[32];
-	proc_path(fd, path);
+	struct fs_inode *in = xattr_target(req, ino, path);
+	if (!in)
+		return;
 	int r = removexattr(path, name) < 0 ? errno : 0;
 	put(req, in);
 	fuse_reply_err(req, r);
