@@ -27,8 +27,13 @@
  *     DD_NIL) or holding one reserved slot: dd.resv is the number of the
  *     latter, and eng_gpu_free = room - resv is what others may take
  *
+ * This file is the block store: the table, blocks and uses, the slot
+ * reservations, claims for cleaning and eviction, open and close. The trip
+ * down (eng_dd_down) and the adaptive switch are in dedup_down.c; what the
+ * two share, in dedup.h.
+ *
  * Going down (demotion batch, GPU prefetch round): eng_gpu_append only
- * reserves D slots a page; eng_dd_down then (head comment there) moves the
+ * reserves D slots a page; eng_dd_down then (dedup_down.c) moves the
  * blocks chosen for dedup into staging in device memory, fingerprinting
  * them on the way (VC_MOVE_FP; with encryption on the host from the
  * plaintext, and they do not move yet), looks them up, compares the
@@ -62,19 +67,13 @@
 #include <stdio.h>
 
 #include "device/cmp.h"
+#include "engine/dedup.h"
 #include "engine/engine.h"
 
 
-/* One page in DD_SAMPLE is sampled; a window is DD_WINDOW sampled blocks. */
+/* One page in DD_SAMPLE is sampled (dedup_down.c: a window is DD_WINDOW
+ * sampled blocks). */
 #define DD_SAMPLE 16
-#define DD_WINDOW 4096
-/* The adaptive switch (hysteresis): off below DD_OFF_FACTOR or above
- * DD_OFF_UPD, on again above DD_ON_FACTOR and below DD_ON_UPD. DEDU's
- * crossover is 32-64 % updates; ours is to be measured (docs/DEDUP.md). */
-#define DD_ON_FACTOR 1.15
-#define DD_OFF_FACTOR 1.05
-#define DD_ON_UPD 0.35
-#define DD_OFF_UPD 0.50
 /* Logical GPU pages per physical page, at most (vc_config.dedup_max_factor
  * 0): DEDU's figures reach factors of 10, and "the data fit" from 5 at a
  * GPU buffer of 4/5 of the buffers; 8 covers that while costing twice the
@@ -83,32 +82,32 @@
 /* The fingerprint job's SM cap: a tenth of an H100's (issue 14's goal). */
 #define DD_MAX_SMS 13
 
-static bool sampled(uint64_t pno)
+bool dd_sampled(uint64_t pno)
 {
 	return (vc_mix64(vc_pno_index(pno) ^ 0x6a09e667f3bcc908ull) & (DD_SAMPLE - 1)) == 0;
 }
 
 /* --- the fingerprint table: linear probing, backward-shift deletion --- */
 
-static uint32_t tab_home(const struct eng_dedup *d, const struct vc_fp_digest *fp)
+uint32_t dd_tab_home(const struct eng_dedup *d, const struct vc_fp_digest *fp)
 {
 	uint64_t h;
 	memcpy(&h, fp->b, sizeof h);
 	return (uint32_t)(vc_mix64(h) & d->tab_mask);
 }
 
-static uint32_t tab_find(const struct eng_dedup *d, const struct vc_fp_digest *fp)
+uint32_t dd_tab_find(const struct eng_dedup *d, const struct vc_fp_digest *fp)
 {
-	for (uint32_t i = tab_home(d, fp);; i = (i + 1) & d->tab_mask) {
+	for (uint32_t i = dd_tab_home(d, fp);; i = (i + 1) & d->tab_mask) {
 		uint32_t b = d->tab[i];
 		if (b == DD_NIL || memcmp(&d->blk[b].fp, fp, sizeof *fp) == 0)
 			return b;
 	}
 }
 
-static void tab_insert(struct eng_dedup *d, uint32_t b)
+void dd_tab_insert(struct eng_dedup *d, uint32_t b)
 {
-	uint32_t i = tab_home(d, &d->blk[b].fp);
+	uint32_t i = dd_tab_home(d, &d->blk[b].fp);
 	while (d->tab[i] != DD_NIL)
 		i = (i + 1) & d->tab_mask;
 	d->tab[i] = b;
@@ -117,14 +116,14 @@ static void tab_insert(struct eng_dedup *d, uint32_t b)
 
 static void tab_remove(struct eng_dedup *d, uint32_t b)
 {
-	uint32_t i = tab_home(d, &d->blk[b].fp);
+	uint32_t i = dd_tab_home(d, &d->blk[b].fp);
 	while (d->tab[i] != b)
 		i = (i + 1) & d->tab_mask;
 	for (uint32_t j = i;;) {
 		j = (j + 1) & d->tab_mask;
 		if (d->tab[j] == DD_NIL)
 			break;
-		uint32_t k = tab_home(d, &d->blk[d->tab[j]].fp);
+		uint32_t k = dd_tab_home(d, &d->blk[d->tab[j]].fp);
 		/* Entry j may fill hole i unless its home lies cyclically in (i, j]. */
 		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
 		if (!stays) {
@@ -138,7 +137,7 @@ static void tab_remove(struct eng_dedup *d, uint32_t b)
 
 /* --- blocks and uses --- */
 
-static void use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
+void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 {
 	struct eng_blk *k = &d->blk[b];
 	d->res[u] = b;
@@ -152,7 +151,7 @@ static void use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 
 /* Unlinks use u; a block left with no use dies: out of the table, its
  * slot orphaned (if it has one: `slotted`), its id free. */
-static void use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
+void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 {
 	struct eng_dedup *d = &c->dd;
 	uint32_t b = d->res[u];
@@ -179,7 +178,7 @@ static void use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
  * new tweak. There is one: ids in use are at most the live slots (a
  * pinned block that lost its last use keeps its slot), and a block is
  * created only against a reserved slot, so nfree >= dd.resv. */
-static uint32_t blk_new(struct eng_dedup *d)
+uint32_t dd_blk_new(struct eng_dedup *d)
 {
 	uint32_t b = d->free_ids[--d->nfree];
 	d->blk[b] = (struct eng_blk){ .tweak = ++d->tweak_next, .head = DD_NIL };
@@ -187,17 +186,17 @@ static uint32_t blk_new(struct eng_dedup *d)
 }
 
 /* Use u (a page going down, its slot reserved) now names block b. */
-static void use_place(struct eng_dedup *d, uint64_t u, uint32_t b)
+void dd_use_place(struct eng_dedup *d, uint64_t u, uint32_t b)
 {
-	use_link(d, u, b);
+	dd_use_link(d, u, b);
 	d->resv--;
 }
 
 /* Undoes use_place of a fresh block whose append failed: it dies unslotted
  * and u holds its reserved slot again. */
-static void use_unplace(struct vc_cache *c, uint64_t u)
+void dd_use_unplace(struct vc_cache *c, uint64_t u)
 {
-	use_unlink(c, u, false);
+	dd_use_unlink(c, u, false);
 	c->dd.resv++;
 }
 
@@ -239,7 +238,7 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 		if (d->res[u] == DD_NIL)
 			d->resv--; /* on its way down, not placed: its reserved slot */
 		else
-			use_unlink(c, u, true);
+			dd_use_unlink(c, u, true);
 	}
 	d->pages--;
 }
@@ -263,718 +262,13 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 	return d->D;
 }
 
-/* --- the way down --- */
-
-/* Which trip a page going down takes (eng_dd_down). */
-enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
-
-/* The direct trip's switch (per volume, hysteresis): a volume whose
- * recent blocks shared less than 1 in DD_DIRECT_AT goes direct, one whose
- * blocks shared more than 1 in DD_STAGE_AT goes back to staging. Recent:
- * the blocks looked up since the count last restarted, decided on at the
- * end of every trip once DD_RATE_MIN are counted, restarted every
- * DD_RATE_WINDOW; so a volume turns after at most a window and a trip
- * (1024 + 256 blocks at D = 1, two trips of 256 pages at D = 4).
- * Costs: the staged trip adds a device copy per unique block and two lock
- * holds a trip; the direct trip a dead slot per duplicate (its write, a
- * cleaning step's share of it later, and the slot's capacity until then).
- * At a share rate below 1/16 the dead slots cost under 1/15 of the copies
- * that staging would, and at most 1/16 of the blocks written is capacity
- * lost; above 1/8 staging keeps the capacity that Fig. 5(a) measures. A
- * volume starts staged: capacity first, until its rate is known. */
-#define DD_RATE_MIN 256
-#define DD_RATE_WINDOW 1024
-#define DD_DIRECT_AT 16
-#define DD_STAGE_AT 8
-
-/* A trip's scratch for up to scr_blocks blocks (a demotion batch or a
- * prefetch round): device-visible host memory (one host_alloc) for
- * addresses (8 B a block), digests (16), pairs (16), results (1), and with
- * encryption a bounce for the stored blocks' plaintext (a block each);
- * without encryption, staging blocks in device memory (mem_alloc, a block
- * each); and the trip's host-side arrays (struct down), so that a trip
- * allocates nothing. */
-struct dd_scratch {
-	struct dd_scratch *next; /* on d->scr_free */
-	void *mem;
-	uint64_t dev;
-	uint64_t stage; /* device memory (plain only), else 0 */
-	struct down *g;
-};
-
-struct scratch {
-	uint64_t *addr, addr_dev;
-	struct vc_fp_digest *fp;
-	uint64_t fp_dev;
-	uint64_t *pair, pair_dev;
-	uint8_t *eq;
-	uint64_t eq_dev;
-	unsigned char *buf;
-	uint64_t buf_dev;
-	uint64_t stage;
-};
-
-/* One trip down (eng_dd_down) of n pages, at most scr_blocks / D. Of
- * its n x D blocks, the m selected for dedup are block k = 0..m-1, block
- * sel[k] % D of page sel[k] / D, in page order; dir[k]: on the direct trip
- * (its page's class PG_DIRECT), else staged. */
-struct down {
-	uint32_t n, m, np, nu, nstage;
-	uint32_t *sel;           /* [m] */
-	uint32_t *tix;           /* [m]: its first move's index in mv (DD_NIL: none) */
-	uint8_t *cls;            /* [n]: PG_* */
-	bool *dir;               /* [m] */
-	struct vc_fp_digest *fp; /* [m] */
-	/* Pair q: block pk[q] against stored block cand[q], or, local[q],
-	 * against block cand[q] of this trip (its leader: the first staged
-	 * block of the trip with that fingerprint that matched nothing stored). */
-	uint32_t *pk, *cand;
-	bool *local;
-	bool *lead; /* [m]: a staged leader (indexed once placed, if still first) */
-	bool *hit;  /* [m]: shares a block (stored or a leader's) */
-	uint32_t *blk;  /* [m]: the block its use names (direct: from the start) */
-	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
-	uint32_t lmask;
-	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
-	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; by move */
-	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
-	struct vc_move *mv;        /* [n x D], and their tickets */
-	struct vc_ticket *tk;
-	struct scratch s;
-};
-
-static void down_free(struct down *g)
-{
-	if (!g)
-		return;
-	free(g->sel);
-	free(g->fp);
-	free(g->ltab);
-	free(g->mv);
-	free(g->tk);
-	free(g->local);
-	free(g->pfp);
-	free(g);
-}
-
-/* Room for trips of up to cap = n x D blocks; NULL on memory failure. */
-static struct down *down_alloc(uint32_t cap)
-{
-	struct down *g = calloc(1, sizeof *g);
-	if (!g)
-		return NULL;
-	uint32_t lt = 2;
-	while (lt < 2 * cap)
-		lt <<= 1;
-	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
-	g->fp = malloc((size_t)cap * sizeof *g->fp);
-	g->ltab = calloc(lt, sizeof *g->ltab);
-	g->mv = malloc((size_t)cap * sizeof *g->mv);
-	g->tk = malloc((size_t)cap * sizeof *g->tk);
-	g->local = calloc((size_t)cap * 7, sizeof *g->local);
-	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
-	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
-		down_free(g);
-		return NULL;
-	}
-	g->pk = g->sel + cap;
-	g->cand = g->pk + cap;
-	g->blk = g->cand + cap;
-	g->key = g->blk + cap;
-	g->slot = g->key + cap;
-	g->uk = g->slot + cap;
-	g->tix = g->uk + cap;
-	g->lead = g->local + cap;
-	g->hit = g->lead + cap;
-	g->ok = g->hit + cap;
-	g->have = g->ok + cap;
-	g->dir = g->have + cap;
-	g->cls = (uint8_t *)(g->dir + cap);
-	g->dfp = g->pfp + cap;
-	return g;
-}
-
-static uint64_t scratch_len(const struct vc_cache *c)
-{
-	const uint64_t m = c->dd.scr_blocks;
-	return m * 41 + 64 + (c->gpu.cipher ? m * c->dd.bsize : 0);
-}
-
-static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scratch *sc)
-{
-	const uint64_t m = d->scr_blocks;
-	unsigned char *h = sc->mem;
-	uint64_t o_fp = m * 8, o_pair = o_fp + m * 16, o_eq = o_pair + m * 16;
-	uint64_t o_buf = (o_eq + m + 63) / 64 * 64;
-	return (struct scratch){ .addr = (uint64_t *)h, .addr_dev = sc->dev,
-				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
-				 .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
-				 .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
-				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
-}
-
-static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
-{
-	if (sc->stage)
-		c->gpu.dev->ops->mem_free(c->gpu.dev, sc->stage);
-	if (sc->mem)
-		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
-	down_free(sc->g);
-	free(sc);
-}
-
-/* Unlocked: a new scratch (as many exist as trips ever ran at once; the
- * free list keeps them). NULL on failure. */
-static struct dd_scratch *scratch_new(struct vc_cache *c)
-{
-	struct eng_dedup *d = &c->dd;
-	struct vc_device *dev = c->gpu.dev;
-	struct dd_scratch *sc = calloc(1, sizeof *sc);
-	if (!sc)
-		return NULL;
-	if (!(sc->g = down_alloc(d->scr_blocks)) ||
-	    dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
-	    (!c->gpu.cipher &&
-	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
-		scratch_free(c, sc);
-		return NULL;
-	}
-	sc->g->s = scratch_of(d, sc);
-	return sc;
-}
-
-/* Under c->mu: a scratch off the free list, or (dropping c->mu for the
- * allocation) a new one. NULL on failure. */
-static struct dd_scratch *scratch_get(struct vc_cache *c)
-{
-	struct dd_scratch *sc = c->dd.scr_free;
-	if (sc) {
-		c->dd.scr_free = sc->next;
-		return sc;
-	}
-	eng_unlock(c);
-	sc = scratch_new(c);
-	eng_lock(c);
-	return sc;
-}
-
-/* Under c->mu. */
-static void scratch_put(struct vc_cache *c, struct dd_scratch *sc)
-{
-	sc->next = c->dd.scr_free;
-	c->dd.scr_free = sc;
-}
-
-static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
-{
-	return vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
-}
-
-/* Under c->mu: a trip is done comparing against block b. The last unpin
- * of a block that lost its last use meanwhile frees it (use_unlink left
- * that to us). */
-static void blk_unpin(struct vc_cache *c, uint32_t b)
-{
-	struct eng_dedup *d = &c->dd;
-	if (--d->blk[b].pins > 0 || d->blk[b].refs > 0)
-		return;
-	vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
-	d->free_ids[d->nfree++] = b;
-}
-
-/* Every DD_WINDOW blocks of the volume fed to the estimate: its
- * estimates, and (adaptive) its switch, with hysteresis; the update
- * ratio's counts then halve, so it follows change with a half-life of a
- * window. The factor is the data's (dedup_est.c), not the tier's: a volume
- * switched off still feeds it (its sampled pages always, and every block
- * where the moves fingerprint), so it can come back on. */
-static void dd_decide(struct vc_cache *c, struct vc_volume *v)
-{
-	if (v->dd_in < DD_WINDOW)
-		return;
-	uint64_t rd = atomic_load_explicit(&v->dd_reads, memory_order_relaxed);
-	uint64_t wr = atomic_load_explicit(&v->dd_writes, memory_order_relaxed);
-	v->dd_est_factor = eng_est_factor_vol(c, v);
-	v->dd_est_upd = rd + wr ? (double)wr / (double)(rd + wr) : 0;
-	if (c->dd.mode == VC_DEDUP_ADAPTIVE) {
-		bool on = v->dd_on;
-		if (on && (v->dd_est_factor < DD_OFF_FACTOR || v->dd_est_upd > DD_OFF_UPD))
-			on = false;
-		else if (!on && v->dd_est_factor > DD_ON_FACTOR && v->dd_est_upd < DD_ON_UPD)
-			on = true;
-		if (on != v->dd_on) {
-			v->dd_on = on;
-			c->dd.switches++;
-		}
-	}
-	v->dd_in = 0;
-	atomic_fetch_sub_explicit(&v->dd_reads, rd / 2, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
-}
-
-/* Under c->mu: the trip's pages' blocks whose fingerprints are known
- * (page i's block j has pfp[i x D + j] where have[i]) to the estimate,
- * then each volume's decision if due. */
-static void feed(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
-{
-	const uint32_t D = c->dd.D;
-	for (uint32_t i = 0; i < g->n; i++)
-		for (uint32_t j = 0; g->have[i] && j < D; j++)
-			eng_est_feed(c, pages[i]->pno, j, &g->pfp[(size_t)i * D + j]);
-	for (uint32_t i = 0; i < g->n; i++)
-		if (g->have[i])
-			dd_decide(c, vol_of(c, pages[i]->pno));
-}
-
-/* Under c->mu: the trip's selected blocks count towards their volumes'
- * recent share rate, and each volume chooses the trip its next pages take
- * (DD_DIRECT_AT, DD_STAGE_AT, DD_RATE_MIN, DD_RATE_WINDOW). O(m). */
-static void trip_rate(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
-{
-	const uint32_t D = c->dd.D;
-	for (uint32_t k = 0; k < g->m; k++) {
-		struct vc_volume *v = vol_of(c, pages[g->sel[k] / D]->pno);
-		v->dd_look++;
-		v->dd_match += g->hit[k];
-	}
-	for (uint32_t i = 0; i < g->n; i++) { /* each volume of the trip, once or more */
-		struct vc_volume *v = vol_of(c, pages[i]->pno);
-		if (g->cls[i] == PG_PLAIN || v->dd_look < DD_RATE_MIN)
-			continue;
-		if (v->dd_direct && (uint64_t)v->dd_match * DD_STAGE_AT > v->dd_look)
-			v->dd_direct = false;
-		else if (!v->dd_direct && (uint64_t)v->dd_match * DD_DIRECT_AT < v->dd_look)
-			v->dd_direct = true;
-		if (v->dd_look >= DD_RATE_WINDOW)
-			v->dd_look = v->dd_match = 0;
-	}
-}
-
-static uint64_t use_of(const struct vc_cache *c, const struct down *g,
-		       struct vc_page *const *pages, uint32_t k)
-{
-	return (uint64_t)page_id(c, pages[g->sel[k] / c->dd.D]) * c->dd.D + g->sel[k] % c->dd.D;
-}
-
-static const unsigned char *plain_of(const struct eng_dedup *d, const struct down *g,
-				     const unsigned char *const *plain, uint32_t k)
-{
-	return plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize;
-}
-
-/* Unlocked, after the first moves: the fingerprints of the m selected
- * blocks, into g->fp, where the host did not hash them already
- * (encryption: hashed from the plaintext while the moves ran, since no
- * plaintext rests in GPU memory and the cipher kernels do not
- * fingerprint). From their moves (VC_MOVE_FP, g->tix; one whose digest can
- * no longer be read is hashed here from the plaintext; the unselected
- * pages' digests land in g->dfp too, for the estimate), or by a device
- * job over their blocks (direct: the slots; staged: the staging blocks;
- * MurmurHash3, MD5). 0 or the device's error. */
-static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
-		       uint32_t nmv)
-{
-	const struct eng_dedup *d = &c->dd;
-	if (c->gpu.cipher)
-		return 0;
-	if (d->fp_move) {
-		if (nmv)
-			vc_batcher_fp_n(c->gpu.bat, g->tk, nmv, g->dfp, g->ok);
-		for (uint32_t k = 0; k < g->m; k++) {
-			const uint32_t t = g->tix[k];
-			if (g->ok[t])
-				g->fp[k] = g->dfp[t];
-			else
-				vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
-		}
-		return 0;
-	}
-	if (g->m == 0)
-		return 0;
-	struct vc_fp_job job = { .blocks_dev = g->s.addr_dev, .out_dev = g->s.fp_dev, .n = g->m,
-				 .block_size = d->bsize, .algo = d->algo, .max_sms = d->max_sms };
-	int r = vc_fp_run(c->gpu.dev, &job);
-	if (r == 0)
-		memcpy(g->fp, g->s.fp, (size_t)g->m * sizeof *g->fp);
-	return r;
-}
-
-/* Unlocked: the fingerprints by page for the estimate (g->pfp, g->have):
- * the selected blocks', and the unselected pages' where their moves carry
- * VC_MOVE_FP (those not staged move first, D a page in page order). */
-static void collect(const struct vc_cache *c, struct down *g)
-{
-	const struct eng_dedup *d = &c->dd;
-	for (uint32_t k = 0; k < g->m; k++)
-		g->pfp[g->sel[k]] = g->fp[k];
-	for (uint32_t i = 0, t = 0; i < g->n; i++) {
-		g->have[i] = g->cls[i] != PG_PLAIN;
-		if (g->cls[i] == PG_STAGED)
-			continue;
-		if (g->cls[i] == PG_PLAIN && d->fp_move) {
-			g->have[i] = true;
-			for (uint32_t j = 0; j < d->D; j++)
-				g->pfp[(size_t)i * d->D + j] = g->dfp[t + j];
-			for (uint32_t j = 0; j < d->D; j++)
-				g->have[i] = g->have[i] && g->ok[t + j];
-		}
-		t += d->D;
-	}
-}
-
-/* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
- * fingerprint the table names pairs with that stored block, pinned (its
- * slot's address, or with encryption its tweak and slot, noted for the
- * unlocked compare). Else a direct block, its bytes in its slot already,
- * enters the table (so later blocks, of this trip or another, can match
- * it); a staged block pairs with an earlier staged block of this trip
- * that has it (the trip's own table), or leads: a leader is indexed once
- * its bytes are in place. */
-static void lookup(struct vc_cache *c, struct down *g)
-{
-	struct eng_dedup *d = &c->dd;
-	if (d->fp_same)
-		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	g->np = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		uint32_t o = tab_find(d, &g->fp[k]);
-		if (g->dir[k])
-			d->blk[g->blk[k]].fp = g->fp[k];
-		if (o != DD_NIL) {
-			d->blk[o].pins++;
-			g->local[g->np] = false;
-			g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak
-					     : g->dir[k]     ? blk_addr(c, g->blk[k]) /* ours: BUSY */
-							     : g->s.stage + (uint64_t)k * d->bsize;
-			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
-		} else if (g->dir[k]) {
-			tab_insert(d, g->blk[k]);
-			continue;
-		} else {
-			uint32_t i = tab_home(d, &g->fp[k]) & g->lmask;
-			while (g->ltab[i] && memcmp(&g->fp[g->ltab[i] - 1], &g->fp[k], sizeof g->fp[k]))
-				i = (i + 1) & g->lmask;
-			if (!g->ltab[i]) {
-				g->ltab[i] = k + 1;
-				g->lead[k] = true;
-				continue;
-			}
-			o = g->ltab[i] - 1;
-			g->local[g->np] = true;
-			g->s.pair[2 * g->np] = g->s.stage + (uint64_t)k * d->bsize;
-			g->s.pair[2 * g->np + 1] = g->s.stage + (uint64_t)o * d->bsize;
-		}
-		g->pk[g->np] = k;
-		g->cand[g->np++] = o;
-	}
-	/* The trip's table empty again for the next: every entry is a
-	 * leader's, found by probing past entries already cleared. */
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (!g->lead[k])
-			continue;
-		uint32_t i = tab_home(d, &g->fp[k]) & g->lmask;
-		while (g->ltab[i] != k + 1)
-			i = (i + 1) & g->lmask;
-		g->ltab[i] = 0;
-	}
-}
-
-/* Unlocked: compares the np pairs into g->s.eq[q]. Without encryption one
- * device job over the trip's blocks (staging or direct slots) and the
- * stored ones. With it, the stored blocks come up decrypted into the
- * bounce (one batch of moves) and are compared with the plaintext on the
- * host, as are the pairs within the trip. 0 or the device's error (then
- * nothing is shared). */
-static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain)
-{
-	const struct eng_dedup *d = &c->dd;
-	const struct scratch *s = &g->s;
-	if (!c->gpu.cipher) {
-		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = g->np,
-					  .len = d->bsize };
-		return vc_cmp_run(c->gpu.dev, &job);
-	}
-	uint32_t nm = 0;
-	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
-		if (!g->local[q])
-			g->mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
-							.dst = s->buf_dev + (uint64_t)q * d->bsize,
-							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
-							.tweak = s->pair[2 * q] };
-	int r = nm ? vc_batcher_add_n(c->gpu.bat, g->mv, nm, g->tk) : 0;
-	if (r == 0 && nm)
-		r = vc_batcher_wait_n(c->gpu.bat, g->tk, nm);
-	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
-		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
-						     : s->buf + (uint64_t)q * d->bsize;
-		s->eq[q] = memcmp(plain_of(d, g, plain, g->pk[q]), o, d->bsize) == 0;
-	}
-	return r;
-}
-
-/* Under c->mu: settles the pairs and the staged blocks. A direct block
- * equal to a stored one that still has a use moves its use there and
- * its fresh block dies (its slot dead, for cleaning). A staged block
- * equal to its pair shares (a stored block only if it still has a use: it
- * may have lost its last while we compared); every other staged block
- * gets a fresh block and one slot, appended together, and a move that
- * places it (from staging, or encrypting from the plaintext) into *nmv
- * moves g->mv. Unpins, counts. 0, or -ENOSPC if the append failed (the
- * reservation makes that impossible; the caller releases the trip's
- * pages). A direct block that was indexed has no pair of its own, so no
- * block another pair names dies here. */
-static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		  const uint64_t *src, int rc, uint32_t *nmv)
-{
-	struct eng_dedup *d = &c->dd;
-	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q], o = g->cand[q];
-		bool eq = rc == 0 && g->s.eq[q];
-		d->collisions += rc == 0 && !eq;
-		g->hit[k] = eq && (g->local[q] || d->blk[o].refs > 0);
-		if (g->dir[k] && g->hit[k]) {
-			const uint64_t u = use_of(c, g, pages, k);
-			use_unlink(c, u, true);
-			use_link(d, u, o);
-			d->hits++;
-			d->merged_late++;
-		}
-	}
-	g->nu = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (g->hit[k] || g->dir[k])
-			continue;
-		uint32_t b = blk_new(d);
-		d->blk[b].fp = g->fp[k];
-		use_place(d, use_of(c, g, pages, k), b);
-		g->blk[k] = b;
-		g->key[g->nu] = b;
-		g->uk[g->nu++] = k;
-	}
-	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
-	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
-		use_unplace(c, use_of(c, g, pages, g->uk[t]));
-	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q];
-		if (r == 0 && g->hit[k] && !g->dir[k]) {
-			uint32_t b = g->local[q] ? g->blk[g->cand[q]] : g->cand[q];
-			use_place(d, use_of(c, g, pages, k), b);
-			g->blk[k] = b;
-			d->hits++;
-		}
-		if (!g->local[q])
-			blk_unpin(c, g->cand[q]);
-	}
-	if (r < 0)
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
-	for (uint32_t t = 0; t < g->nu; t++) {
-		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
-		if (c->gpu.cipher) {
-			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
-			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
-		} else {
-			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
-						     .dst = dst, .op = VC_MOVE_COPY };
-		}
-	}
-	*nmv = g->nu;
-	return 0;
-}
-
-/* Under c->mu: the trip's pages by class (g->cls; mode, volume switch,
- * sample, the volume's trip) and its selected blocks (g->sel, g->dir).
- * Every page not staged gets fresh blocks, appended together, and its
- * moves straight into them (g->mv from 0, D a page in page order), with
- * the fingerprint where the moves compute it; then the staged blocks'
- * moves into staging (not with encryption: those are hashed on the host
- * and move only if unique). Block k's move is g->mv[g->tix[k]]; a direct
- * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
- * *nmv: the moves. 0 or -ENOSPC (see settle). */
-static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		 const uint64_t *src, uint32_t *nmv)
-{
-	struct eng_dedup *d = &c->dd;
-	g->m = g->nstage = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		const struct vc_volume *v = vol_of(c, pages[i]->pno);
-		if (d->mode != VC_DEDUP_ON && !v->dd_on && !sampled(pages[i]->pno)) {
-			g->cls[i] = PG_PLAIN;
-			continue;
-		}
-		g->cls[i] = v->dd_direct ? PG_DIRECT : PG_STAGED;
-		g->nstage += g->cls[i] == PG_STAGED ? d->D : 0;
-		for (uint32_t j = 0; j < d->D; j++) {
-			g->dir[g->m] = g->cls[i] == PG_DIRECT;
-			g->sel[g->m++] = i * d->D + j;
-		}
-	}
-	memset(g->lead, 0, g->m * sizeof *g->lead);
-	memset(g->hit, 0, g->m * sizeof *g->hit);
-	uint32_t nk = 0, nm = 0;
-	for (uint32_t i = 0; i < g->n; i++)
-		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++) {
-			uint32_t b = blk_new(d);
-			use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
-			g->key[nk++] = b;
-		}
-	if (nk && vc_ls_append(c->gpu.ls, nk, g->key, ++c->gpu.clock, g->slot) < 0) {
-		for (uint32_t i = 0; i < g->n; i++)
-			for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++)
-				use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
-	}
-	for (uint32_t i = 0, k = 0; i < g->n; i++) {
-		if (g->cls[i] == PG_STAGED) {
-			k += d->D;
-			continue;
-		}
-		const uint32_t first = nm;
-		nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
-		for (uint32_t j = 0; g->cls[i] == PG_DIRECT && j < d->D; j++, k++) {
-			g->tix[k] = first + j;
-			g->blk[k] = d->res[use_of(c, g, pages, k)];
-			g->s.addr[k] = g->mv[first + j].dst;
-		}
-	}
-	for (uint32_t t = 0; d->fp_move && t < nm; t++)
-		g->mv[t].op |= VC_MOVE_FP; /* free in the move */
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (g->dir[k])
-			continue;
-		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
-		g->tix[k] = c->gpu.cipher ? DD_NIL : nm;
-		if (!c->gpu.cipher)
-			g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
-							.dst = g->s.addr[k],
-							.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
-	}
-	*nmv = nm;
-	return 0;
-}
-
-/* Under c->mu: the trip's last hold: counts, its volumes' share rates,
- * the scratch back. */
-static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		   struct dd_scratch *sc)
-{
-	struct eng_dedup *d = &c->dd;
-	d->blocks_in += g->m;
-	d->direct_in += g->m - g->nstage;
-	trip_rate(c, g, pages);
-	scratch_put(c, sc);
-}
-
-/* Submits n moves of g->mv; with encryption, hashes the selected blocks'
- * plaintext on this thread while they run (hash_from: the first block
- * not hashed yet); waits. */
-static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
-		    const unsigned char *const *plain, bool hash)
-{
-	const struct eng_dedup *d = &c->dd;
-	int r = n ? vc_batcher_add_n(c->gpu.bat, g->mv, n, g->tk) : 0;
-	for (uint32_t k = 0; r == 0 && hash && k < g->m; k++)
-		vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
-	return r == 0 && n ? vc_batcher_wait_n(c->gpu.bat, g->tk, n) : r;
-}
-
-/* One trip (eng_dd_down), n <= scr_blocks / D pages. The staged trip, in
- * four short holds of c->mu with the device work between them unlocked:
- *   lock      classes; the pages not staged get fresh blocks, appended
- *             (begin())
- *   unlocked  their moves, and the staged blocks into staging,
- *             fingerprinting on their way (encrypted: hashed on the host
- *             meanwhile); fingerprints (fingerprint())
- *   lock      estimate fed; lookups, stored blocks pinned (lookup())
- *   unlocked  one compare job for the pairs (compare())
- *   lock      shares, fresh blocks for the rest appended, unpins
- *             (settle())
- *   unlocked  the fresh blocks placed: staging to slot, or encrypting
- *   lock      the placed leaders enter the fingerprint table; counts
- *             (finish())
- * A trip with no staged page (direct or plain only) ends at the second
- * hold when nothing matched (unique data: two holds and one device
- * submission, as without dedup but for the lookups), else at the third.
- * What the unlocked phases read cannot change under them: the trip's
- * pages are BUSY (nobody else moves, drops, cleans or evicts their
- * blocks), a pinned stored block is not moved, evicted or freed, and the
- * staging blocks are the trip's. What can change is whether a stored
- * block still has a use; settle checks it. A block enters the table only
- * after its bytes are in its slot, so every compare reads a placed block. */
-static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		const unsigned char *const *plain, const uint64_t *src)
-{
-	struct eng_dedup *d = &c->dd;
-	eng_lock(c);
-	struct dd_scratch *sc = scratch_get(c);
-	if (!sc) {
-		eng_unlock(c);
-		return vc_err(-ENOMEM, "out of pinned or device memory for a dedup trip");
-	}
-	struct down *g = sc->g;
-	g->n = n;
-	uint32_t nmv = 0;
-	int r = begin(c, g, pages, src, &nmv);
-	eng_unlock(c);
-	if (r == 0)
-		r = move_all(c, g, nmv, plain, c->gpu.cipher);
-	if (r == 0)
-		r = fingerprint(c, g, plain, nmv);
-	if (r == 0)
-		collect(c, g);
-	eng_lock(c);
-	if (r == 0) {
-		feed(c, g, pages);
-		lookup(c, g);
-	}
-	if (r < 0 || (g->np == 0 && g->nstage == 0)) {
-		if (r < 0)
-			g->m = g->nstage = 0; /* nothing counted: the pages go back */
-		finish(c, g, pages, sc);
-		eng_unlock(c);
-		return r;
-	}
-	eng_unlock(c);
-	int rc = g->np ? compare(c, g, plain) : 0;
-	eng_lock(c);
-	r = settle(c, g, pages, src, rc, &nmv);
-	if (g->np)
-		eng_wake(c); /* claims that met a pin wait for it */
-	if (r < 0 || nmv == 0) {
-		finish(c, g, pages, sc);
-		eng_unlock(c);
-		return r;
-	}
-	eng_unlock(c);
-	r = move_all(c, g, nmv, plain, false);
-	eng_lock(c);
-	for (uint32_t k = 0; r == 0 && k < g->m; k++)
-		if (g->lead[k] && !g->hit[k] && tab_find(d, &g->fp[k]) == DD_NIL)
-			tab_insert(d, g->blk[k]);
-	finish(c, g, pages, sc);
-	eng_unlock(c);
-	return r;
-}
-
-int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
-		const unsigned char *const *plain, const uint64_t *src)
-{
-	const uint32_t most = c->dd.scr_blocks / c->dd.D;
-	int r = 0;
-	for (uint32_t i = 0; r == 0 && i < n; i += most)
-		r = trip(c, n - i < most ? n - i : most, pages + i, plain + i, src + i);
-	return r;
-}
-
 void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write)
 {
 	if (!eng_dd(v->c))
 		return;
 	uint64_t k = 0;
 	for (uint64_t i = 0; i < pages; i++)
-		k += sampled(pno + i);
+		k += dd_sampled(pno + i);
 	if (k)
 		atomic_fetch_add_explicit(write ? &v->dd_writes : &v->dd_reads, k,
 					  memory_order_relaxed);
@@ -1093,21 +387,13 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	int r = eng_est_open(c);
 	if (r < 0)
 		return r;
-	struct dd_scratch *sc = scratch_new(c);
-	if (!sc)
-		return vc_err(-ENOMEM, "out of pinned or device memory for the dedup scratch");
-	d->scr_free = sc;
-	return 0;
+	return dd_scratch_open(c);
 }
 
 void eng_dd_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	while (d->scr_free) {
-		struct dd_scratch *sc = d->scr_free;
-		d->scr_free = sc->next;
-		scratch_free(c, sc);
-	}
+	dd_scratch_close(c);
 	eng_est_close(c);
 	free(d->blk);
 	free(d->free_ids);
