@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "vramcache.h"
+#include "vc_build_commit.h"
 
 /* A benchmark names itself in its messages: #define BENCH_NAME "name"
  * before including this header. */
@@ -209,7 +210,8 @@ static inline void bench_json_field(FILE *f, const char *indent, const char *key
 
 /* Opens the JSON file and writes the fields every result carries; the
  * caller continues the object and closes it with bench_json_close. The
- * commit comes from $VC_COMMIT (scripts/gpu-check sets it). */
+ * commit is $VC_COMMIT where set (scripts/gpu-check sets it), else the
+ * one the binary was built from. */
 static inline FILE *bench_json_open(const char *path, const char *bench, const char *device)
 {
 	FILE *f = fopen(path, "w");
@@ -220,7 +222,7 @@ static inline FILE *bench_json_open(const char *path, const char *bench, const c
 	char date[32];
 	time_t now = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	const char *commit = getenv("VC_COMMIT") ? getenv("VC_COMMIT") : "unknown";
+	const char *commit = getenv("VC_COMMIT") ? getenv("VC_COMMIT") : VC_BUILD_COMMIT;
 	fprintf(f, "{\n  \"bench\": \"%s\",\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n"
 		   "  \"commit\": \"%s\"",
 		bench, device, date, commit);

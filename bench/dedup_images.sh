@@ -132,8 +132,11 @@ imgs=() exports=()
 while read -r k bytes; do
 	# Room for the files and ext4's metadata, plus a per-image margin so
 	# that the block groups, and with them the files' offsets, differ.
+	# Inodes: the tree's entries and a quarter more (machines' trees
+	# differ in how many small files a MiB holds), plus the per-image step.
 	mib=$((bytes * 13 / 10 / 1048576 + 48 + 16 * k))
-	E2FSPROGS_FAKE_TIME=1700000000 mkfs.ext4 -q -F -b 4096 -N $((16384 + 4096 * k)) \
+	nent=$(find "$dir/tree$k" | wc -l)
+	E2FSPROGS_FAKE_TIME=1700000000 mkfs.ext4 -q -F -b 4096 -N $((nent * 5 / 4 + 16384 + 4096 * k)) \
 		-U "$(printf '00000000-0000-4000-8000-%012d' "$k")" -E root_owner=0:0,hash_seed="$(printf '00000000-0000-4000-8000-%012d' "$k")" \
 		-d "$dir/tree$k" "$dir/img$k.img" "${mib}M" >&2
 	imgs+=("$dir/img$k.img")
@@ -162,7 +165,10 @@ echo "GPU tier: $GPU_MIB MiB" >&2
 configs=(off)
 for d in $DEGREES; do configs+=("on:$d"); done
 configs+=(adaptive:4)
-stat_to() { "$vc" stat "$sock" >"$1"; }
+# Every pass's statistics before and after stay in OUTDIR/stats/ (the
+# counters the table leaves out: evictions, cleaning, tail segments).
+mkdir -p "$out/stats"
+stat_to() { "$vc" stat "$sock" >"$1" && cp "$1" "$out/stats/$(basename "$1" | tr : _)"; }
 # read_export K: reads export imgK to nowhere: nbdcopy (which asks the
 # server for the extents and reads the data ones), or where it is missing
 # (binaries carried to the GPU machine) a raw client reading the same

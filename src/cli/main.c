@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "vc_build_commit.h"
 #include "vramcache.h"
 
 void cli_usage(FILE *f)
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
-		printf("vramcache %d.%d\n", VC_VERSION_MAJOR, VC_VERSION_MINOR);
+		printf("vramcache %d.%d (%s)\n", VC_VERSION_MAJOR, VC_VERSION_MINOR, VC_BUILD_COMMIT);
 		return 0;
 	}
 	if (strcmp(cmd, "demo") == 0)
