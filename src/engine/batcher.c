@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "device/fp.h"
 #include "device/queue.h"
@@ -80,13 +81,6 @@ static int hist_bucket(uint32_t n)
 		b++;
 	}
 	return b;
-}
-
-/* Env knob for measurements: an unsigned value, or dflt when unset. */
-static uint32_t env_u32(const char *name, uint32_t dflt)
-{
-	const char *v = getenv(name);
-	return v && *v ? (uint32_t)strtoul(v, NULL, 0) : dflt;
 }
 
 /* The launched-batch slots, max_pages moves each. On failure frees what
@@ -189,9 +183,9 @@ int vc_batcher_create(struct vc_device *dev, uint32_t page_size, uint32_t max_pa
 			goto fail;
 		/* With a key the rings' server blocks are few (one SM each)
 		 * for a large add's AES: hybrid adds (dq_add_n). */
-		b->launch_min = key ? env_u32("VC_DQ_LAUNCH_MIN", LAUNCH_MIN_PAGES) : 0;
-		b->launch_qpct = env_u32("VC_DQ_LAUNCH_QPCT", LAUNCH_QUEUE_PCT);
-		b->spread_pieces = env_u32("VC_DQ_SPREAD_PIECES", DQ_SPREAD_PIECES);
+		b->launch_min = key ? vc_env_u32("VC_DQ_LAUNCH_MIN", LAUNCH_MIN_PAGES, 0, UINT32_MAX) : 0;
+		b->launch_qpct = vc_env_u32("VC_DQ_LAUNCH_QPCT", LAUNCH_QUEUE_PCT, 0, 100);
+		b->spread_pieces = vc_env_u32("VC_DQ_SPREAD_PIECES", DQ_SPREAD_PIECES, 1, UINT32_MAX);
 		if (b->spread_pieces == 0)
 			b->spread_pieces = 1;
 		if (b->launch_qpct >= 100)

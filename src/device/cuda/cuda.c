@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "base/atomics.h"
 #include "device/cuda/internal.h"
@@ -711,14 +712,6 @@ static void pcie_desc(int ordinal, char *out, size_t len)
 		snprintf(out, len, ", PCIe gen%d x%d", gen, w);
 }
 
-/* An environment count in 1..max, else dflt (at most max). */
-static uint32_t env_count(const char *name, uint32_t dflt, uint32_t max)
-{
-	const char *v = getenv(name);
-	uint32_t n = v && atoi(v) > 0 ? (uint32_t)atoi(v) : dflt;
-	return n < max ? n : max;
-}
-
 static uint64_t memcpy_min_config(void)
 {
 	const char *s = getenv("VC_CUDA_MEMCPY_MIN");
@@ -768,10 +761,11 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	c->mv_per_sm = (uint32_t)(per_sm > 0 ? per_sm : 1);
 	/* Cipher batches: one block per SM and 8 streams (internal.h says
 	 * why); the environment may change both, for measuring. */
-	c->xts_per_sm = env_count("VC_CUDA_XTS_PER_SM", XTS_BATCH_PER_SM,
-				  (uint32_t)(xts_per_sm > 0 ? xts_per_sm : 1));
-	c->nstreams = env_count("VC_CUDA_NSTREAMS", VC_CUDA_STREAMS, NSTREAMS);
-	c->xts_nstreams = env_count("VC_CUDA_XTS_NSTREAMS", NSTREAMS, NSTREAMS);
+	const uint32_t xts_max = (uint32_t)(xts_per_sm > 0 ? xts_per_sm : 1);
+	c->xts_per_sm = vc_env_u32("VC_CUDA_XTS_PER_SM",
+				   XTS_BATCH_PER_SM < xts_max ? XTS_BATCH_PER_SM : xts_max, 1, xts_max);
+	c->nstreams = vc_env_u32("VC_CUDA_NSTREAMS", VC_CUDA_STREAMS, 1, NSTREAMS);
+	c->xts_nstreams = vc_env_u32("VC_CUDA_XTS_NSTREAMS", NSTREAMS, 1, NSTREAMS);
 	c->memcpy_min = memcpy_min_config();
 	c->sms = (uint32_t)p.multiProcessorCount;
 	/* Before anything can run: a lazy load during a user's kernel that

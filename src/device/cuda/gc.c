@@ -11,6 +11,7 @@
 
 #include "base/atomics.h"
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "device/cuda/internal.h"
 #include "vramcache.h"
@@ -26,12 +27,9 @@ static int gc_setup(struct cu_dev *c)
 		return r;
 	g->gather_blocks = c->sms * (uint32_t)(gather > 0 ? gather : 1);
 	g->move_blocks = c->sms * (uint32_t)(move > 0 ? move : 1);
-	const char *cap = getenv("VC_CUDA_GC_BLOCKS");
-	if (cap && atoi(cap) > 0) {
-		uint32_t b = (uint32_t)atoi(cap);
-		g->gather_blocks = b < g->gather_blocks ? b : g->gather_blocks;
-		g->move_blocks = b < g->move_blocks ? b : g->move_blocks;
-	}
+	const uint32_t cap = vc_env_u32("VC_CUDA_GC_BLOCKS", UINT32_MAX, 1, UINT32_MAX);
+	g->gather_blocks = cap < g->gather_blocks ? cap : g->gather_blocks;
+	g->move_blocks = cap < g->move_blocks ? cap : g->move_blocks;
 	void *h;
 	uint64_t dv;
 	if ((r = vc_cu_host_alloc(&c->dev, sizeof *g->count, &h, &dv)) < 0)

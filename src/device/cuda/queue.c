@@ -11,6 +11,7 @@
 
 #include "base/atomics.h"
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "base/secret.h"
 #include "device/cuda/internal.h"
@@ -32,12 +33,6 @@
  * the device's health. */
 #define DQ_BLOCK_NS 100000ull
 
-static uint32_t env_u32(const char *name, uint32_t dflt)
-{
-	const char *s = getenv(name);
-	return s && atoi(s) > 0 ? (uint32_t)atoi(s) : dflt;
-}
-
 static int cu_dq_start(struct vc_dq *q)
 {
 	struct cu_dq *cq = q->priv;
@@ -51,8 +46,8 @@ static int cu_dq_start(struct vc_dq *q)
 		.lanes = q->lanes,
 		.depth_shift = q->dshift,
 		.piece = q->piece,
-		.mode = env_u32("VC_CUDA_DQ_MODE", 0),
-		.nap_ns = env_u32("VC_CUDA_DQ_NAP_NS", 1000),
+		.mode = vc_env_u32("VC_CUDA_DQ_MODE", 0, 0, UINT32_MAX),
+		.nap_ns = vc_env_u32("VC_CUDA_DQ_NAP_NS", 1000, 1, UINT32_MAX),
 	};
 	for (uint32_t i = 0; i < q->nrings; i++) {
 		v.desc[i] = q->rings[i].desc_dev;
@@ -157,7 +152,7 @@ int vc_cu_dq_init(struct vc_device *d, struct vc_dq *q)
 	if (r < 0)
 		return r;
 	if (q->nrings == 0)
-		q->nrings = env_u32("VC_CUDA_DQ_RINGS", DQ_RINGS_DEFAULT);
+		q->nrings = vc_env_u32("VC_CUDA_DQ_RINGS", DQ_RINGS_DEFAULT, 1, UINT32_MAX);
 	q->lanes = VC_CUDA_DQ_LANES;
 	if (q->nrings > c->sms)
 		return vc_err(-EINVAL, "cuda: %u device-queue rings, but the GPU has %u SMs",

@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "device/emu/internal.h"
 
@@ -32,16 +33,6 @@
 #define EMU_TOTAL_DEFAULT (64ull << 30)
 
 static _Atomic uint64_t mapped; /* bytes mapped by every emulated device */
-
-static uint64_t env_bytes(const char *name, uint64_t dflt)
-{
-	const char *s = getenv(name);
-	if (!s || !*s)
-		return dflt;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	return *end ? dflt : (uint64_t)v;
-}
 
 /* Bytes the other "programs" hold: the file's number, 0 without one. */
 static uint64_t foreign_bytes(void)
@@ -68,7 +59,7 @@ uint64_t vc_emu_granularity(void)
 
 uint64_t vc_emu_total(void)
 {
-	return env_bytes("VC_EMU_DEVICE_BYTES", EMU_TOTAL_DEFAULT);
+	return vc_env_u64("VC_EMU_DEVICE_BYTES", EMU_TOTAL_DEFAULT, 0, UINT64_MAX);
 }
 
 int vc_emu_mem_reserve(struct vc_device *d, size_t len, uint64_t *dev_addr)
