@@ -33,7 +33,7 @@ grep -qx "prefix=/usr" "$root/usr/lib/pkgconfig/vramcache.pc" || fail "vramcache
 
 # The packaged program runs from the scratch root, and is the version packaged.
 "$root/usr/bin/vramcache" --version | tee "$dir/version"
-grep -qx "vramcache ${version%%+*}" "$dir/version" || fail "vramcache --version does not match $version"
+grep -qxE "vramcache ${version%%+*}( \(.+\))?" "$dir/version" || fail "vramcache --version does not match $version"
 
 # The units: ExecStart and ListenStream as packaged.
 svc=$root/usr/lib/systemd/system/vramcache@.service

@@ -50,7 +50,7 @@ pkgconfig)
 
 	export PKG_CONFIG_PATH=$libdir/pkgconfig
 	ver=$(pkg-config --modversion vramcache)
-	"$prefix/bin/vramcache" --version | grep -qx "vramcache $ver" || fail "pkg-config says version $ver"
+	"$prefix/bin/vramcache" --version | grep -qxE "vramcache $ver( \(.+\))?" || fail "pkg-config says version $ver"
 	flags=$(pkg-config --cflags --libs vramcache)
 	echo "pkg-config --cflags --libs vramcache: $flags"
 	# shellcheck disable=SC2086
