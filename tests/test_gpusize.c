@@ -11,6 +11,13 @@
  * a page move, cleaning job or read that still touched one would crash
  * the test.
  *
+ * With dedup on (modes on and adaptive, degrees 1 to 8, plain and XTS) the
+ * file's contents repeat (t_pool_byte) and a third of the writes put a
+ * range back to its pool bytes, so the chunks given back hold shared
+ * blocks whose pages lie in other chunks too, and dirty pages that use
+ * them; the chaos thread's GPU prefetches must never fail for a shrink
+ * (a trip down keeps the slots it was promised).
+ *
  * Then the edges: no GPU tier, bad flags, shrinking to nothing and asking
  * again, another program holding the device's memory (the emulated
  * device's VC_EMU_FOREIGN_FILE) so that growing finds no room, and the
@@ -36,6 +43,14 @@ struct run {
 	uint64_t max_bytes;
 	uint32_t page_size;
 	uint64_t shrinks, grows, zero; /* resizer's counts */
+	const struct t_pool *pool; /* dedup runs: contents repeat (t_pool_byte), or NULL */
+};
+
+/* Dedup for a run (NULL: off). */
+struct ddx {
+	int mode; /* enum vc_dedup */
+	uint32_t degree;
+	int encrypt;
 };
 
 struct worker {
@@ -62,7 +77,13 @@ static void *worker_main(void *arg)
 			b = t;
 		}
 		uint64_t off = reg * REGION + a, len = b - a + 1;
-		if (t_rand(&w->seed) % 3 == 0) {
+		if (r->pool && t_rand(&w->seed) % 3 == 0) {
+			/* Back to the pool's bytes: blocks turn shared again. */
+			for (uint64_t i = 0; i < len; i++)
+				buf[i] = t_pool_byte(r->pool, off + i);
+			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
+			memcpy(r->shadow + off, buf, len);
+		} else if (t_rand(&w->seed) % 3 == 0) {
 			for (uint64_t i = 0; i < len; i++)
 				buf[i] = (unsigned char)t_rand(&w->seed);
 			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
@@ -125,8 +146,8 @@ static void *resizer_main(void *arg)
 	return NULL;
 }
 
-static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
-		    int gpu_hits)
+static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
+		      int gpu_hits, const struct ddx *dx)
 {
 	uint64_t size = 3 * 1024 * 1024 + 777;
 	char path[256];
@@ -134,6 +155,11 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	t_make_file(path, sizeof path, size, seed);
 	struct run r = { .size = size, .ops = ops, .page_size = page_size };
 	r.shadow = t_read_file(path, size);
+	static struct t_pool pool;
+	if (dx) {
+		t_pool_file(&pool, seed, path, r.shadow, size);
+		r.pool = &pool;
+	}
 
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -150,6 +176,11 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	cfg.gc_watermark = gv->watermark;
 	cfg.gc_fragmentation = gv->frag;
 	cfg.gpu_hits = gpu_hits;
+	if (dx) {
+		cfg.dedup = dx->mode;
+		cfg.dedup_degree = dx->degree;
+		cfg.encrypt = dx->encrypt;
+	}
 	/* Chunks of 32 pages (8 of them): the emulated device maps by 4 KiB;
 	 * CUDA's 2 MiB granularity takes the default instead. */
 	cfg.gpu_chunk_bytes = kind == VC_DEVICE_EMU ? 32 * (uint64_t)page_size : 0;
@@ -188,12 +219,17 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 		t_check_file(path, r.shadow, size);
 	CHECK_OK(vc_flush(r.c));
 	t_check_file(path, r.shadow, size);
+	char dd[64] = "";
+	if (dx)
+		snprintf(dd, sizeof dd, ", dedup %s D=%u%s",
+			 dx->mode == VC_DEDUP_ADAPTIVE ? "adaptive" : "on", dx->degree,
+			 dx->encrypt ? " XTS" : "");
 	fprintf(stderr,
-		"%s %s ps=%u log %s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
+		"%s %s ps=%u log %s%s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
 		"%llu regained %llu, %llu KiB released (%llu on request), %llu pages moved; "
 		"shrink max %.2f ms; hits host %llu gpu %llu, misses %llu, writebacks %llu\n",
 		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size, gv->name,
-		gpu_hits == VC_GPU_HITS_SWAP ? ", swap" : "", (unsigned long long)r.shrinks, (unsigned long long)r.zero,
+		gpu_hits == VC_GPU_HITS_SWAP ? ", swap" : "", dd, (unsigned long long)r.shrinks, (unsigned long long)r.zero,
 		(unsigned long long)r.grows, (unsigned long long)st.gpu_chunks_released,
 		(unsigned long long)st.gpu_chunks_regained,
 		(unsigned long long)(st.gpu_bytes_released >> 10),
@@ -207,10 +243,28 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	CHECK(st.hits[VC_TIER_GPU] > 0);
 	if (write_mode == VC_WRITE_BACK && ops >= 1000)
 		CHECK(st.writebacks > 0);
+	if (dx) {
+		fprintf(stderr, "  dedup: pages %llu blocks %llu factor %.2f, in %llu hits %llu "
+				"collisions %llu\n",
+			(unsigned long long)st.dedup_pages, (unsigned long long)st.dedup_blocks,
+			st.dedup_factor, (unsigned long long)st.dedup_blocks_in,
+			(unsigned long long)st.dedup_hits, (unsigned long long)st.dedup_collisions);
+		CHECK(st.dedup_pages == st.pages_cached[VC_TIER_GPU]);
+		CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * dx->degree);
+		CHECK(st.dedup_collisions == 0);
+		if (dx->mode == VC_DEDUP_ON && ops >= 1000)
+			CHECK(st.dedup_hits > 0);
+	}
 	CHECK_OK(vc_close(r.c));
 	t_check_file(path, r.shadow, size);
 	unlink(path);
 	free(r.shadow);
+}
+
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
+		    int gpu_hits)
+{
+	one_run_x(kind, write_mode, page_size, ops, gv, gpu_hits, NULL);
 }
 
 /* The calls' edges, single-threaded. */
@@ -321,6 +375,9 @@ int main(void)
 	edges(kind);
 	static const struct gcv forced = { "cost-benefit/2-page segments", 2, VC_GC_COST_BENEFIT, 2,
 					   0.25, 0.01 };
+	/* VC_GPUSIZE_DEDUP_ONLY=1: only the dedup runs (and the edges). */
+	if (getenv("VC_GPUSIZE_DEDUP_ONLY"))
+		goto dedup;
 	for (int wm = 0; wm < 2; wm++) {
 		one_run(kind, wm, 4096, ops, &gc_default, VC_GPU_HITS_SERVE);
 		one_run(kind, wm, 512, ops, &gc_default, VC_GPU_HITS_SERVE);
@@ -328,6 +385,18 @@ int main(void)
 	}
 	/* GRAM's swap: GPU hits rekey slots of the segments being claimed. */
 	one_run(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SWAP);
+dedup:;
+	/* Dedup: shared blocks in the chunks given back, dirty pages using
+	 * them (write-back), the cleaner forced, XTS. */
+	static const struct ddx on1 = { VC_DEDUP_ON, 1, 0 }, on4 = { VC_DEDUP_ON, 4, 0 },
+				on8 = { VC_DEDUP_ON, 8, 0 }, on2x = { VC_DEDUP_ON, 2, VC_ENCRYPT_XTS },
+				ad4 = { VC_DEDUP_ADAPTIVE, 4, 0 };
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on1);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on4);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced, VC_GPU_HITS_SERVE, &on8);
+	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops, &forced, VC_GPU_HITS_SERVE, &on4);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on2x);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &ad4);
 	fprintf(stderr, "gpusize: all runs match\n");
 	return 0;
 }
