@@ -368,6 +368,135 @@ static void edges(int kind)
 	unlink(path);
 }
 
+/* Dedup, single-threaded, where the layout is known: even pages repeat
+ * (pool), odd ones are unique. Model m: page i's bytes. */
+static void dd_model(unsigned char *m, uint64_t pages, const struct t_pool *pool, uint64_t seed)
+{
+	for (uint64_t i = 0; i < pages; i++)
+		for (uint64_t o = i * 4096; o < (i + 1) * 4096; o++)
+			m[o] = i % 2 == 0 ? t_pool_byte(pool, o + seed % 8 * 4096)
+					  : (unsigned char)t_rand(&seed);
+}
+
+static void dd_read_all(vc_cache *c, const unsigned char *m, uint64_t size)
+{
+	unsigned char *buf = malloc(size);
+	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size);
+	for (uint64_t i = 0; i < size; i++)
+		if (buf[i] != m[i]) {
+			fprintf(stderr, "byte %llu (page %llu): got %02x want %02x\n",
+				(unsigned long long)i, (unsigned long long)(i / 4096), buf[i], m[i]);
+			CHECK(!"read returned wrong bytes");
+		}
+	free(buf);
+}
+
+/* The dedup cases one at a time: shared blocks moved into the rest of the
+ * tier (their pages follow), dirty pages using shared blocks written back
+ * before their chunks go (read back from the store after a shrink to
+ * nothing), a shrink to a fraction, growing back. */
+static void dd_edges(int kind, uint32_t degree, int encrypt)
+{
+	/* Emulated: 128 pages of GPU tier in 4 chunks of 32; CUDA: 2048 in 4
+	 * chunks of 2 MiB (its mapping granularity). The file: twice the
+	 * tier's pages, which dedup holds whole (the pool pages share). */
+	const uint64_t tier = kind == VC_DEVICE_EMU ? 128 : 2048, pages = 2 * tier,
+		       size = pages * 4096, chunk = tier / 4 * 4096;
+	char path[256];
+	t_make_file(path, sizeof path, size, 7);
+	struct t_pool pool;
+	unsigned char *m = malloc(size);
+	t_pool_file(&pool, 0xdd, path, m, size); /* draws the pool; the file is set below */
+	int fd;
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.host_bytes = 16 * 4096;
+	cfg.gpu_bytes = tier * 4096;
+	cfg.gpu_chunk_bytes = chunk;
+	cfg.write_mode = VC_WRITE_BACK;
+	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup_degree = degree;
+	cfg.encrypt = encrypt;
+	vc_cache *c;
+	int e = vc_open(&cfg, &c);
+	t_skip_if_absent(e, "GPU tier resizing on CUDA");
+	CHECK_OK(e);
+	struct vc_stats st = { .size = sizeof st };
+	uint64_t got;
+
+	/* 1. Clean pages straight into the tier, in page order, so that the
+	 * first chunk X's slots take the pool pages' few shared blocks and
+	 * the unique pages up to about tier / 2, and the next chunk Y the
+	 * unique pages up to 5/8 x tier (a quarter of a chunk's slots).
+	 * Dropping X's unique pages leaves X the fewest live blocks of the
+	 * chunks that hold any, and Y free segments: asking for three
+	 * chunks drains the two empty ones and X, whose blocks (the shared
+	 * ones: every pool page uses one) move into Y, their pages with
+	 * them. */
+	dd_model(m, pages, &pool, 8); /* 8: the pool pages repeat whole (4 contents) */
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, m, size, 0) == (ssize_t)size);
+	close(fd);
+	CHECK_OK(vc_prefetch(c, 0, tier / 8 * 5 * 4096, VC_TIER_GPU));
+	for (uint64_t i = 1; i < tier / 2 - 4; i += 2)
+		CHECK_OK(vc_drop(c, i * 4096, 4096, 0));
+	CHECK_OK(vc_get_stats(c, &st));
+	CHECK(st.dedup_hits > 0 && st.pages_cached[VC_TIER_GPU] > 0);
+	CHECK_OK(vc_gpu_shrink(c, 3 * chunk, 0, &got));
+	CHECK(got == 3 * chunk);
+	CHECK_OK(vc_get_stats(c, &st));
+	fprintf(stderr, "dedup D=%u%s: moved %llu pages, GPU pages %llu blocks %llu\n", degree,
+		encrypt ? " XTS" : "", (unsigned long long)st.gpu_shrink_pages_moved,
+		(unsigned long long)st.dedup_pages, (unsigned long long)st.dedup_blocks);
+	/* At D = 4 the layout is the one above (segments of 32 blocks, 4 a
+	 * chunk): every pool page below 5/8 x tier followed its shared
+	 * block. Other degrees cut the tier into other segments, and the
+	 * free segments are handed out from the last chunk down, so fewer
+	 * pages move there. */
+	CHECK(st.gpu_shrink_pages_moved >= (degree == 4 ? tier / 8 * 5 / 2 : 1));
+	CHECK(st.dedup_pages > 0);
+	CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * degree);
+	dd_read_all(c, m, size);
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == 3 * chunk);
+
+	/* 2. Dirty pages: the whole file rewritten (a new model) goes down
+	 * dirty through the 16-page host tier, the pool pages sharing
+	 * blocks. A shrink to nothing must write them back: afterwards they
+	 * can only come from the store. */
+	dd_model(m, pages, &pool, 2);
+	CHECK(vc_write(c, m, size, 0) == (ssize_t)size);
+	CHECK_OK(vc_get_stats(c, &st));
+	const uint64_t wb0 = st.writebacks;
+	CHECK(st.dirty_pages > 16 && st.pages_cached[VC_TIER_GPU] > 0 && st.dedup_hits > 0);
+	CHECK_OK(vc_gpu_shrink(c, UINT64_MAX, 0, &got));
+	CHECK(got == 4 * chunk);
+	CHECK_OK(vc_get_stats(c, &st));
+	CHECK(st.gpu_bytes == 0 && st.pages_cached[VC_TIER_GPU] == 0 && st.dedup_pages == 0 &&
+	      st.dedup_blocks == 0 && st.dirty_pages <= 16 && st.writebacks > wb0);
+	dd_read_all(c, m, size);
+
+	/* 3. Again dirty, with a quarter of the tier left, then back. */
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == 4 * chunk);
+	dd_model(m, pages, &pool, 3);
+	CHECK(vc_write(c, m, size, 0) == (ssize_t)size);
+	CHECK_OK(vc_gpu_shrink(c, 3 * chunk, VC_SHRINK_REQUESTED, &got));
+	CHECK(got == 3 * chunk);
+	dd_read_all(c, m, size);
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == 3 * chunk);
+	dd_read_all(c, m, size);
+	CHECK_OK(vc_flush(c));
+	t_check_file(path, m, size);
+	CHECK_OK(vc_close(c));
+	t_check_file(path, m, size);
+	unlink(path);
+	free(m);
+}
+
 int main(void)
 {
 	int kind = t_device_kind();
@@ -386,6 +515,9 @@ int main(void)
 	/* GRAM's swap: GPU hits rekey slots of the segments being claimed. */
 	one_run(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SWAP);
 dedup:;
+	dd_edges(kind, 4, VC_ENCRYPT_OFF);
+	dd_edges(kind, 1, VC_ENCRYPT_OFF);
+	dd_edges(kind, 8, VC_ENCRYPT_XTS);
 	/* Dedup: shared blocks in the chunks given back, dirty pages using
 	 * them (write-back), the cleaner forced, XTS. */
 	static const struct ddx on1 = { VC_DEDUP_ON, 1, 0 }, on4 = { VC_DEDUP_ON, 4, 0 },
