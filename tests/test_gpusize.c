@@ -78,11 +78,7 @@ static void *worker_main(void *arg)
 		}
 		uint64_t off = reg * REGION + a, len = b - a + 1;
 		if (r->pool && t_rand(&w->seed) % 3 == 0) {
-			/* Back to the pool's bytes: blocks turn shared again. */
-			for (uint64_t i = 0; i < len; i++)
-				buf[i] = t_pool_byte(r->pool, off + i);
-			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
-			memcpy(r->shadow + off, buf, len);
+			t_pool_write(r->c, r->pool, r->shadow, buf, off, len);
 		} else if (t_rand(&w->seed) % 3 == 0) {
 			for (uint64_t i = 0; i < len; i++)
 				buf[i] = (unsigned char)t_rand(&w->seed);

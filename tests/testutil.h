@@ -163,6 +163,17 @@ static inline unsigned char t_pool_byte(const struct t_pool *p, uint64_t o)
 	return p->b[k][o % 512];
 }
 
+/* Puts [off, off + len) back to the pool's bytes, through the cache and
+ * in the model shadow (blocks turn shared again); buf: len bytes of room. */
+static inline void t_pool_write(vc_cache *c, const struct t_pool *p, unsigned char *shadow,
+				unsigned char *buf, uint64_t off, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++)
+		buf[i] = t_pool_byte(p, off + i);
+	CHECK(vc_write(c, buf, len, off) == (ssize_t)len);
+	memcpy(shadow + off, buf, len);
+}
+
 /* Draws the pool from seed, and makes the file at path and shadow[0..size)
  * the pool's contents. */
 static inline void t_pool_file(struct t_pool *p, uint64_t seed, const char *path,
