@@ -177,7 +177,6 @@ struct vc_config {
 	 * when an equal block is already stored (fingerprint match, then a
 	 * byte compare), shared instead of stored again. Blocks (page size /
 	 * degree) must be 512 B to 4 KiB.
-	 * Not with vc_gpu_shrink/grow yet (-EOPNOTSUPP there).
 	 * dedup_max_factor bounds the logical pages the GPU tier may hold:
 	 * at most that many times its physical pages (1 to 64; 0: 8). Each
 	 * logical page costs a page entry in host memory (about 100 + 12 x

@@ -12,7 +12,7 @@
  * watermarks, low fragmentation thresholds) under both cleaning policies,
  * and switched off.
  * After each run the backing file itself must equal the shadow.
- * With dedup on, the file's contents repeat (pool_byte: whole pages and
+ * With dedup on, the file's contents repeat (t_pool_byte: whole pages and
  * 512-byte blocks drawn from a pool of four), and a third of the writes
  * put a range back to its pool bytes, so blocks are shared, unshared by
  * the random writes and shared again, while cleaning and tail eviction run.
@@ -34,7 +34,7 @@
 
 struct run {
 	vc_cache *c;
-	bool pool; /* dedup runs: contents repeat (pool_byte) */
+	const struct t_pool *pool; /* dedup runs: contents repeat (t_pool_byte), or NULL */
 	unsigned char *shadow;
 	uint64_t size;
 	int ops;
@@ -47,19 +47,6 @@ struct worker {
 	int id;
 	uint64_t seed;
 };
-
-#define POOL 4
-static unsigned char pool[POOL][512];
-
-/* Byte o of a repeating file: 512-byte chunks from the pool, all chunks
- * of a 4 KiB page from one pool entry in even pages (whole pages repeat),
- * chunk by chunk in odd ones (blocks repeat in new combinations). */
-static unsigned char pool_byte(uint64_t o)
-{
-	uint64_t ch = o / 512, pg = ch / 8;
-	uint64_t k = pg % 2 == 0 ? vc_mix64(pg) % POOL : vc_mix64(ch) % POOL;
-	return pool[k][o % 512];
-}
 
 static uint64_t nregions(const struct run *r)
 {
@@ -88,11 +75,7 @@ static void *worker_main(void *arg)
 		}
 		uint64_t off = base + a, len = b - a + 1;
 		if (r->pool && t_rand(&w->seed) % 3 == 0) {
-			/* Back to the pool's bytes: blocks turn shared again. */
-			for (uint64_t i = 0; i < len; i++)
-				buf[i] = pool_byte(off + i);
-			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
-			memcpy(r->shadow + off, buf, len);
+			t_pool_write(r->c, r->pool, r->shadow, buf, off, len);
 		} else if (t_rand(&w->seed) % 3 == 0) {
 			for (uint64_t i = 0; i < len; i++)
 				buf[i] = (unsigned char)t_rand(&w->seed);
@@ -179,7 +162,7 @@ static void big_ops(struct run *r, uint64_t *seed)
 struct extra {
 	int encrypt;
 	int gpu_hits;
-	int dedup;          /* enum vc_dedup: the run's file repeats (pool_byte) */
+	int dedup;          /* enum vc_dedup: the run's file repeats (t_pool_byte) */
 	uint32_t degree;
 	bool collide;       /* every fingerprint equal (eng_debug_dedup_collide) */
 };
@@ -194,17 +177,10 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	t_make_file(path, sizeof path, size, seed);
 	struct run r = { .size = size, .ops = ops, .write_mode = write_mode };
 	r.shadow = t_read_file(path, size);
+	static struct t_pool pool;
 	if (x && x->dedup) {
-		uint64_t ps = seed;
-		for (int k = 0; k < POOL; k++)
-			for (int b = 0; b < 512; b++)
-				pool[k][b] = (unsigned char)t_rand(&ps);
-		for (uint64_t o = 0; o < size; o++)
-			r.shadow[o] = pool_byte(o);
-		FILE *f = fopen(path, "r+b");
-		CHECK(f && fwrite(r.shadow, 1, size, f) == size);
-		fclose(f);
-		r.pool = true;
+		t_pool_file(&pool, seed, path, r.shadow, size);
+		r.pool = &pool;
 	}
 
 	struct vc_config cfg;
@@ -387,7 +363,7 @@ int main(void)
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &mac);
 	one_run_x(kind, VC_WRITE_THROUGH, 512, ops, &forced[1], NULL, &mac);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, NULL, &mac_swap);
-	/* Dedup (the file repeats: pool_byte): degrees 1 to 8, both write
+	/* Dedup (the file repeats: t_pool_byte): degrees 1 to 8, both write
 	 * modes, cleaning forced and off, GRAM's swap mode (which makes room
 	 * instead), the adaptive mode, encryption and integrity (the host-side
 	 * fingerprints and compares), and the collision hook, where only the

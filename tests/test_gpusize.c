@@ -11,6 +11,13 @@
  * a page move, cleaning job or read that still touched one would crash
  * the test.
  *
+ * With dedup on (modes on and adaptive, degrees 1 to 8, plain and XTS) the
+ * file's contents repeat (t_pool_byte) and a third of the writes put a
+ * range back to its pool bytes, so the chunks given back hold shared
+ * blocks whose pages lie in other chunks too, and dirty pages that use
+ * them; the chaos thread's GPU prefetches must never fail for a shrink
+ * (a trip down keeps the slots it was promised).
+ *
  * Then the edges: no GPU tier, bad flags, shrinking to nothing and asking
  * again, another program holding the device's memory (the emulated
  * device's VC_EMU_FOREIGN_FILE) so that growing finds no room, and the
@@ -36,6 +43,14 @@ struct run {
 	uint64_t max_bytes;
 	uint32_t page_size;
 	uint64_t shrinks, grows, zero; /* resizer's counts */
+	const struct t_pool *pool; /* dedup runs: contents repeat (t_pool_byte), or NULL */
+};
+
+/* Dedup for a run (NULL: off). */
+struct ddx {
+	int mode; /* enum vc_dedup */
+	uint32_t degree;
+	int encrypt;
 };
 
 struct worker {
@@ -62,7 +77,9 @@ static void *worker_main(void *arg)
 			b = t;
 		}
 		uint64_t off = reg * REGION + a, len = b - a + 1;
-		if (t_rand(&w->seed) % 3 == 0) {
+		if (r->pool && t_rand(&w->seed) % 3 == 0) {
+			t_pool_write(r->c, r->pool, r->shadow, buf, off, len);
+		} else if (t_rand(&w->seed) % 3 == 0) {
 			for (uint64_t i = 0; i < len; i++)
 				buf[i] = (unsigned char)t_rand(&w->seed);
 			CHECK(vc_write(r->c, buf, len, off) == (ssize_t)len);
@@ -125,8 +142,8 @@ static void *resizer_main(void *arg)
 	return NULL;
 }
 
-static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
-		    int gpu_hits)
+static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
+		      int gpu_hits, const struct ddx *dx)
 {
 	uint64_t size = 3 * 1024 * 1024 + 777;
 	char path[256];
@@ -134,6 +151,11 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	t_make_file(path, sizeof path, size, seed);
 	struct run r = { .size = size, .ops = ops, .page_size = page_size };
 	r.shadow = t_read_file(path, size);
+	static struct t_pool pool;
+	if (dx) {
+		t_pool_file(&pool, seed, path, r.shadow, size);
+		r.pool = &pool;
+	}
 
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -150,6 +172,11 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	cfg.gc_watermark = gv->watermark;
 	cfg.gc_fragmentation = gv->frag;
 	cfg.gpu_hits = gpu_hits;
+	if (dx) {
+		cfg.dedup = dx->mode;
+		cfg.dedup_degree = dx->degree;
+		cfg.encrypt = dx->encrypt;
+	}
 	/* Chunks of 32 pages (8 of them): the emulated device maps by 4 KiB;
 	 * CUDA's 2 MiB granularity takes the default instead. */
 	cfg.gpu_chunk_bytes = kind == VC_DEVICE_EMU ? 32 * (uint64_t)page_size : 0;
@@ -188,12 +215,17 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 		t_check_file(path, r.shadow, size);
 	CHECK_OK(vc_flush(r.c));
 	t_check_file(path, r.shadow, size);
+	char dd[64] = "";
+	if (dx)
+		snprintf(dd, sizeof dd, ", dedup %s D=%u%s",
+			 dx->mode == VC_DEDUP_ADAPTIVE ? "adaptive" : "on", dx->degree,
+			 dx->encrypt ? " XTS" : "");
 	fprintf(stderr,
-		"%s %s ps=%u log %s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
+		"%s %s ps=%u log %s%s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
 		"%llu regained %llu, %llu KiB released (%llu on request), %llu pages moved; "
 		"shrink max %.2f ms; hits host %llu gpu %llu, misses %llu, writebacks %llu\n",
 		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size, gv->name,
-		gpu_hits == VC_GPU_HITS_SWAP ? ", swap" : "", (unsigned long long)r.shrinks, (unsigned long long)r.zero,
+		gpu_hits == VC_GPU_HITS_SWAP ? ", swap" : "", dd, (unsigned long long)r.shrinks, (unsigned long long)r.zero,
 		(unsigned long long)r.grows, (unsigned long long)st.gpu_chunks_released,
 		(unsigned long long)st.gpu_chunks_regained,
 		(unsigned long long)(st.gpu_bytes_released >> 10),
@@ -207,10 +239,28 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	CHECK(st.hits[VC_TIER_GPU] > 0);
 	if (write_mode == VC_WRITE_BACK && ops >= 1000)
 		CHECK(st.writebacks > 0);
+	if (dx) {
+		fprintf(stderr, "  dedup: pages %llu blocks %llu factor %.2f, in %llu hits %llu "
+				"collisions %llu\n",
+			(unsigned long long)st.dedup_pages, (unsigned long long)st.dedup_blocks,
+			st.dedup_factor, (unsigned long long)st.dedup_blocks_in,
+			(unsigned long long)st.dedup_hits, (unsigned long long)st.dedup_collisions);
+		CHECK(st.dedup_pages == st.pages_cached[VC_TIER_GPU]);
+		CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * dx->degree);
+		CHECK(st.dedup_collisions == 0);
+		if (dx->mode == VC_DEDUP_ON && ops >= 1000)
+			CHECK(st.dedup_hits > 0);
+	}
 	CHECK_OK(vc_close(r.c));
 	t_check_file(path, r.shadow, size);
 	unlink(path);
 	free(r.shadow);
+}
+
+static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
+		    int gpu_hits)
+{
+	one_run_x(kind, write_mode, page_size, ops, gv, gpu_hits, NULL);
 }
 
 /* The calls' edges, single-threaded. */
@@ -314,6 +364,135 @@ static void edges(int kind)
 	unlink(path);
 }
 
+/* Dedup, single-threaded, where the layout is known: even pages repeat
+ * (pool), odd ones are unique. Model m: page i's bytes. */
+static void dd_model(unsigned char *m, uint64_t pages, const struct t_pool *pool, uint64_t seed)
+{
+	for (uint64_t i = 0; i < pages; i++)
+		for (uint64_t o = i * 4096; o < (i + 1) * 4096; o++)
+			m[o] = i % 2 == 0 ? t_pool_byte(pool, o + seed % 8 * 4096)
+					  : (unsigned char)t_rand(&seed);
+}
+
+static void dd_read_all(vc_cache *c, const unsigned char *m, uint64_t size)
+{
+	unsigned char *buf = malloc(size);
+	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size);
+	for (uint64_t i = 0; i < size; i++)
+		if (buf[i] != m[i]) {
+			fprintf(stderr, "byte %llu (page %llu): got %02x want %02x\n",
+				(unsigned long long)i, (unsigned long long)(i / 4096), buf[i], m[i]);
+			CHECK(!"read returned wrong bytes");
+		}
+	free(buf);
+}
+
+/* The dedup cases one at a time: shared blocks moved into the rest of the
+ * tier (their pages follow), dirty pages using shared blocks written back
+ * before their chunks go (read back from the store after a shrink to
+ * nothing), a shrink to a fraction, growing back. */
+static void dd_edges(int kind, uint32_t degree, int encrypt)
+{
+	/* Emulated: 128 pages of GPU tier in 4 chunks of 32; CUDA: 2048 in 4
+	 * chunks of 2 MiB (its mapping granularity). The file: twice the
+	 * tier's pages, which dedup holds whole (the pool pages share). */
+	const uint64_t tier = kind == VC_DEVICE_EMU ? 128 : 2048, pages = 2 * tier,
+		       size = pages * 4096, chunk = tier / 4 * 4096;
+	char path[256];
+	t_make_file(path, sizeof path, size, 7);
+	struct t_pool pool;
+	unsigned char *m = malloc(size);
+	t_pool_file(&pool, 0xdd, path, m, size); /* draws the pool; the file is set below */
+	int fd;
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.device = kind;
+	cfg.host_bytes = 16 * 4096;
+	cfg.gpu_bytes = tier * 4096;
+	cfg.gpu_chunk_bytes = chunk;
+	cfg.write_mode = VC_WRITE_BACK;
+	cfg.dedup = VC_DEDUP_ON;
+	cfg.dedup_degree = degree;
+	cfg.encrypt = encrypt;
+	vc_cache *c;
+	int e = vc_open(&cfg, &c);
+	t_skip_if_absent(e, "GPU tier resizing on CUDA");
+	CHECK_OK(e);
+	struct vc_stats st = { .size = sizeof st };
+	uint64_t got;
+
+	/* 1. Clean pages straight into the tier, in page order, so that the
+	 * first chunk X's slots take the pool pages' few shared blocks and
+	 * the unique pages up to about tier / 2, and the next chunk Y the
+	 * unique pages up to 5/8 x tier (a quarter of a chunk's slots).
+	 * Dropping X's unique pages leaves X the fewest live blocks of the
+	 * chunks that hold any, and Y free segments: asking for three
+	 * chunks drains the two empty ones and X, whose blocks (the shared
+	 * ones: every pool page uses one) move into Y, their pages with
+	 * them. */
+	dd_model(m, pages, &pool, 8); /* 8: the pool pages repeat whole (4 contents) */
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, m, size, 0) == (ssize_t)size);
+	close(fd);
+	CHECK_OK(vc_prefetch(c, 0, tier / 8 * 5 * 4096, VC_TIER_GPU));
+	for (uint64_t i = 1; i < tier / 2 - 4; i += 2)
+		CHECK_OK(vc_drop(c, i * 4096, 4096, 0));
+	CHECK_OK(vc_get_stats(c, &st));
+	CHECK(st.dedup_hits > 0 && st.pages_cached[VC_TIER_GPU] > 0);
+	CHECK_OK(vc_gpu_shrink(c, 3 * chunk, 0, &got));
+	CHECK(got == 3 * chunk);
+	CHECK_OK(vc_get_stats(c, &st));
+	fprintf(stderr, "dedup D=%u%s: moved %llu pages, GPU pages %llu blocks %llu\n", degree,
+		encrypt ? " XTS" : "", (unsigned long long)st.gpu_shrink_pages_moved,
+		(unsigned long long)st.dedup_pages, (unsigned long long)st.dedup_blocks);
+	/* At D = 4 the layout is the one above (segments of 32 blocks, 4 a
+	 * chunk): every pool page below 5/8 x tier followed its shared
+	 * block. Other degrees cut the tier into other segments, and the
+	 * free segments are handed out from the last chunk down, so fewer
+	 * pages move there. */
+	CHECK(st.gpu_shrink_pages_moved >= (degree == 4 ? tier / 8 * 5 / 2 : 1));
+	CHECK(st.dedup_pages > 0);
+	CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * degree);
+	dd_read_all(c, m, size);
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == 3 * chunk);
+
+	/* 2. Dirty pages: the whole file rewritten (a new model) goes down
+	 * dirty through the 16-page host tier, the pool pages sharing
+	 * blocks. A shrink to nothing must write them back: afterwards they
+	 * can only come from the store. */
+	dd_model(m, pages, &pool, 2);
+	CHECK(vc_write(c, m, size, 0) == (ssize_t)size);
+	CHECK_OK(vc_get_stats(c, &st));
+	const uint64_t wb0 = st.writebacks;
+	CHECK(st.dirty_pages > 16 && st.pages_cached[VC_TIER_GPU] > 0 && st.dedup_hits > 0);
+	CHECK_OK(vc_gpu_shrink(c, UINT64_MAX, 0, &got));
+	CHECK(got == 4 * chunk);
+	CHECK_OK(vc_get_stats(c, &st));
+	CHECK(st.gpu_bytes == 0 && st.pages_cached[VC_TIER_GPU] == 0 && st.dedup_pages == 0 &&
+	      st.dedup_blocks == 0 && st.dirty_pages <= 16 && st.writebacks > wb0);
+	dd_read_all(c, m, size);
+
+	/* 3. Again dirty, with a quarter of the tier left, then back. */
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == 4 * chunk);
+	dd_model(m, pages, &pool, 3);
+	CHECK(vc_write(c, m, size, 0) == (ssize_t)size);
+	CHECK_OK(vc_gpu_shrink(c, 3 * chunk, VC_SHRINK_REQUESTED, &got));
+	CHECK(got == 3 * chunk);
+	dd_read_all(c, m, size);
+	CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &got));
+	CHECK(got == 3 * chunk);
+	dd_read_all(c, m, size);
+	CHECK_OK(vc_flush(c));
+	t_check_file(path, m, size);
+	CHECK_OK(vc_close(c));
+	t_check_file(path, m, size);
+	unlink(path);
+	free(m);
+}
+
 int main(void)
 {
 	int kind = t_device_kind();
@@ -321,6 +500,9 @@ int main(void)
 	edges(kind);
 	static const struct gcv forced = { "cost-benefit/2-page segments", 2, VC_GC_COST_BENEFIT, 2,
 					   0.25, 0.01 };
+	/* VC_GPUSIZE_DEDUP_ONLY=1: only the dedup runs (and the edges). */
+	if (getenv("VC_GPUSIZE_DEDUP_ONLY"))
+		goto dedup;
 	for (int wm = 0; wm < 2; wm++) {
 		one_run(kind, wm, 4096, ops, &gc_default, VC_GPU_HITS_SERVE);
 		one_run(kind, wm, 512, ops, &gc_default, VC_GPU_HITS_SERVE);
@@ -328,6 +510,21 @@ int main(void)
 	}
 	/* GRAM's swap: GPU hits rekey slots of the segments being claimed. */
 	one_run(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SWAP);
+dedup:;
+	dd_edges(kind, 4, VC_ENCRYPT_OFF);
+	dd_edges(kind, 1, VC_ENCRYPT_OFF);
+	dd_edges(kind, 8, VC_ENCRYPT_XTS);
+	/* Dedup: shared blocks in the chunks given back, dirty pages using
+	 * them (write-back), the cleaner forced, XTS. */
+	static const struct ddx on1 = { VC_DEDUP_ON, 1, 0 }, on4 = { VC_DEDUP_ON, 4, 0 },
+				on8 = { VC_DEDUP_ON, 8, 0 }, on2x = { VC_DEDUP_ON, 2, VC_ENCRYPT_XTS },
+				ad4 = { VC_DEDUP_ADAPTIVE, 4, 0 };
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on1);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on4);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced, VC_GPU_HITS_SERVE, &on8);
+	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops, &forced, VC_GPU_HITS_SERVE, &on4);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on2x);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &ad4);
 	fprintf(stderr, "gpusize: all runs match\n");
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "base/rand.h"
 #include "vramcache.h"
 
@@ -144,6 +145,48 @@ static inline void t_check_file(const char *path, const unsigned char *shadow, u
 			CHECK(!"backing store differs from the model");
 		}
 	free(f);
+}
+
+/* Repeating contents for dedup runs (test_engine_model, test_gpusize):
+ * 512-byte chunks drawn from a pool of T_POOL random ones; all chunks of
+ * an even 4 KiB page from one entry (whole pages repeat), an odd page's
+ * chunk by chunk (blocks repeat in new combinations). */
+#define T_POOL 4
+struct t_pool {
+	unsigned char b[T_POOL][512];
+};
+
+static inline unsigned char t_pool_byte(const struct t_pool *p, uint64_t o)
+{
+	uint64_t ch = o / 512, pg = ch / 8;
+	uint64_t k = pg % 2 == 0 ? vc_mix64(pg) % T_POOL : vc_mix64(ch) % T_POOL;
+	return p->b[k][o % 512];
+}
+
+/* Puts [off, off + len) back to the pool's bytes, through the cache and
+ * in the model shadow (blocks turn shared again); buf: len bytes of room. */
+static inline void t_pool_write(vc_cache *c, const struct t_pool *p, unsigned char *shadow,
+				unsigned char *buf, uint64_t off, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++)
+		buf[i] = t_pool_byte(p, off + i);
+	CHECK(vc_write(c, buf, len, off) == (ssize_t)len);
+	memcpy(shadow + off, buf, len);
+}
+
+/* Draws the pool from seed, and makes the file at path and shadow[0..size)
+ * the pool's contents. */
+static inline void t_pool_file(struct t_pool *p, uint64_t seed, const char *path,
+			       unsigned char *shadow, uint64_t size)
+{
+	for (int k = 0; k < T_POOL; k++)
+		for (int b = 0; b < 512; b++)
+			p->b[k][b] = (unsigned char)t_rand(&seed);
+	for (uint64_t o = 0; o < size; o++)
+		shadow[o] = t_pool_byte(p, o);
+	FILE *f = fopen(path, "r+b");
+	CHECK(f && fwrite(shadow, 1, size, f) == size);
+	fclose(f);
 }
 
 #endif

@@ -329,6 +329,18 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 	return ok;
 }
 
+void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg)
+{
+	eng_assert_locked(c);
+	struct eng_dedup *d = &c->dd;
+	const uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	for (uint32_t s = 0; s < per; s++) {
+		uint32_t b = vc_ls_key(c->gpu.ls, seg * per + s);
+		if (b != VC_LS_DEAD && d->blk[b].indexed)
+			tab_remove(d, b);
+	}
+}
+
 /* --- open and close --- */
 
 int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_pages)

@@ -302,6 +302,10 @@ struct eng_dedup {
 	/* Log slots promised to pages on their way down: one per use not yet
 	 * placed (res[u] == DD_NIL) of a page counted in `pages`. */
 	uint64_t resv;
+	/* Slots of chunks a shrink is about to drain, kept from new promises
+	 * while the trips in flight settle (gpusize.c: dd_hold_drain); 0
+	 * otherwise. */
+	uint64_t hold;
 	uint64_t tweak_next;
 	/* The trips' scratches, device-visible (host_alloc): block
 	 * addresses, digests, pairs, results, and with encryption a plaintext
@@ -547,11 +551,12 @@ static inline uint32_t eng_mpp(const struct vc_cache *c)
 
 /* Free slots at the GPU log's head that nobody has promised: with dedup,
  * the pages on their way down hold dd.resv of them (eng_gpu_append)
- * until their blocks are placed. Under c->mu. */
+ * until their blocks are placed, and a shrink about to drain chunks holds
+ * their room (dd.hold). Under c->mu. */
 static inline uint64_t eng_gpu_free(const struct vc_cache *c)
 {
-	uint64_t r = vc_ls_room(c->gpu.ls);
-	return r > c->dd.resv ? r - c->dd.resv : 0;
+	uint64_t r = vc_ls_room(c->gpu.ls), p = c->dd.resv + c->dd.hold;
+	return r > p ? r - p : 0;
 }
 
 /* The slot of a GPU page's first block (its page's own slot without
@@ -819,12 +824,23 @@ void eng_dd_note(struct vc_volume *v, uint64_t pno, uint64_t pages, bool write);
  * memory failure. */
 bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page ***held,
 		  uint32_t *nheld);
+/* Under c->mu: the blocks stored in segment seg (sealed or taken) leave
+ * the fingerprint table (they stay live for the pages using them), so no
+ * trip down shares them from now on: a shrink's segment, about to be
+ * emptied. O(segment). */
+void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);
 int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
 bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page **held,
 		    uint32_t *nheld);
+/* Under c->mu: a cleaning job over the segments whose live pages are
+ * held[0..n) (all of them, claimed) failed on the device: which copy is
+ * current is unknown, so the pages are forgotten (dirty data in them is
+ * lost, as in promote; with dedup their blocks die with them) and the GPU
+ * tier takes no more demotions. */
+void eng_clean_failed(struct vc_cache *c, struct vc_page *const *held, uint32_t n);
 
 /* --- gpusize.c: the GPU tier's size --- */
 /* Waits for a shrink's page drops still running (close). */

@@ -20,6 +20,32 @@
  * acknowledged is lost: a dirty page leaves only after its write-back
  * (a failed write-back keeps the page, its segment and so its chunk).
  *
+ * With dedup (docs/DEDUP.md) the log's owners are blocks, a block may
+ * have many pages and a page's D blocks may lie in several segments and
+ * chunks, so the fast claim below (a segment's slot keys are its pages)
+ * does not apply. A shrink of a dedup tier:
+ *   - drains its chunks only once the slots promised to trips down in
+ *     flight (dd.resv) fit in the room the rest of the tier keeps
+ *     (dd_hold_drain), so no trip's append fails for the shrink;
+ *   - moves segments as the cleaner does: eng_dd_claim claims every page
+ *     of every block, each once, and refuses a segment with a pinned
+ *     block (a trip compares against it unlocked); a shared block moves
+ *     once and all its pages follow through where[];
+ *   - empties the rest by eviction (eng_evict_seg), a segment at a time:
+ *     the segment's blocks first leave the fingerprint table, so no trip
+ *     shares them again and the emptying ends; every page using one of
+ *     them is claimed, dirty ones written back (D moves up each, from
+ *     wherever its blocks lie), then all dropped: a page releases its D
+ *     uses, and a block left with none dies, out of the table, its slot
+ *     orphaned. A page dropped with a block in another segment leaves
+ *     that block one use fewer (the block lives on while it has uses).
+ * The memory goes back only after the last page using it has left, so no
+ * dropper runs and no block outlives its slot's memory. Serial: O(uses of
+ * the chunks' blocks) claims and drops under c->mu, in holds of one
+ * segment's claim (O(uses of its blocks)) and DROP_CHUNK drops, plus one
+ * write-back batch per segment with dirty pages, where the fast path
+ * writes every dirty page back in one pass and drops after the unmap.
+ *
  * Lock rules: c->gpu.resize_mu serialises shrinks and grows (taken before
  * c->mu, never inside it); the counters are atomics, read by
  * vc_get_stats without either lock.
@@ -41,35 +67,39 @@ static uint32_t chunk_seg_max(const struct vc_cache *c)
 }
 
 /* Under c->mu: moves the live pages of sealed segment seg (in a draining
- * chunk) to the head, elsewhere in the tier. False, with nothing changed,
- * when a page is in flight or pinned, or the room is gone. */
-static bool move_seg(struct vc_cache *c, uint32_t seg, struct vc_page **held)
+ * chunk) to the head, elsewhere in the tier; adds to *pages how many
+ * (with dedup, every page using one of its blocks). False, with nothing
+ * changed, when a page is in flight or pinned (with dedup, or a block is
+ * pinned), or the room is gone. `held`: room for a segment's slots (with
+ * dedup eng_dd_claim allocates its own). */
+static bool move_seg(struct vc_cache *c, uint32_t seg, struct vc_page **held, uint64_t *pages)
 {
 	struct vc_ls *ls = c->gpu.ls;
 	if (vc_ls_take(ls, seg) < 0)
 		return false;
 	uint32_t nh = 0;
-	if (!eng_segs_claim(c, 1, &seg, held, &nh)) {
+	struct vc_page **h = held;
+	if (eng_dd(c) ? !eng_dd_claim(c, 1, &seg, &h, &nh) : !eng_segs_claim(c, 1, &seg, h, &nh)) {
 		vc_ls_unpick(ls, 1, &seg);
 		return false;
 	}
 	int r = vc_ls_clean(ls, 1, &seg);
 	if (r < 0 && r != -ENOSPC) {
-		/* The device failed mid-job (as in a cleaning step): which
-		 * copy is current is unknown; forget the pages, demote no more. */
-		vc_opq_drain(c->opq);
-		for (uint32_t i = 0; i < nh; i++)
-			eng_page_forget(c, held[i], true);
-		c->gpu.off = true;
-		eng_wake(c);
+		/* The device failed mid-job (as in a cleaning step). */
+		eng_clean_failed(c, h, nh);
+		if (h != held)
+			free(h);
 		return true; /* the segment is released either way */
 	}
 	for (uint32_t i = 0; i < nh; i++)
-		st_clear(c, held[i], VC_ST_BUSY);
+		st_clear(c, h[i], VC_ST_BUSY);
+	if (h != held)
+		free(h);
 	if (r == -ENOSPC) {
 		vc_ls_unpick(ls, 1, &seg);
 		return false;
 	}
+	*pages += nh;
 	eng_wake(c);
 	return true;
 }
@@ -97,15 +127,33 @@ static void stat_max(_Atomic uint64_t *m, uint64_t v)
 		;
 }
 
+/* Under c->mu, dedup: before chunks chs[0..n) are drained, the slots
+ * promised to the trips down in flight (dd.resv) must fit in the room the
+ * rest of the tier keeps, or a trip's append would find none (a demotion
+ * retried, a prefetch failed with -ENOSPC). Meanwhile the chunks' room is
+ * held back from new promises (dd.hold), so only the trips already in
+ * flight must settle: the wait ends when they do (each a device round
+ * trip or two). O(n x chunk) a check. */
+static void dd_hold_drain(struct vc_cache *c, const uint32_t *chs, uint32_t n)
+{
+	for (;;) {
+		uint64_t in = 0;
+		for (uint32_t i = 0; i < n; i++)
+			in += vc_ls_chunk_room(c->gpu.ls, chs[i]);
+		if (vc_ls_room(c->gpu.ls) - in >= c->dd.resv)
+			break;
+		c->dd.hold = in;
+		eng_wait_cv(c);
+	}
+	c->dd.hold = 0;
+}
+
 static int resizable(struct vc_cache *c, const char *what)
 {
 	if (!c)
 		return vc_err(-EINVAL, "%s: NULL cache", what);
 	if (!c->gpu.ls)
 		return vc_err(-EINVAL, "%s: the cache has no GPU tier", what);
-	if (eng_dd(c))
-		return vc_err(-EOPNOTSUPP, "%s: not with dedup on yet (a block's pages may lie in "
-					   "several chunks: docs/DEDUP.md)", what);
 	if (!vc_ls_resizable(c->gpu.ls))
 		return vc_err(-EOPNOTSUPP, "%s: the device cannot map memory by chunks (no virtual "
 					   "memory management), so the GPU tier has a fixed size", what);
@@ -125,7 +173,8 @@ static int resizable(struct vc_cache *c, const char *what)
  * waits). Dropping the claimed pages (index, policy, entry: the slow part,
  * ~200 ns a page) happens after the memory has gone back, on the dropper
  * thread. VC_GPU_SHRINK_PROFILE=1 (environment, read at open) prints each
- * shrink's phases to stderr. */
+ * shrink's phases to stderr. Not with dedup, whose slot keys are blocks
+ * (the head comment). */
 
 #define CLAIM_WORKERS_MAX 16
 #define PREFETCH_AHEAD 48
@@ -290,7 +339,8 @@ void eng_gpu_resize_fini(struct vc_cache *c)
 
 /* Under c->mu: moves live pages of the draining chunks' sealed segments,
  * youngest first, to the rest of the tier while it has room beyond one
- * segment (and the watermark): they stay cached. */
+ * segment (and the watermark) that nobody was promised (eng_gpu_free):
+ * they stay cached. Returns the pages moved. */
 static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs,
 			 struct vc_page **held)
 {
@@ -302,11 +352,10 @@ static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, ui
 		int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
 		for (int j = 0; j < k; j++) {
 			uint32_t live = vc_ls_seg_live(ls, segs[j]);
-			uint64_t room = vc_ls_room(ls), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
+			uint64_t room = eng_gpu_free(c), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
 			if (!live || room <= keep || room - keep < live)
 				return moved;
-			if (move_seg(c, segs[j], held))
-				moved += live;
+			move_seg(c, segs[j], held, &moved);
 		}
 	}
 	return moved;
@@ -314,8 +363,9 @@ static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, ui
 
 /* Under c->mu: empties the draining chunks chs[0..n) the slow way, one
  * segment at a time with waits for busy pages (what the claim could not
- * take). 0 once every one is empty, or the first write-back error (the
- * chunk holding that dirty page stays). */
+ * take; with dedup, everything: the head comment). 0 once every one is
+ * empty, or the first write-back error (the chunk holding that dirty page
+ * stays). */
 static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs)
 {
 	struct vc_ls *ls = c->gpu.ls;
@@ -329,6 +379,8 @@ static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint3
 			for (int j = 0; j < k; j++) {
 				if (vc_ls_take(ls, segs[j]) < 0)
 					continue; /* a cleaner or evictor has it: it goes off when done */
+				if (eng_dd(c))
+					eng_dd_unindex_seg(c, segs[j]);
 				uint64_t ev = 0;
 				int r = eng_evict_seg(c, segs[j], &ev);
 				if (r == 0)
@@ -480,15 +532,18 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 			chs[take++] = ch;
 			plan += vc_ls_chunk_bytes(ls, ch);
 		}
+	const uint32_t drained = take;
 	uint32_t n = take + chunks_by_live(ls, chs + take);
-	while (take < n && plan < bytes) {
-		plan += vc_ls_chunk_bytes(ls, chs[take]);
-		vc_ls_chunk_drain(ls, chs[take++]);
-	}
+	while (take < n && plan < bytes)
+		plan += vc_ls_chunk_bytes(ls, chs[take++]);
+	if (eng_dd(c))
+		dd_hold_drain(c, chs + drained, take - drained);
+	for (uint32_t i = drained; i < take; i++)
+		vc_ls_chunk_drain(ls, chs[i]);
 	uint64_t moved = move_hot(c, chs, take, segs, held);
 	const uint64_t t_claim = vc_now_ns();
 	j->c = c;
-	r = claim_chunks(c, chs, take, &j->cl);
+	r = eng_dd(c) ? 0 : claim_chunks(c, chs, take, &j->cl); /* dedup: all in empty_slow */
 	/* The claimed segments count as gone; what is left (claims that met
 	 * a pin) goes the slow way, now, before the memory can go. */
 	for (uint32_t i = 0; i < j->cl.nseg; i++)

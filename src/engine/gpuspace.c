@@ -162,6 +162,18 @@ bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct
 	return true;
 }
 
+void eng_clean_failed(struct vc_cache *c, struct vc_page *const *held, uint32_t n)
+{
+	vc_opq_drain(c->opq);
+	for (uint32_t i = 0; i < n; i++) {
+		if (eng_dd(c)) /* their blocks die with them: no block lives past the device's fault */
+			eng_gpu_release(c, held[i]);
+		eng_page_forget(c, held[i], true);
+	}
+	c->gpu.off = true;
+	eng_wake(c);
+}
+
 /* One cleaning step: up to gc_segments segments chosen by the policy, if
  * cleaning them frees space (else -EAGAIN) and none of their pages is in
  * flight (else -EBUSY). Runs under c->mu: the pause is one device job over those
@@ -196,19 +208,9 @@ static int gc_step_locked(struct vc_cache *c)
 		return -EAGAIN;
 	}
 	if (r < 0) {
-		/* The device failed mid-job: which copy of these pages is
-		 * current is unknown. Forget them (dirty data in them is lost,
-		 * as in promote) and demote nothing more. */
-		vc_opq_drain(c->opq);
-		for (uint32_t i = 0; i < nheld; i++) { /* the segments' live pages, all claimed */
-			if (eng_dd(c)) /* their blocks die with them: no block lives past the device's fault */
-				eng_gpu_release(c, held[i]);
-			eng_page_forget(c, held[i], true);
-		}
-		c->gpu.off = true;
+		eng_clean_failed(c, held, nheld);
 		if (held != c->gpu.gc_held)
 			free(held);
-		eng_wake(c);
 		return r;
 	}
 	for (uint32_t i = 0; i < nheld; i++)

@@ -658,6 +658,20 @@ uint64_t vc_ls_chunk_live(const struct vc_ls *ls, uint32_t ch)
 	return live;
 }
 
+uint64_t vc_ls_chunk_room(const struct vc_ls *ls, uint32_t ch)
+{
+	uint32_t first = ch * ls->seg_per_chunk, n = chunk_segs(ls, ch);
+	uint64_t room = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct seg *sg = &ls->segs[first + i];
+		if (sg->state == SEG_FREE) /* on the free stack: the chunk is ON */
+			room += ls->per_seg;
+		else if (ls->head == (int64_t)(first + i))
+			room += ls->per_seg - sg->used;
+	}
+	return room;
+}
+
 uint64_t vc_ls_chunk_bytes(const struct vc_ls *ls, uint32_t ch)
 {
 	return chunk_len(ls, ch);

@@ -170,6 +170,10 @@ int vc_ls_chunk_state(const struct vc_ls *ls, uint32_t ch);
 /* Segments of chunk ch: returns how many, *first the first one. */
 uint32_t vc_ls_chunk_segs(const struct vc_ls *ls, uint32_t ch, uint32_t *first);
 uint64_t vc_ls_chunk_live(const struct vc_ls *ls, uint32_t ch);
+/* The part of vc_ls_room that lies in chunk ch (its free segments, the
+ * rest of the head if the head is there): what draining it takes from the
+ * room. O(chunk). */
+uint64_t vc_ls_chunk_room(const struct vc_ls *ls, uint32_t ch);
 uint64_t vc_ls_chunk_bytes(const struct vc_ls *ls, uint32_t ch);
 void vc_ls_chunk_range(const struct vc_ls *ls, uint32_t ch, uint64_t *addr, uint64_t *len);
 /* Device memory the store holds now (chunks not OFF). */
