@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vramcache.h"
@@ -435,6 +436,38 @@ static void gm_report(const char *what, const struct gm_arg *a)
 		a->checked, a->errors, a->calls_failed, a->first_err);
 }
 
+struct gm_progress {
+	vc_gpufs *g;
+	const struct gm_arg *a;
+	unsigned every_s;
+	volatile int stop;
+};
+
+/* VC_GPUFS_PROGRESS=S: the context's counters every S seconds while the
+ * test runs (diagnosis of a round that does not end: is the ring moving,
+ * is a revoke pass stuck, are gopens dropping pages). Prints only. */
+static void *gm_progress_main(void *p)
+{
+	struct gm_progress *pr = (struct gm_progress *)p;
+	for (unsigned k = 1; !__atomic_load_n(&pr->stop, __ATOMIC_ACQUIRE); k++) {
+		for (unsigned i = 0; i < pr->every_s * 10 && !__atomic_load_n(&pr->stop, __ATOMIC_ACQUIRE); i++)
+			usleep(100000);
+		struct vc_gpufs_stats st;
+		if (vc_gpufs_stats(pr->g, &st) != 0)
+			continue;
+		fprintf(stderr, "[%us] requests %llu batches %llu opens %llu gets %llu writes %llu syncs %llu "
+				"reopen-drops %llu revokes %llu (fallback %llu) pass-age %.1f ms held %llu "
+				"checked %llu\n",
+			k * pr->every_s, (unsigned long long)st.requests, (unsigned long long)st.batches,
+			(unsigned long long)st.opens, (unsigned long long)st.gets,
+			(unsigned long long)st.writes, (unsigned long long)st.syncs,
+			(unsigned long long)st.reopen_drops, (unsigned long long)st.revokes,
+			(unsigned long long)st.rev_fallbacks, st.pass_age_ns / 1e6,
+			(unsigned long long)st.held, (unsigned long long)pr->a->checked);
+	}
+	return NULL;
+}
+
 /* The whole test: 0 pass, 77 skip. */
 static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsigned rounds)
 {
@@ -505,6 +538,12 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	int fa = vc_gpufs_open(g, a->path_a, VC_GO_RDWR);
 	GM_CHECK(fc >= 0 && fa >= 0);
 	a->host_fd_a = fa;
+	struct gm_progress prog = { g, a, 0, 0 };
+	pthread_t progt;
+	const char *pe = getenv("VC_GPUFS_PROGRESS");
+	prog.every_s = pe ? (unsigned)atoi(pe) : 0;
+	if (prog.every_s)
+		GM_CHECK(pthread_create(&progt, NULL, gm_progress_main, &prog) == 0);
 
 	for (unsigned round = 0; round < rounds; round++) {
 		a->seed = round + 1;
@@ -517,12 +556,17 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 		cpu.gen = round * 1000;
 		pthread_t t;
 		GM_CHECK(pthread_create(&t, NULL, gm_cpu_main, &cpu) == 0);
+		struct timespec k0, k1;
+		clock_gettime(CLOCK_MONOTONIC, &k0);
 		r = env->launch(g, GM_MODEL, nwarps, a);
+		clock_gettime(CLOCK_MONOTONIC, &k1);
 		__atomic_store_n(&cpu.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(t, NULL);
 		GM_CHECK(r == 0);
 		gm_report("model", a);
-		fprintf(stderr, "  round %u: CPU wrote %llu pages of C meanwhile\n", round, cpu.writes);
+		fprintf(stderr, "  round %u: %u warps x %u ops in %.2f s; CPU wrote %llu pages of C meanwhile\n",
+			round, nwarps, ops, (k1.tv_sec - k0.tv_sec) + (k1.tv_nsec - k0.tv_nsec) * 1e-9,
+			cpu.writes);
 		GM_CHECK(a->errors == 0 && a->calls_failed == 0 && a->checked > 0);
 		/* The consistency point: the kernel closed its files, so the
 		 * cache and the disk (write-through) hold every write. */
@@ -598,6 +642,10 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 		gm_check_cache(vc_gpufs_volume(g, fa), sa, a->size_a);
 	}
 
+	if (prog.every_s) {
+		__atomic_store_n(&prog.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(progt, NULL);
+	}
 	struct vc_gpufs_stats st;
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0);
 	fprintf(stderr, "gpufs: %llu requests in %llu batches, %llu gets (%llu for the table), "

@@ -86,7 +86,8 @@ struct vc_gpufs {
 
 	struct {
 		_Atomic uint64_t requests, batches, gets, get_cached, revokes, revoked, writes, opens;
-		_Atomic uint64_t rev_fallbacks, miss_rounds, miss_pages;
+		_Atomic uint64_t rev_fallbacks, miss_rounds, miss_pages, reopen_drops, syncs;
+		_Atomic uint64_t pass_t0; /* the pass in progress's start (0: none), for stats */
 	} st;
 };
 

@@ -130,6 +130,7 @@ static int file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs
 			pthread_rwlock_rdlock(&f->rw);
 		if (changed && stat(path, &st) == 0 && !same_file(&st, &f->st)) {
 			f->version++;
+			atomic_fetch_add_explicit(&g->st.reopen_drops, 1, memory_order_relaxed);
 			r = vc_volume_drop(f->v, 0, 0, 0);
 			if (r == 0 && (uint64_t)st.st_size != vc_volume_size(f->v))
 				r = vc_volume_resize(f->v, (uint64_t)st.st_size);
@@ -207,7 +208,11 @@ static void file_restat(struct gfs_file *f)
 static int file_close(struct vc_gpufs *g, struct gfs_file *f)
 {
 	pthread_rwlock_wrlock(&f->rw);
-	int r = (f->flags & VC_GO_RDWR) ? vc_volume_flush(f->v) : 0;
+	int r = 0;
+	if (f->flags & VC_GO_RDWR) {
+		atomic_fetch_add_explicit(&g->st.syncs, 1, memory_order_relaxed);
+		r = vc_volume_flush(f->v);
+	}
 	file_restat(f);
 	pthread_mutex_lock(&g->mu);
 	if (r == 0 && f->opens > 0)
@@ -451,6 +456,7 @@ static int pass_start(struct vc_gpufs *g)
 	g->rev_active = true;
 	g->rev_fallback = false;
 	g->rev_t0 = now_ns();
+	atomic_store(&g->st.pass_t0, g->rev_t0);
 	return 0;
 }
 
@@ -479,6 +485,7 @@ static void pass_poll(struct vc_gpufs *g)
 	for (uint32_t i = 0; i < n; i++)
 		grant_drop(g, __atomic_load_n(&g->rev[i], __ATOMIC_RELAXED), true);
 	g->rev_active = false;
+	atomic_store(&g->st.pass_t0, 0);
 	atomic_fetch_add_explicit(&g->st.revokes, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->st.revoked, n, memory_order_relaxed);
 }
@@ -494,6 +501,7 @@ static void pass_settle(struct vc_gpufs *g)
 #endif
 	}
 	g->rev_active = false;
+	atomic_store(&g->st.pass_t0, 0);
 	g->rev_gen = 0;
 	__atomic_store_n(&g->rev[g->ntab], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&g->rev[g->ntab + 1], 0, __ATOMIC_RELEASE);
@@ -854,6 +862,10 @@ int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st)
 		.rev_fallbacks = atomic_load(&g->st.rev_fallbacks),
 		.miss_rounds = atomic_load(&g->st.miss_rounds),
 		.miss_pages = atomic_load(&g->st.miss_pages),
+		.reopen_drops = atomic_load(&g->st.reopen_drops),
+		.syncs = atomic_load(&g->st.syncs),
 	};
+	uint64_t t0 = atomic_load(&g->st.pass_t0), t = now_ns();
+	st->pass_age_ns = t0 && t > t0 ? t - t0 : 0;
 	return 0;
 }
