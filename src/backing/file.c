@@ -82,6 +82,7 @@ struct vc_backing {
 	_Atomic uint64_t size; /* vc_backing_resize may change it while other calls run */
 	uint64_t latency_ns;
 	_Atomic uint64_t wait_ns;
+	_Atomic uint64_t writes; /* write calls and batches made (vc_backing_writes) */
 #ifdef VC_HAVE_URING
 	atomic_bool no_uring; /* set once ring setup fails: loops from then on */
 	pthread_mutex_t pool_mu;
@@ -180,6 +181,8 @@ static int rw(struct vc_backing *b, int write, void *buf, size_t len, uint64_t o
 		return 0;
 	uint64_t t0 = vc_now_ns();
 	int r = xfer(b, write, buf, len, off, 0);
+	if (write) /* after it: a reader of the count sees the file changed */
+		atomic_fetch_add_explicit(&b->writes, 1, memory_order_release);
 	if (b->latency_ns)
 		sleep_ns(b->latency_ns);
 	account(b, t0);
@@ -458,6 +461,11 @@ int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n)
 	if (!ran && todo > 0)
 		submit_loop(b, bios, n);
 
+	for (unsigned i = 0; i < n; i++)
+		if (bios[i].write) { /* after them (as rw) */
+			atomic_fetch_add_explicit(&b->writes, 1, memory_order_release);
+			break;
+		}
 	if (b->latency_ns && todo > 0)
 		sleep_ns(b->latency_ns * ((todo + QD - 1) / QD));
 	account(b, t0);
@@ -621,6 +629,7 @@ int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
 	b->size = size;
 	b->latency_ns = latency_ns;
 	atomic_init(&b->wait_ns, 0);
+	atomic_init(&b->writes, 0);
 #ifdef VC_HAVE_URING
 	atomic_init(&b->no_uring, false);
 #endif
@@ -652,6 +661,7 @@ int vc_backing_open_store(const struct vc_store *store, int readonly, uint64_t l
 	b->size = store->bytes;
 	b->latency_ns = latency_ns;
 	atomic_init(&b->wait_ns, 0);
+	atomic_init(&b->writes, 0);
 	strcpy(b->name, name);
 	*out = b;
 	return 0;
@@ -708,6 +718,11 @@ int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len)
 		return vc_err(-e, "backing %s: %s: %s", b->name, b->blockdev ? "fsync" : "fdatasync",
 			      strerror(e));
 	return 0;
+}
+
+uint64_t vc_backing_writes(const struct vc_backing *b)
+{
+	return atomic_load_explicit(&b->writes, memory_order_acquire);
 }
 
 uint64_t vc_backing_wait_ns(const struct vc_backing *b)
