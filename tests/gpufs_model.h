@@ -436,6 +436,49 @@ static void gm_report(const char *what, const struct gm_arg *a)
 		a->checked, a->errors, a->calls_failed, a->first_err);
 }
 
+/* A stalled test's host threads, each printing its own stack (glibc's
+ * backtrace in a signal handler; offsets from the executable's start, for
+ * addr2line on the same binary): where the service threads wait, on a
+ * machine without gdb. Diagnosis only. */
+#include <dirent.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
+static void gm_stack_handler(int sig)
+{
+	(void)sig;
+	void *pc[32];
+	int n = backtrace(pc, 32);
+	char line[64 * 20 + 64];
+	int k = snprintf(line, sizeof line, "stack tid %ld:", (long)syscall(SYS_gettid));
+	for (int i = 0; i < n && k < (int)sizeof line - 24; i++)
+		k += snprintf(line + k, sizeof line - k, " %#lx", (unsigned long)pc[i]);
+	line[k++] = '\n';
+	(void)!write(2, line, (size_t)k);
+}
+
+static void gm_dump_stacks(void)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+	char ml[512];
+	while (m && fgets(ml, sizeof ml, m))
+		if (strstr(ml, "test_gpufs"))
+			fprintf(stderr, "stacks: map %s", ml);
+	if (m)
+		fclose(m);
+	signal(SIGUSR2, gm_stack_handler);
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			syscall(SYS_tgkill, getpid(), atoi(e->d_name), SIGUSR2);
+			usleep(20000);
+		}
+	if (d)
+		closedir(d);
+}
+
 struct gm_progress {
 	vc_gpufs *g;
 	const struct gm_arg *a;
@@ -449,6 +492,8 @@ struct gm_progress {
 static void *gm_progress_main(void *p)
 {
 	struct gm_progress *pr = (struct gm_progress *)p;
+	uint64_t last = 0;
+	unsigned same = 0;
 	for (unsigned k = 1; !__atomic_load_n(&pr->stop, __ATOMIC_ACQUIRE); k++) {
 		for (unsigned i = 0; i < pr->every_s * 10 && !__atomic_load_n(&pr->stop, __ATOMIC_ACQUIRE); i++)
 			usleep(100000);
@@ -456,14 +501,29 @@ static void *gm_progress_main(void *p)
 		if (vc_gpufs_stats(pr->g, &st) != 0)
 			continue;
 		fprintf(stderr, "[%us] requests %llu batches %llu opens %llu gets %llu writes %llu syncs %llu "
-				"reopen-drops %llu revokes %llu (fallback %llu) pass-age %.1f ms held %llu "
-				"checked %llu\n",
+				"reopen-drops %llu revokes %llu (fallback %llu) pass-age %.1f ms held %llu\n",
 			k * pr->every_s, (unsigned long long)st.requests, (unsigned long long)st.batches,
 			(unsigned long long)st.opens, (unsigned long long)st.gets,
 			(unsigned long long)st.writes, (unsigned long long)st.syncs,
 			(unsigned long long)st.reopen_drops, (unsigned long long)st.revokes,
 			(unsigned long long)st.rev_fallbacks, st.pass_age_ns / 1e6,
-			(unsigned long long)st.held, (unsigned long long)pr->a->checked);
+			(unsigned long long)st.held);
+		same = st.requests == last ? same + 1 : 0;
+		last = st.requests;
+		if (same == 2) {
+			/* The request ring (mapped host memory, the same address
+			 * on both sides): slots published and not answered, or
+			 * answered. */
+			struct vc_gfs_ctx x;
+			if (vc_gpufs_ctx(pr->g, &x) == 0)
+				for (uint32_t i = 0; i <= x.ring_mask; i++) {
+					const struct vc_gfs_req *q = &x.ring[i];
+					fprintf(stderr, "slot %u: seq %llu done %llu op %u fd %u off %llu result %lld\n",
+						i, (unsigned long long)q->seq, (unsigned long long)q->done, q->op,
+						q->fd, (unsigned long long)q->off, (long long)q->result);
+				}
+			gm_dump_stacks();
+		}
 	}
 	return NULL;
 }
@@ -532,6 +592,12 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	gc.table_entries = 4096;
 	gc.max_cached = 32; /* the table holds a few; most grants come and go */
 	gc.timeout_ns = 120ull * 1000000000u;
+	/* VC_GPUFS_RING=N: N request slots (a power of two), fewer than the
+	 * warps in flight, so that claims wait for free slots (the ring's
+	 * wrap, which the GPU's thousands of warps always exercise). */
+	const char *rs = getenv("VC_GPUFS_RING");
+	if (rs)
+		gc.ring_slots = (uint32_t)strtoul(rs, NULL, 0);
 	vc_gpufs *g;
 	GM_CHECK(vc_gpufs_create(c, &gc, &g) == 0);
 	int fc = vc_gpufs_open(g, a->path_c, VC_GO_RDWR);
