@@ -120,9 +120,9 @@ bool eng_gfs_waiters(vc_cache *c)
 	return false;
 }
 
-uint64_t eng_gfs_writes(vc_volume *v)
+uint64_t eng_gfs_writes(vc_volume *v, uint64_t *begun)
 {
-	return vc_backing_writes(v->bk);
+	return vc_backing_writes(v->bk, begun);
 }
 
 int eng_gfs_flush(vc_volume *v, _Atomic uint64_t *synced, bool *did)
@@ -136,7 +136,7 @@ int eng_gfs_flush(vc_volume *v, _Atomic uint64_t *synced, bool *did)
 	int r = size ? eng_writeback_range(v, 0, (size - 1) >> v->c->pshift) : 0;
 	if (r < 0)
 		return r;
-	uint64_t w = vc_backing_writes(v->bk), s = atomic_load(synced);
+	uint64_t w = vc_backing_writes(v->bk, NULL), s = atomic_load(synced);
 	if (w == s)
 		return 0;
 	r = vc_backing_sync(v->bk);

@@ -53,8 +53,9 @@ void eng_gfs_quiet(vc_cache *c, bool on);
 /* Writes the cache made to v's backing file so far (write-through writes,
  * write-backs), counted after each is done. Close-to-open tells the
  * cache's own changes of a file from someone else's with it: a file whose
- * stat changed while this count stayed put was changed outside. */
-uint64_t eng_gfs_writes(vc_volume *v);
+ * stat changed while this count stayed put was changed outside. *begun
+ * (unless NULL): the writes begun (vc_backing_writes). */
+uint64_t eng_gfs_writes(vc_volume *v, uint64_t *begun);
 /* vc_volume_flush, less the backing sync when the cache wrote nothing to
  * v's backing since the sync that *synced records (a gclose after others
  * with no write between them costs no fdatasync): 0 or -errno; *synced is

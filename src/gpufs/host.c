@@ -93,35 +93,35 @@ static bool same_file(const struct stat *a, const struct stat *b)
 }
 
 /* Our own change: the next open must not take it for someone else's. The
- * count is read before the stat: a write of the cache between them is in
- * the stat and not in the count, which only makes the next change look
- * like ours (a write after the count had to change the file's stat by
- * itself to count; read after, it would be missing from the stat and
- * cost the next open a needless drop). */
+ * record keeps the writes *done* before the stat: a write in flight then
+ * (its change may land after the stat) counts as one after the record. */
 static void file_restat(struct gfs_file *f)
 {
 	pthread_mutex_lock(&f->stmu);
-	f->wseen = eng_gfs_writes(f->v);
+	f->wseen = eng_gfs_writes(f->v, NULL);
 	fstat(f->fd, &f->st);
 	pthread_mutex_unlock(&f->stmu);
 }
 
 /* Whether path changed outside the cache since the record (f->rw held,
- * either way): its stat differs and the cache wrote nothing to it since.
- * A difference the cache's writes explain moves the record. The cost of
+ * either way): its stat differs, and the cache neither began a write of
+ * it since the record nor has one in flight (the counts are read after
+ * the stat, so every write whose change the stat shows has begun). A
+ * difference the cache's writes explain moves the record. The cost of
  * telling them apart so: a change from outside that lands between two
  * gopens together with a write of the cache to the same file is taken
  * for the cache's own (NFS's weak cache consistency has the same gap). */
 static bool file_changed(struct gfs_file *f, const char *path, struct stat *st)
 {
-	uint64_t w = eng_gfs_writes(f->v); /* before the stat, as file_restat */
+	uint64_t done0 = eng_gfs_writes(f->v, NULL); /* the new record's, as file_restat */
 	if (stat(path, st) != 0)
 		return false;
+	uint64_t begun, done = eng_gfs_writes(f->v, &begun);
 	pthread_mutex_lock(&f->stmu);
 	bool differs = !same_file(st, &f->st);
-	if (differs && w != f->wseen) {
+	if (differs && (begun != f->wseen || begun != done)) {
 		f->st = *st;
-		f->wseen = w;
+		f->wseen = done0;
 		differs = false;
 	}
 	pthread_mutex_unlock(&f->stmu);
@@ -213,7 +213,7 @@ static int file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs
 	f->flags = (uint32_t)flags & VC_GO_RDWR;
 	f->version = 1;
 	f->opens = 1;
-	f->wseen = eng_gfs_writes(f->v);
+	f->wseen = eng_gfs_writes(f->v, NULL);
 	atomic_store(&f->synced, f->wseen);
 	pthread_mutex_unlock(&g->mu);
 	*out = f;
