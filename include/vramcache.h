@@ -573,6 +573,13 @@ struct vc_gpufs_stats {
 					fallback kernel (emu: the reaper) took the rest */
 	uint64_t miss_rounds, miss_pages; /* GET misses loaded together: backing
 					     read rounds, pages they loaded */
+	uint64_t reopen_drops;       /* gopens that found the file changed outside
+					the cache: a new version, its pages dropped */
+	uint64_t syncs;              /* backing syncs at gclose/gfsync (a close with
+					nothing written since the last one syncs nothing) */
+	uint64_t pass_age_ns;        /* the revoke pass in progress: how long ago it
+					was asked for (0: none); a pass that never ends
+					would stall every engine sleeper on the table */
 };
 int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st);
 

@@ -35,7 +35,8 @@ static int t_launch(vc_gpufs *g, enum gm_kernel k, unsigned nwarps, struct gm_ar
 	void (*fn)(const struct vc_gfs_ctx *, unsigned, void *) =
 		k == GM_MODEL ? k_model : k == GM_MMAP ? k_mmap : k == GM_ERRORS ? k_errors : k_timeout;
 	/* gmmap holders wait for others: every warp needs a thread. */
-	unsigned threads = k == GM_MMAP || k == GM_TIMEOUT ? nwarps : 8;
+	const char *et = getenv("VC_GPUFS_EMU_THREADS"); /* warps at once (8) */
+	unsigned threads = k == GM_MMAP || k == GM_TIMEOUT ? nwarps : et ? (unsigned)atoi(et) : 8;
 	return vc_gpufs_emu_run(g, nwarps, threads, fn, a);
 }
 

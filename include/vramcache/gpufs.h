@@ -89,7 +89,8 @@ enum vc_gfs_op {
  * ticket + 1 of the slot's latest use: seq once the device wrote the
  * request, done once the host wrote the answer, ack once the device read
  * it (or at once, by the host, for ops nobody waits on). Ticket t may use
- * slot t % R when its ack says t - R + 1. */
+ * slot t % R when its ack says t - R + 1. The request ring's acks are
+ * kept in device memory instead (ctx.ack); this one is the unpin ring's. */
 struct vc_gfs_req {
 	uint64_t seq, done, ack;
 	uint32_t op, fd;
@@ -126,21 +127,28 @@ struct vc_gfs_file {
 	uint32_t flags;   /* VC_GO_* of the first open; 0 when closed */
 };
 
-/* Device-memory words of a context. The revoke pass's words (rev_*) are
- * written by the host through the copy engines (no kernel, no SM): first
- * rev_next, rev_fin and rev_n to 0, then, after them in stream order,
- * rev_req to the pass's number; warps that see rev_req != rev_done share
- * the pass (vc_gfs_revoke_help). */
+/* Device-memory words of a context. The revoke pass's counters never go
+ * back (step 3): pass P (1, 2, ...) owns chunk numbers [(P-1) x nch, P x
+ * nch), nch = entries / VC_GFS_REV_CHUNK; the host asks for pass P by
+ * storing rev_req = P (one 4-byte write through the copy engines: no
+ * kernel, no SM), and only after it has taken pass P - 1's output. Warps
+ * claim a chunk with a compare-and-swap that never takes rev_next past
+ * rev_req x nch, so every claim belongs to the pass its number says, and
+ * a warp that read the words long ago cannot take or finish a chunk of
+ * another pass. (Step 2 reset the counters for each pass with a copy,
+ * while warps of the pass before could still add to them: a late claim
+ * landed in the next pass before its rev_req did, finished it under the
+ * old number, and the pass never ended; its ids could go past the output
+ * array. docs/GPUFS.md, step 3.) */
 struct vc_gfs_ctl {
 	uint64_t tail;     /* next ticket */
 	uint64_t utail;    /* next ticket of the unpin ring */
 	uint32_t broken;   /* a call timed out: the ring may be stuck */
+	uint32_t rev_req;  /* passes asked for (host-written) */
+	uint64_t rev_next; /* chunks claimed, over every pass (CAS, <= rev_req x nch) */
+	uint64_t rev_fin;  /* chunks finished, over every pass */
+	uint32_t rev_n;    /* ids written, over every pass (mod 2^32; slot n & tab_mask) */
 	uint32_t _pad;
-	uint64_t rev_next; /* the pass's chunks claimed (device-scope atomics) */
-	uint32_t rev_fin;  /* the pass's chunks done */
-	uint32_t rev_n;    /* ids written to the pass's output */
-	uint32_t rev_req;  /* the pass the host asked for (host-written) */
-	uint32_t rev_done; /* the last pass done (its last chunk's finisher) */
 };
 
 /* A revoke pass's share: table entries a chunk. */
@@ -158,9 +166,15 @@ struct vc_gfs_ctx {
 	struct vc_gfs_ctl *ctl;    /* device memory */
 	struct vc_gfs_ent *tab;    /* device memory */
 	struct vc_gfs_file *files; /* device memory, VC_GFS_MAX_FILES */
-	uint32_t *rev;             /* mapped: a revoke pass's output: engine ids of
-				      the entries it revoked [0, entries), their count
-				      [entries], the pass's number once done [entries + 1] */
+	uint32_t *rev;             /* mapped: revoke passes' output: engine ids of
+				      the entries they revoked [0, entries), written at
+				      rev_n & tab_mask; rev_n as of the last pass done
+				      [entries], that pass's number [entries + 1] */
+	uint64_t *ack;             /* device memory, R words: ring slot i was last
+				      answered and read for ticket ack[i] - 1. In device
+				      memory because warps waiting for a free slot poll
+				      it: thousands of them polling mapped memory fill
+				      the link with reads (step 3) */
 	uint32_t ring_mask;        /* R - 1 */
 	uint32_t tab_mask;         /* entries - 1 */
 	uint32_t page_shift;
@@ -199,6 +213,9 @@ struct vc_gmap {
 #define VC_GFS_ADD32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
 #define VC_GFS_SUB32(p, v) atomicSub((unsigned int *)(p), (unsigned int)(v))
 #define VC_GFS_ADD64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#define VC_GFS_CAS64(p, e, d)                                                                   \
+	(atomicCAS((unsigned long long *)(p), (unsigned long long)(e), (unsigned long long)(d)) == \
+	 (unsigned long long)(e))
 #define VC_GFS_FENCE() __threadfence_system()
 #define VC_GFS_PAUSE() __nanosleep(200)
 
@@ -275,6 +292,7 @@ static __device__ __forceinline__ struct vc_gfs_warp vc_gfs_solo_(void)
 #define VC_GFS_ADD32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_SUB32(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_ADD64(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define VC_GFS_CAS64(p, e, d) vc_gfs_cas64_((p), (e), (d))
 /* Nothing: on the host the release store that publishes (VC_GFS_ST) orders
  * the plain stores before it. */
 #define VC_GFS_FENCE() ((void)0)
@@ -289,6 +307,11 @@ static inline void vc_gfs_nap_(void)
 }
 
 static inline int vc_gfs_cas32_(uint32_t *p, uint32_t e, uint32_t d)
+{
+	return __atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static inline int vc_gfs_cas64_(uint64_t *p, uint64_t e, uint64_t d)
 {
 	return __atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
@@ -398,18 +421,19 @@ VC_GFS_FN int vc_gfs_tab_revoke_(const struct vc_gfs_ctx *g, uint32_t x, uint32_
 	return 1;
 }
 
-/* A warp's share of the host's revoke pass (every active lane; a lone
- * leader passes vc_gfs_solo_()): while a pass is asked for (rev_req !=
- * rev_done), claims chunks of VC_GFS_REV_CHUNK entries and revokes every
- * VALID entry of them that nobody pins, writing its engine id to
- * g->rev[]; the warp that finishes the pass's last chunk publishes the
- * count and the pass's number there, for the host. Warps call it at each
- * call's start and while they wait for the host, so a pass needs no
- * kernel and no free SM; the host's fallback kernel (and the emulated
- * device's reaper) call it the same way. Lock-free; each chunk is
- * claimed once, and nothing in it waits. Cost when no pass is asked for:
- * two loads of device memory. A pass: one 4-byte read per entry, one CAS
- * and one 4-byte PCIe write per revoked entry, shared by the warps. */
+/* A warp's share of the host's revoke passes (every active lane; a lone
+ * leader passes vc_gfs_solo_()): while a chunk of an asked-for pass is
+ * left (rev_next < rev_req x nch), claims it and revokes every VALID
+ * entry of it that nobody pins, writing its engine id to g->rev[]; the
+ * warp that finishes a pass's last chunk publishes the ids' running count
+ * and the pass's number there, for the host. Warps call it at each call's
+ * start and while they wait for the host, so a pass needs no kernel and
+ * no free SM; the host's fallback kernel (and the emulated device's
+ * reaper) call it the same way. Lock-free; each chunk is claimed once,
+ * by a CAS that cannot run past the passes asked for (ctl's comment), and
+ * nothing in it waits. Cost when no chunk is left: two loads of device
+ * memory. A pass: one 4-byte read per entry, one CAS and one 4-byte PCIe
+ * write per revoked entry, shared by the warps. */
 VC_GFS_FN void vc_gfs_revoke_help(const struct vc_gfs_ctx *g, struct vc_gfs_warp w)
 {
 	struct vc_gfs_ctl *ctl = g->ctl;
@@ -417,30 +441,36 @@ VC_GFS_FN void vc_gfs_revoke_help(const struct vc_gfs_ctx *g, struct vc_gfs_warp
 	for (;;) {
 		unsigned long long c = ~0ull;
 		if (VC_GFS_LEADER(w)) {
-			uint32_t req = (uint32_t)VC_GFS_LDD(&ctl->rev_req);
-			if (req != (uint32_t)VC_GFS_LDD(&ctl->rev_done))
-				c = VC_GFS_ADD64(&ctl->rev_next, 1);
+			uint64_t lim = (uint64_t)(uint32_t)VC_GFS_LDD(&ctl->rev_req) * nch;
+			uint64_t next = VC_GFS_LDD(&ctl->rev_next);
+			while (next < lim) {
+				if (VC_GFS_CAS64(&ctl->rev_next, next, next + 1)) {
+					c = next;
+					break;
+				}
+				next = VC_GFS_LDD(&ctl->rev_next);
+			}
 		}
 		c = VC_GFS_BCAST(w, c);
-		if (c >= nch)
+		if (c == ~0ull)
 			return;
-		uint64_t end = (c + 1) * VC_GFS_REV_CHUNK;
+		uint64_t first = (c % nch) * VC_GFS_REV_CHUNK, end = first + VC_GFS_REV_CHUNK;
 		if (end > (uint64_t)g->tab_mask + 1)
 			end = (uint64_t)g->tab_mask + 1;
-		for (uint64_t x = c * VC_GFS_REV_CHUNK + w.rank; x < end; x += w.n) {
+		for (uint64_t x = first + w.rank; x < end; x += w.n) {
 			uint32_t id;
 			if (vc_gfs_tab_revoke_(g, (uint32_t)x, &id))
-				VC_GFS_ST(&g->rev[VC_GFS_ADD32(&ctl->rev_n, 1)], id);
+				VC_GFS_ST(&g->rev[VC_GFS_ADD32(&ctl->rev_n, 1) & g->tab_mask], id);
 		}
 		VC_GFS_FENCE(); /* this lane's ids before the chunk counts as done */
 		VC_GFS_SYNCWARP(w);
-		if (VC_GFS_LEADER(w) && VC_GFS_ADD32(&ctl->rev_fin, 1) + 1 == nch) {
-			/* The last chunk: every id is out (each finisher fenced
-			 * before its count). */
-			uint32_t req = (uint32_t)VC_GFS_LDD(&ctl->rev_req);
+		uint64_t pass = c / nch + 1;
+		if (VC_GFS_LEADER(w) && VC_GFS_ADD64(&ctl->rev_fin, 1) + 1 == pass * nch) {
+			/* The pass's last chunk: every id of it is out (each
+			 * finisher fenced before its count), and none of the next
+			 * pass's is (not asked for before the host reads these). */
 			VC_GFS_ST(&g->rev[g->tab_mask + 1], (uint32_t)VC_GFS_LDD(&ctl->rev_n));
-			VC_GFS_STD(&ctl->rev_done, req);
-			VC_GFS_ST(&g->rev[g->tab_mask + 2], req);
+			VC_GFS_ST(&g->rev[g->tab_mask + 2], (uint32_t)pass);
 		}
 	}
 }
@@ -458,15 +488,19 @@ VC_GFS_FN int64_t vc_gfs_timeout_(const struct vc_gfs_ctx *g)
 	return -ETIMEDOUT;
 }
 
-/* Leader: claims a ticket and waits until its slot is free; the slot, or
- * NULL (timed out: the context is broken). */
+/* Leader: claims a ticket and waits until its slot is free (the slot's
+ * ack word says t - R + 1: in device memory for the request ring, the
+ * slot's own, host-written, for the unpin ring); the slot, or NULL (timed
+ * out: the context is broken). */
 VC_GFS_FN struct vc_gfs_req *vc_gfs_claim_on_(const struct vc_gfs_ctx *g, struct vc_gfs_req *ring,
 					      uint64_t *tail, uint64_t *ticket, uint64_t t0)
 {
 	uint64_t t = VC_GFS_ADD64(tail, 1);
 	struct vc_gfs_req *s = &ring[t & g->ring_mask];
 	uint64_t prev = t > g->ring_mask ? t - g->ring_mask : 0; /* t - R + 1 */
-	while (VC_GFS_LD(&s->ack) < prev) {
+	const int dev = ring == g->ring;
+	uint64_t *ack = dev ? &g->ack[t & g->ring_mask] : &s->ack;
+	while ((dev ? VC_GFS_LDD(ack) : VC_GFS_LD(ack)) < prev) {
 		if (vc_gfs_now_ns() - t0 > g->timeout_ns)
 			return NULL;
 		vc_gfs_revoke_help(g, vc_gfs_solo_());
@@ -500,10 +534,11 @@ VC_GFS_FN int64_t vc_gfs_post_(const struct vc_gfs_ctx *g, struct vc_gfs_req *s,
 	return 0;
 }
 
-/* Leader: the slot's answer was read; the slot is free. */
-VC_GFS_FN void vc_gfs_release_slot_(struct vc_gfs_req *s, uint64_t t)
+/* Leader: the request ring's slot of ticket t: its answer was read, the
+ * slot is free. */
+VC_GFS_FN void vc_gfs_release_slot_(const struct vc_gfs_ctx *g, uint64_t t)
 {
-	VC_GFS_ST(&s->ack, t + 1);
+	VC_GFS_STD(&g->ack[t & g->ring_mask], t + 1);
 }
 
 VC_GFS_FN void vc_gfs_fill_(struct vc_gfs_req *s, uint32_t op, uint32_t fd, uint64_t off,
@@ -560,7 +595,7 @@ VC_GFS_FN int64_t vc_gfs_rpc_(const struct vc_gfs_ctx *g, uint32_t op, uint32_t 
 	a->addr = VC_GFS_LD(&s->addr);
 	a->id = (uint32_t)VC_GFS_LD(&s->id);
 	a->rflags = (uint32_t)VC_GFS_LD(&s->rflags);
-	vc_gfs_release_slot_(s, t);
+	vc_gfs_release_slot_(g, t);
 	return a->result;
 }
 
@@ -676,7 +711,7 @@ VC_GFS_FN int vc_gopen(const struct vc_gfs_ctx *g, const char *path, int flags)
 				VC_GFS_STD(&f->version, (uint32_t)VC_GFS_LD(&s->version));
 				VC_GFS_STD(&f->flags, (uint32_t)VC_GFS_LD(&s->flags) | VC_GFS_FD_OPEN);
 			}
-			vc_gfs_release_slot_(s, t);
+			vc_gfs_release_slot_(g, t);
 		}
 	}
 	return (int)VC_GFS_BCAST(w, (long long)r);
@@ -812,7 +847,7 @@ VC_GFS_FN int64_t vc_gwrite(const struct vc_gfs_ctx *g, int fd, uint64_t off, ui
 			r = vc_gfs_post_(g, s, t, 1, t0);
 			if (r == 0) {
 				r = (int64_t)VC_GFS_LD((uint64_t *)&s->result);
-				vc_gfs_release_slot_(s, t);
+				vc_gfs_release_slot_(g, t);
 			}
 		}
 		r = (int64_t)VC_GFS_BCAST(w, (long long)r);

@@ -64,5 +64,11 @@ int vc_backing_sync(struct vc_backing *b);
 int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len);
 /* Nanoseconds spent inside this backing's calls so far (all threads). */
 uint64_t vc_backing_wait_ns(const struct vc_backing *b);
+/* Writes this backing made so far (each vc_backing_write, each batch with
+ * a write), counted after they are done; *begun (unless NULL): counted
+ * before they start (read after the done count: begun >= done). A store
+ * whose file changed while neither count moved, and with no write in
+ * flight, was changed by someone else. */
+uint64_t vc_backing_writes(const struct vc_backing *b, uint64_t *begun);
 
 #endif

@@ -82,6 +82,7 @@ struct vc_backing {
 	_Atomic uint64_t size; /* vc_backing_resize may change it while other calls run */
 	uint64_t latency_ns;
 	_Atomic uint64_t wait_ns;
+	_Atomic uint64_t writes_begun, writes; /* write calls and batches begun, done */
 #ifdef VC_HAVE_URING
 	atomic_bool no_uring; /* set once ring setup fails: loops from then on */
 	pthread_mutex_t pool_mu;
@@ -179,7 +180,11 @@ static int rw(struct vc_backing *b, int write, void *buf, size_t len, uint64_t o
 	if (len == 0)
 		return 0;
 	uint64_t t0 = vc_now_ns();
+	if (write) /* before it: a write in flight is seen as one */
+		atomic_fetch_add_explicit(&b->writes_begun, 1, memory_order_seq_cst);
 	int r = xfer(b, write, buf, len, off, 0);
+	if (write) /* after it: a reader of the count sees the file changed */
+		atomic_fetch_add_explicit(&b->writes, 1, memory_order_release);
 	if (b->latency_ns)
 		sleep_ns(b->latency_ns);
 	account(b, t0);
@@ -440,6 +445,11 @@ int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n)
 		}
 	}
 
+	bool wr = false;
+	for (unsigned i = 0; i < n && !wr; i++)
+		wr = bios[i].write;
+	if (wr) /* as rw: begun before, done after */
+		atomic_fetch_add_explicit(&b->writes_begun, 1, memory_order_seq_cst);
 	bool ran = false;
 #ifdef VC_HAVE_URING
 	/* A single request gains nothing from a ring; a caller's store has
@@ -458,6 +468,8 @@ int vc_backing_submit(struct vc_backing *b, struct vc_bio *bios, unsigned n)
 	if (!ran && todo > 0)
 		submit_loop(b, bios, n);
 
+	if (wr)
+		atomic_fetch_add_explicit(&b->writes, 1, memory_order_release);
 	if (b->latency_ns && todo > 0)
 		sleep_ns(b->latency_ns * ((todo + QD - 1) / QD));
 	account(b, t0);
@@ -621,6 +633,8 @@ int vc_backing_open(const char *path, int fd, int readonly, uint64_t latency_ns,
 	b->size = size;
 	b->latency_ns = latency_ns;
 	atomic_init(&b->wait_ns, 0);
+	atomic_init(&b->writes, 0);
+	atomic_init(&b->writes_begun, 0);
 #ifdef VC_HAVE_URING
 	atomic_init(&b->no_uring, false);
 #endif
@@ -652,6 +666,8 @@ int vc_backing_open_store(const struct vc_store *store, int readonly, uint64_t l
 	b->size = store->bytes;
 	b->latency_ns = latency_ns;
 	atomic_init(&b->wait_ns, 0);
+	atomic_init(&b->writes, 0);
+	atomic_init(&b->writes_begun, 0);
 	strcpy(b->name, name);
 	*out = b;
 	return 0;
@@ -708,6 +724,14 @@ int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len)
 		return vc_err(-e, "backing %s: %s: %s", b->name, b->blockdev ? "fsync" : "fdatasync",
 			      strerror(e));
 	return 0;
+}
+
+uint64_t vc_backing_writes(const struct vc_backing *b, uint64_t *begun)
+{
+	uint64_t done = atomic_load_explicit(&b->writes, memory_order_seq_cst);
+	if (begun)
+		*begun = atomic_load_explicit(&b->writes_begun, memory_order_seq_cst);
+	return done;
 }
 
 uint64_t vc_backing_wait_ns(const struct vc_backing *b)

@@ -119,3 +119,31 @@ bool eng_gfs_waiters(vc_cache *c)
 			return true;
 	return false;
 }
+
+uint64_t eng_gfs_writes(vc_volume *v, uint64_t *begun)
+{
+	return vc_backing_writes(v->bk, begun);
+}
+
+int eng_gfs_flush(vc_volume *v, _Atomic uint64_t *synced, bool *did)
+{
+	*did = false;
+	if (v->readonly)
+		return 0;
+	/* The dirty pages first (their writes count), then the count: what
+	 * the sync below covers is everything counted up to w. */
+	uint64_t size = atomic_load(&v->size);
+	int r = size ? eng_writeback_range(v, 0, (size - 1) >> v->c->pshift) : 0;
+	if (r < 0)
+		return r;
+	uint64_t w = vc_backing_writes(v->bk, NULL), s = atomic_load(synced);
+	if (w == s)
+		return 0;
+	r = vc_backing_sync(v->bk);
+	if (r < 0)
+		return r;
+	*did = true;
+	while (s < w && !atomic_compare_exchange_weak(synced, &s, w))
+		;
+	return 0;
+}

@@ -10,6 +10,7 @@
 #ifndef VC_ENGINE_GPUFS_H
 #define VC_ENGINE_GPUFS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -49,6 +50,17 @@ void eng_gfs_unpin(vc_cache *c, uint32_t id);
  * GPU cleaning defers to tail eviction, a shrink evicts instead of moving.
  * What it cannot cover is in docs/GPUFS.md. */
 void eng_gfs_quiet(vc_cache *c, bool on);
+/* Writes the cache made to v's backing file so far (write-through writes,
+ * write-backs), counted after each is done. Close-to-open tells the
+ * cache's own changes of a file from someone else's with it: a file whose
+ * stat changed while this count stayed put was changed outside. *begun
+ * (unless NULL): the writes begun (vc_backing_writes). */
+uint64_t eng_gfs_writes(vc_volume *v, uint64_t *begun);
+/* vc_volume_flush, less the backing sync when the cache wrote nothing to
+ * v's backing since the sync that *synced records (a gclose after others
+ * with no write between them costs no fdatasync): 0 or -errno; *synced is
+ * advanced (atomically, never back) when it synced; *did says whether. */
+int eng_gfs_flush(vc_volume *v, _Atomic uint64_t *synced, bool *did);
 /* Somebody sleeps in the engine for a page or a resource: a grant may be
  * what it waits for. O(buckets) atomic loads, no lock. */
 bool eng_gfs_waiters(vc_cache *c);

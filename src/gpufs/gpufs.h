@@ -30,7 +30,14 @@ struct gfs_file {
 	uint32_t flags;  /* VC_GO_RDWR when writable */
 	uint32_t version;
 	int opens;
-	struct stat st;  /* as of the last open or our last change */
+	/* Close-to-open: the file's stat as of the last open or our last
+	 * change, and the cache's writes to it then (eng_gfs_writes): a stat
+	 * that differs while that count stayed put is someone else's change.
+	 * Under stmu (taken inside rw, never across an engine call). */
+	struct stat st;
+	uint64_t wseen;
+	pthread_mutex_t stmu;
+	_Atomic uint64_t synced; /* eng_gfs_writes as of the last backing sync */
 	pthread_rwlock_t rw;
 };
 
@@ -55,15 +62,13 @@ struct vc_gpufs {
 	void *rev_stream; /* CUDA: the context's non-blocking stream (gpufs.c) */
 	/* The pass in progress (the reaper's; under revoke_mu): its number
 	 * (ctl.rev_req), when it was asked for, whether the fallback kernel
-	 * (emu: the reaper itself) was sent after it. sig: pinned words the
-	 * host copies to ctl.rev_* (CUDA), unchanged while a pass runs. */
-	struct gfs_sig {
-		uint64_t next;
-		uint32_t fin, n;
-		uint32_t req, _pad;
-	} *sig;
+	 * (emu: the reaper itself) was sent after it; rev_seen: ctl.rev_n as
+	 * of the last pass taken (its ids end there). sig: the pinned word
+	 * the host copies to ctl.rev_req (CUDA), unchanged while a pass runs. */
+	uint32_t *sig;
 	uint64_t sig_dev;
-	uint32_t rev_gen;
+	uint64_t ack_dev; /* ctx.ack: the request ring's ack words (device memory) */
+	uint32_t rev_gen, rev_seen;
 	bool rev_active, rev_fallback;
 	uint64_t rev_t0;
 
@@ -86,7 +91,8 @@ struct vc_gpufs {
 
 	struct {
 		_Atomic uint64_t requests, batches, gets, get_cached, revokes, revoked, writes, opens;
-		_Atomic uint64_t rev_fallbacks, miss_rounds, miss_pages;
+		_Atomic uint64_t rev_fallbacks, miss_rounds, miss_pages, reopen_drops, syncs;
+		_Atomic uint64_t pass_t0; /* the pass in progress's start (0: none), for stats */
 	} st;
 };
 

@@ -92,6 +92,42 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* Our own change: the next open must not take it for someone else's. The
+ * record keeps the writes *done* before the stat: a write in flight then
+ * (its change may land after the stat) counts as one after the record. */
+static void file_restat(struct gfs_file *f)
+{
+	pthread_mutex_lock(&f->stmu);
+	f->wseen = eng_gfs_writes(f->v, NULL);
+	fstat(f->fd, &f->st);
+	pthread_mutex_unlock(&f->stmu);
+}
+
+/* Whether path changed outside the cache since the record (f->rw held,
+ * either way): its stat differs, and the cache neither began a write of
+ * it since the record nor has one in flight (the counts are read after
+ * the stat, so every write whose change the stat shows has begun). A
+ * difference the cache's writes explain moves the record. The cost of
+ * telling them apart so: a change from outside that lands between two
+ * gopens together with a write of the cache to the same file is taken
+ * for the cache's own (NFS's weak cache consistency has the same gap). */
+static bool file_changed(struct gfs_file *f, const char *path, struct stat *st)
+{
+	uint64_t done0 = eng_gfs_writes(f->v, NULL); /* the new record's, as file_restat */
+	if (stat(path, st) != 0)
+		return false;
+	uint64_t begun, done = eng_gfs_writes(f->v, &begun);
+	pthread_mutex_lock(&f->stmu);
+	bool differs = !same_file(st, &f->st);
+	if (differs && (begun != f->wseen || begun != done)) {
+		f->st = *st;
+		f->wseen = done0;
+		differs = false;
+	}
+	pthread_mutex_unlock(&f->stmu);
+	return differs;
+}
+
 /* An open of path: fd or -errno; *f the file. Close-to-open: a file that
  * changed outside the cache since its last open gets a new version (the
  * device ignores table entries of older ones) and its cached pages are
@@ -117,24 +153,26 @@ static int file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs
 			return vc_err(-EACCES, "gpufs: %s is open read-only", path);
 		if (flags & VC_GO_TRUNC)
 			return vc_err(-EBUSY, "gpufs: O_TRUNC of %s, which is open", path);
-		/* Our own writes re-stat the file under f->rw (shared) when
-		 * they are done, so a difference that remains once f->rw is
-		 * ours alone is someone else's change. */
+		/* A stat that differs from the record is our change when the
+		 * cache wrote the file since (file_changed): the record moves,
+		 * nothing is dropped, no exclusive lock. Else it is someone
+		 * else's: under f->rw alone, checked again, a new version. */
 		struct stat st;
 		pthread_rwlock_rdlock(&f->rw);
-		bool changed = stat(path, &st) == 0 && !same_file(&st, &f->st);
+		bool changed = file_changed(f, path, &st);
 		pthread_rwlock_unlock(&f->rw);
 		if (changed)
 			pthread_rwlock_wrlock(&f->rw);
 		else
 			pthread_rwlock_rdlock(&f->rw);
-		if (changed && stat(path, &st) == 0 && !same_file(&st, &f->st)) {
+		if (changed && file_changed(f, path, &st)) {
 			f->version++;
+			atomic_fetch_add_explicit(&g->st.reopen_drops, 1, memory_order_relaxed);
 			r = vc_volume_drop(f->v, 0, 0, 0);
 			if (r == 0 && (uint64_t)st.st_size != vc_volume_size(f->v))
 				r = vc_volume_resize(f->v, (uint64_t)st.st_size);
 			if (r == 0)
-				f->st = st;
+				file_restat(f);
 		}
 		if (r == 0) {
 			pthread_mutex_lock(&g->mu);
@@ -175,6 +213,8 @@ static int file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs
 	f->flags = (uint32_t)flags & VC_GO_RDWR;
 	f->version = 1;
 	f->opens = 1;
+	f->wseen = eng_gfs_writes(f->v, NULL);
+	atomic_store(&f->synced, f->wseen);
 	pthread_mutex_unlock(&g->mu);
 	*out = f;
 	return freefd;
@@ -182,6 +222,18 @@ fail:
 	free(p);
 	close(hfd);
 	pthread_mutex_unlock(&g->mu);
+	return r;
+}
+
+/* The file's writes, durable: 0 or -errno (f->rw held shared). */
+static int file_sync(struct vc_gpufs *g, struct gfs_file *f)
+{
+	if (!(f->flags & VC_GO_RDWR))
+		return 0;
+	bool did;
+	int r = eng_gfs_flush(f->v, &f->synced, &did);
+	if (did)
+		atomic_fetch_add_explicit(&g->st.syncs, 1, memory_order_relaxed);
 	return r;
 }
 
@@ -195,20 +247,16 @@ static struct gfs_file *file_of(struct vc_gpufs *g, uint32_t fd)
 	return f;
 }
 
-/* Our own change: the next open must not take it for someone else's. */
-static void file_restat(struct gfs_file *f)
-{
-	fstat(f->fd, &f->st);
-}
-
-/* One close: flushes (close-to-open: the writes are durable and visible),
- * returns the opens left. The volume stays open (its pages cached) until
- * the context is destroyed. */
+/* One close: flushes (close-to-open: the writes are durable and visible;
+ * no backing sync when the cache wrote nothing since the last, so the
+ * closes of many warps after one write cost one fdatasync), returns the
+ * opens left. Shared f->rw: a flush changes no size and drops nothing.
+ * The volume stays open (its pages cached) until the context is
+ * destroyed. */
 static int file_close(struct vc_gpufs *g, struct gfs_file *f)
 {
-	pthread_rwlock_wrlock(&f->rw);
-	int r = (f->flags & VC_GO_RDWR) ? vc_volume_flush(f->v) : 0;
-	file_restat(f);
+	pthread_rwlock_rdlock(&f->rw);
+	int r = file_sync(g, f);
 	pthread_mutex_lock(&g->mu);
 	if (r == 0 && f->opens > 0)
 		r = --f->opens;
@@ -289,13 +337,15 @@ static void serve_one(struct vc_gpufs *g, uint64_t t)
 			r = -EINVAL;
 			break;
 		}
+		/* No re-stat: the engine counts the write (file_changed). */
 		pthread_rwlock_rdlock(&f->rw);
 		r = vc_volume_write(f->v, data, s->len, s->off);
-		file_restat(f);
 		pthread_rwlock_unlock(&f->rw);
 		break;
 	case VC_GFS_OP_FSYNC:
-		r = vc_volume_flush(f->v);
+		pthread_rwlock_rdlock(&f->rw);
+		r = file_sync(g, f);
+		pthread_rwlock_unlock(&f->rw);
 		break;
 	case VC_GFS_OP_CLOSE:
 		r = file_close(g, f);
@@ -414,33 +464,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Asks for pass g->rev_gen + 1: the counters to 0, then (after them)
- * rev_req. The previous pass is done, so no warp touches the counters but
- * to find no chunk left. */
+/* Asks for pass g->rev_gen + 1: one store of ctl.rev_req (the counters
+ * never go back: gpufs.h's struct vc_gfs_ctl). The previous pass is done
+ * and its output taken. */
 static int pass_start(struct vc_gpufs *g)
 {
 	uint32_t gen = g->rev_gen + 1;
 	int r = 0;
 	if (g->emu) {
 		struct vc_gfs_ctl *ctl = (struct vc_gfs_ctl *)(uintptr_t)g->ctl_dev;
-		__atomic_store_n(&ctl->rev_next, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&ctl->rev_fin, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&ctl->rev_n, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&ctl->rev_req, gen, __ATOMIC_RELEASE);
 	} else {
 #ifdef VC_HAVE_CUDA
-		*g->sig = (struct gfs_sig){ .req = gen };
-		_Static_assert(offsetof(struct vc_gfs_ctl, rev_fin) ==
-				       offsetof(struct vc_gfs_ctl, rev_next) + 8 &&
-			       offsetof(struct vc_gfs_ctl, rev_n) ==
-				       offsetof(struct vc_gfs_ctl, rev_next) + 12,
-			       "the counters are one copy");
-		r = vc_cuda_gfs_put(g->dev, g->rev_stream, g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_next),
-				    g->sig, 16);
-		if (r == 0)
-			r = vc_cuda_gfs_put(g->dev, g->rev_stream,
-					    g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_req), &g->sig->req,
-					    sizeof g->sig->req);
+		/* The copy reads *sig when it runs: it stays put until the
+		 * next pass, which starts after this one's output was seen. */
+		*g->sig = gen;
+		r = vc_cuda_gfs_put(g->dev, g->rev_stream, g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_req),
+				    g->sig, sizeof *g->sig);
 #else
 		r = -ENOTSUP;
 #endif
@@ -451,6 +491,7 @@ static int pass_start(struct vc_gpufs *g)
 	g->rev_active = true;
 	g->rev_fallback = false;
 	g->rev_t0 = now_ns();
+	atomic_store(&g->st.pass_t0, g->rev_t0);
 	return 0;
 }
 
@@ -473,12 +514,18 @@ static void pass_poll(struct vc_gpufs *g)
 		if (__atomic_load_n(&g->rev[g->ntab + 1], __ATOMIC_ACQUIRE) != g->rev_gen)
 			return;
 	}
-	uint32_t n = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
+	/* The pass's ids: rev_n's count since the last pass, from there on
+	 * (mod entries; a pass revokes each entry at most once). */
+	uint32_t end = __atomic_load_n(&g->rev[g->ntab], __ATOMIC_ACQUIRE);
+	uint32_t n = end - g->rev_seen;
 	if (n > g->ntab)
-		n = g->ntab;
+		n = g->ntab; /* a device bug: never trust a count blindly */
 	for (uint32_t i = 0; i < n; i++)
-		grant_drop(g, __atomic_load_n(&g->rev[i], __ATOMIC_RELAXED), true);
+		grant_drop(g, __atomic_load_n(&g->rev[(g->rev_seen + i) & (g->ntab - 1)], __ATOMIC_RELAXED),
+			   true);
+	g->rev_seen = end;
 	g->rev_active = false;
+	atomic_store(&g->st.pass_t0, 0);
 	atomic_fetch_add_explicit(&g->st.revokes, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->st.revoked, n, memory_order_relaxed);
 }
@@ -494,7 +541,9 @@ static void pass_settle(struct vc_gpufs *g)
 #endif
 	}
 	g->rev_active = false;
+	atomic_store(&g->st.pass_t0, 0);
 	g->rev_gen = 0;
+	g->rev_seen = 0;
 	__atomic_store_n(&g->rev[g->ntab], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&g->rev[g->ntab + 1], 0, __ATOMIC_RELEASE);
 }
@@ -584,12 +633,16 @@ static void teardown(struct vc_gpufs *g)
 		d->ops->mem_free(d, g->tab_dev);
 	if (g->files_dev)
 		d->ops->mem_free(d, g->files_dev);
+	if (g->ack_dev)
+		d->ops->mem_free(d, g->ack_dev);
 	free((void *)g->held);
 	free(g->svc);
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->revoke_mu);
-	for (int i = 0; i < VC_GFS_MAX_FILES; i++)
+	for (int i = 0; i < VC_GFS_MAX_FILES; i++) {
 		pthread_rwlock_destroy(&g->files[i].rw);
+		pthread_mutex_destroy(&g->files[i].stmu);
+	}
 	free(g);
 }
 
@@ -635,8 +688,10 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 	g->page_shift = (uint32_t)__builtin_ctz(vc_page_size(c));
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->revoke_mu, NULL);
-	for (int i = 0; i < VC_GFS_MAX_FILES; i++)
+	for (int i = 0; i < VC_GFS_MAX_FILES; i++) {
 		pthread_rwlock_init(&g->files[i].rw, NULL);
+		pthread_mutex_init(&g->files[i].stmu, NULL);
+	}
 	g->held = calloc(g->npool ? g->npool : 1, sizeof *g->held);
 	g->svc = calloc(d.service_threads, sizeof *g->svc);
 	struct vc_device *dv = g->dev;
@@ -651,6 +706,8 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 					&g->rev_dev);
 	if (r == 0)
 		r = dv->ops->host_alloc(dv, sizeof *g->sig, (void **)&g->sig, &g->sig_dev);
+	if (r == 0)
+		r = dv->ops->mem_alloc(dv, (size_t)g->nring * sizeof(uint64_t), &g->ack_dev);
 #ifdef VC_HAVE_CUDA
 	if (r == 0 && !g->emu)
 		r = vc_cuda_gfs_stream_new(dv, &g->rev_stream);
@@ -673,6 +730,8 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
 	if (r == 0)
 		r = dev_zero(g, g->files_dev, VC_GFS_MAX_FILES * sizeof(struct vc_gfs_file));
+	if (r == 0)
+		r = dev_zero(g, g->ack_dev, (size_t)g->nring * sizeof(uint64_t));
 	if (r < 0) {
 		teardown(g);
 		return vc_err(r, "vc_gpufs_create: out of %s memory", r == -ENOMEM ? "host" : "device");
@@ -685,6 +744,7 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		.tab = (struct vc_gfs_ent *)(uintptr_t)g->tab_dev,
 		.files = (struct vc_gfs_file *)(uintptr_t)g->files_dev,
 		.rev = (uint32_t *)(uintptr_t)g->rev_dev,
+		.ack = (uint64_t *)(uintptr_t)g->ack_dev,
 		.ring_mask = g->nring - 1,
 		.tab_mask = g->ntab - 1,
 		.page_shift = g->page_shift,
@@ -766,6 +826,8 @@ int vc_gpufs_release(vc_gpufs *g)
 	r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
 	if (r == 0)
 		r = dev_zero(g, g->ctl_dev, sizeof(struct vc_gfs_ctl));
+	if (r == 0)
+		r = dev_zero(g, g->ack_dev, (size_t)g->nring * sizeof(uint64_t));
 	memset(g->ring, 0, 2 * (size_t)g->nring * sizeof *g->ring);
 	g->head = 0;
 	g->uhead = 0;
@@ -854,6 +916,10 @@ int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st)
 		.rev_fallbacks = atomic_load(&g->st.rev_fallbacks),
 		.miss_rounds = atomic_load(&g->st.miss_rounds),
 		.miss_pages = atomic_load(&g->st.miss_pages),
+		.reopen_drops = atomic_load(&g->st.reopen_drops),
+		.syncs = atomic_load(&g->st.syncs),
 	};
+	uint64_t t0 = atomic_load(&g->st.pass_t0), t = now_ns();
+	st->pass_age_ns = t0 && t > t0 ? t - t0 : 0;
 	return 0;
 }

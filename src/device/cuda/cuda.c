@@ -319,8 +319,15 @@ static int cu_batch_init(struct vc_device *d, struct vc_dbatch *b)
 	if (r == 0 && (r = CU(cudaMemset(counter, 0, sizeof(uint32_t)))) < 0)
 		(void)CU(cudaFree(counter));
 	/* Allocated here, not at a dma submit: allocations may synchronize
-	 * the device, and dma batches exist for when that must not happen. */
-	if (r == 0 && b->page_size && (r = CU(cudaMalloc(&cb->scratch, b->page_size))) < 0) {
+	 * the device, and dma batches exist for when that must not happen.
+	 * In pinned host memory: a SWAP's copies are then device-to-host,
+	 * host-to-device and host-to-host, all copy engine (or CPU) work. A
+	 * device scratch page made the first a device-to-device copy, which
+	 * the driver may run as a kernel on an SM: with a user's grid on every
+	 * SM (4096 GPUfs warps on an H100) it never ran, and every engine
+	 * thread waiting for a batch behind it waited for the kernel's end
+	 * (docs/GPUFS.md, step 3). */
+	if (r == 0 && b->page_size && (r = CU(cudaMallocHost(&cb->scratch, b->page_size))) < 0) {
 		(void)CU(cudaFree(counter));
 		cb->scratch = NULL;
 	}
@@ -355,7 +362,7 @@ static void cu_batch_fini(struct vc_device *d, struct vc_dbatch *b)
 		(void)CU(cudaEventDestroy(cb->ev));
 		vc_cu_quiesce(CUD(d));
 		if (cb->scratch)
-			(void)CU(cudaFree(cb->scratch));
+			(void)CU(cudaFreeHost(cb->scratch));
 		(void)CU(cudaFree(cb->counter));
 		(void)CU(cudaFreeHost((void *)cb->flag));
 		vc_cu_unquiesce(CUD(d));
@@ -474,10 +481,9 @@ static int dma_submit(struct cu_batch *cb, const struct vc_dbatch *b)
 	}
 	if (r < 0 || nr == 0)
 		return r;
-	if (nr == 1)
-		return CU(cudaMemcpyAsync(cb->dsts[0], cb->srcs[0], cb->sizes[0], cudaMemcpyDefault,
-					  cb->stream));
 #if CUDART_VERSION >= 13000
+	/* One run too: the batch call carries the hint to keep off the SMs
+	 * (a plain cudaMemcpyAsync carries none). */
 	struct cudaMemcpyAttributes a;
 	memset(&a, 0, sizeof a);
 	a.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
