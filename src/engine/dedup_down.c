@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "base/clock.h"
 #include "device/cmp.h"
 #include "engine/dedup.h"
 #include "engine/engine.h"
@@ -46,9 +47,10 @@ enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
  * prefetch round): device-visible host memory (one host_alloc) for
  * addresses (8 B a block), digests (16), pairs (16), results (1), and with
  * encryption a bounce for the stored blocks' plaintext (a block each);
- * without encryption, staging blocks in device memory (mem_alloc, a block
- * each); and the trip's host-side arrays (struct down), so that a trip
- * allocates nothing. */
+ * where staged blocks move before their lookup (stage_moves()), staging
+ * blocks in device memory (mem_alloc, a block each; encrypted, they hold
+ * ciphertext); and the trip's host-side arrays (struct down), so that a
+ * trip allocates nothing. */
 struct dd_scratch {
 	struct dd_scratch *next; /* on d->scr_free */
 	void *mem;
@@ -88,6 +90,7 @@ struct down {
 	bool *lead; /* [m]: a staged leader (indexed once placed, if still first) */
 	bool *hit;  /* [m]: shares a block (stored or a leader's) */
 	uint32_t *blk;  /* [m]: the block its use names (direct: from the start) */
+	uint64_t *tw;   /* [m]: a staged block's tweak, encrypted into staging */
 	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
 	uint32_t lmask;
 	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
@@ -109,6 +112,7 @@ static void down_free(struct down *g)
 	free(g->tk);
 	free(g->local);
 	free(g->pfp);
+	free(g->tw);
 	free(g);
 }
 
@@ -129,7 +133,8 @@ static struct down *down_alloc(uint32_t cap)
 	g->tk = malloc((size_t)cap * sizeof *g->tk);
 	g->local = calloc((size_t)cap * 7, sizeof *g->local);
 	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
-	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
+	g->tw = malloc((size_t)cap * sizeof *g->tw);
+	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp || !g->tw) {
 		down_free(g);
 		return NULL;
 	}
@@ -148,6 +153,17 @@ static struct down *down_alloc(uint32_t cap)
 	g->cls = (uint8_t *)(g->dir + cap);
 	g->dfp = g->pfp + cap;
 	return g;
+}
+
+/* Staged blocks move into staging before their lookup, fingerprinted on
+ * the way (plain: any hash, the job after the move for MurmurHash3/MD5;
+ * encrypted: the lanes hash in the encrypting move, the ciphertext
+ * staged under a tweak of its own, which becomes the stored block's if it
+ * is unique). Encrypted with MurmurHash3/MD5 they are hashed on the host
+ * and move once, only if unique, from the plaintext. */
+static bool stage_moves(const struct vc_cache *c)
+{
+	return !c->gpu.cipher || c->dd.fp_move;
 }
 
 static uint64_t scratch_len(const struct vc_cache *c)
@@ -190,7 +206,7 @@ static struct dd_scratch *scratch_new(struct vc_cache *c)
 		return NULL;
 	if (!(sc->g = down_alloc(d->scr_blocks)) ||
 	    dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
-	    (!c->gpu.cipher &&
+	    (stage_moves(c) &&
 	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
 		scratch_free(c, sc);
 		return NULL;
@@ -320,9 +336,8 @@ static const unsigned char *plain_of(const struct eng_dedup *d, const struct dow
 
 /* Unlocked, after the first moves: the fingerprints of the m selected
  * blocks, into g->fp, where the host did not hash them already
- * (encryption: hashed from the plaintext while the moves ran, since no
- * plaintext rests in GPU memory and the cipher kernels do not
- * fingerprint). From their moves (VC_MOVE_FP, g->tix; one whose digest can
+ * (encryption with MurmurHash3/MD5: hashed from the plaintext while the
+ * moves ran, since no plaintext rests in GPU memory). From their moves (VC_MOVE_FP, g->tix; one whose digest can
  * no longer be read is hashed here from the plaintext; the unselected
  * pages' digests land in g->dfp too, for the estimate), or by a device
  * job over their blocks (direct: the slots; staged: the staging blocks;
@@ -331,7 +346,7 @@ static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *
 		       uint32_t nmv)
 {
 	const struct eng_dedup *d = &c->dd;
-	if (c->gpu.cipher)
+	if (c->gpu.cipher && !d->fp_move)
 		return 0;
 	if (d->fp_move) {
 		if (nmv)
@@ -474,8 +489,8 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
  * equal to its pair shares (a stored block only if it still has a use: it
  * may have lost its last while we compared); every other staged block
  * gets a fresh block and one slot, appended together, and a move that
- * places it (from staging, or encrypting from the plaintext) into *nmv
- * moves g->mv. Unpins, counts. 0, or -ENOSPC if the append failed (the
+ * places it (a copy from staging, encrypted or not, whose tweak the block
+ * takes; or encrypting from the plaintext) into *nmv moves g->mv. Unpins, counts. 0, or -ENOSPC if the append failed (the
  * reservation makes that impossible; the caller releases the trip's
  * pages). A direct block that was indexed has no pair of its own, so no
  * block another pair names dies here. */
@@ -502,6 +517,8 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 			continue;
 		uint32_t b = dd_blk_new(d);
 		d->blk[b].fp = g->fp[k];
+		if (c->gpu.cipher && stage_moves(c))
+			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
 		dd_use_place(d, use_of(c, g, pages, k), b);
 		g->blk[k] = b;
 		g->key[g->nu] = b;
@@ -526,7 +543,7 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
-		if (c->gpu.cipher) {
+		if (!stage_moves(c)) {
 			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
 			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
 		} else {
@@ -543,8 +560,8 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
  * Every page not staged gets fresh blocks, appended together, and its
  * moves straight into them (g->mv from 0, D a page in page order), with
  * the fingerprint where the moves compute it; then the staged blocks'
- * moves into staging (not with encryption: those are hashed on the host
- * and move only if unique). Block k's move is g->mv[g->tix[k]]; a direct
+ * moves into staging (stage_moves(); encrypted, each under a fresh tweak,
+ * g->tw[k]). Block k's move is g->mv[g->tix[k]]; a direct
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
  * *nmv: the moves. 0 or -ENOSPC (see settle). */
 static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
@@ -600,11 +617,13 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 			continue;
 		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
-		g->tix[k] = c->gpu.cipher ? DD_NIL : nm;
-		if (!c->gpu.cipher)
-			g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
-							.dst = g->s.addr[k],
-							.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
+		g->tix[k] = stage_moves(c) ? nm : DD_NIL;
+		if (!stage_moves(c))
+			continue;
+		g->mv[nm] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, g->s.addr[k], pages[i]->pno);
+		if (c->gpu.cipher)
+			g->mv[nm].tweak = g->tw[k] = ++d->tweak_next; /* a serial, never reused */
+		g->mv[nm++].op |= d->fp_move ? VC_MOVE_FP : 0;
 	}
 	*nmv = nm;
 	return 0;
@@ -620,6 +639,70 @@ static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pa
 	d->direct_in += g->m - g->nstage;
 	trip_rate(c, g, pages);
 	scratch_put(c, sc);
+}
+
+/* VC_DD_PROF=1: a trip's phases, each from the end of the one before
+ * (a hold's lock wait included), summed over trips into d->prof_ns with
+ * the number of trips that reached each, printed at close
+ * (dd_scratch_close). For measuring; two clock reads a phase when on. */
+enum { DDP_BEGIN, DDP_MOVE, DDP_FP, DDP_LOOKUP, DDP_CMP, DDP_SETTLE, DDP_PLACE, DDP_INDEX, DDP_N };
+static const char *const ddp_name[DDP_N] = { "begin (lock, classes, appends)",
+					     "moves down (+ host hash)",
+					     "fingerprints read",
+					     "lookup (lock)",
+					     "compare job",
+					     "settle (lock)",
+					     "placement copy",
+					     "index (lock)" };
+
+struct prof {
+	bool on;
+	uint64_t t, ns[DDP_N];
+	bool hit[DDP_N];
+};
+
+static void prof_start(struct prof *pf)
+{
+	if (pf->on)
+		pf->t = vc_now_ns();
+}
+
+static void prof_mark(struct prof *pf, int ph)
+{
+	if (!pf->on)
+		return;
+	const uint64_t now = vc_now_ns();
+	pf->ns[ph] = now - pf->t;
+	pf->hit[ph] = true;
+	pf->t = now;
+}
+
+static void prof_end(struct eng_dedup *d, const struct prof *pf)
+{
+	for (int i = 0; pf->on && i < DDP_N; i++)
+		if (pf->hit[i]) {
+			atomic_fetch_add_explicit(&d->prof_ns[i], pf->ns[i], memory_order_relaxed);
+			atomic_fetch_add_explicit(&d->prof_n[i], 1, memory_order_relaxed);
+		}
+}
+
+static void prof_print(const struct vc_cache *c)
+{
+	const struct eng_dedup *d = &c->dd;
+	const uint64_t trips = atomic_load(&d->prof_n[DDP_BEGIN]);
+	if (!d->prof || trips == 0)
+		return;
+	fprintf(stderr, "dedup trips: %llu, %llu blocks in (%llu direct), D = %u, %s%s\n",
+		(unsigned long long)trips, (unsigned long long)d->blocks_in,
+		(unsigned long long)d->direct_in, d->D, c->gpu.cipher ? "XTS" : "plain",
+		d->fp_move ? ", fingerprints in the moves" : "");
+	for (int i = 0; i < DDP_N; i++) {
+		const uint64_t ns = atomic_load(&d->prof_ns[i]), k = atomic_load(&d->prof_n[i]);
+		fprintf(stderr, "  %-32s trips %8llu  total %9.3f ms  per trip %8.2f us  per block in %7.1f ns\n",
+			ddp_name[i], (unsigned long long)k, (double)ns / 1e6,
+			k ? (double)ns / 1e3 / (double)k : 0.0,
+			d->blocks_in ? (double)ns / (double)d->blocks_in : 0.0);
+	}
 }
 
 /* Submits n moves of g->mv; with encryption, hashes the selected blocks'
@@ -662,6 +745,8 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
+	struct prof pf = { .on = d->prof };
+	prof_start(&pf);
 	eng_lock(c);
 	struct dd_scratch *sc = scratch_get(c);
 	if (!sc) {
@@ -673,12 +758,15 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	uint32_t nmv = 0;
 	int r = begin(c, g, pages, src, &nmv);
 	eng_unlock(c);
+	prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)
-		r = move_all(c, g, nmv, plain, c->gpu.cipher);
+		r = move_all(c, g, nmv, plain, c->gpu.cipher && !d->fp_move);
+	prof_mark(&pf, DDP_MOVE);
 	if (r == 0)
 		r = fingerprint(c, g, plain, nmv);
 	if (r == 0)
 		collect(c, g);
+	prof_mark(&pf, DDP_FP);
 	eng_lock(c);
 	if (r == 0) {
 		feed(c, g, pages);
@@ -689,10 +777,14 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 			g->m = g->nstage = 0; /* nothing counted: the pages go back */
 		finish(c, g, pages, sc);
 		eng_unlock(c);
+		prof_mark(&pf, DDP_LOOKUP);
+		prof_end(d, &pf);
 		return r;
 	}
 	eng_unlock(c);
+	prof_mark(&pf, DDP_LOOKUP);
 	int rc = g->np ? compare(c, g, plain) : 0;
+	prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
 	r = settle(c, g, pages, src, rc, &nmv);
 	if (g->np)
@@ -700,16 +792,22 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r < 0 || nmv == 0) {
 		finish(c, g, pages, sc);
 		eng_unlock(c);
+		prof_mark(&pf, DDP_SETTLE);
+		prof_end(d, &pf);
 		return r;
 	}
 	eng_unlock(c);
+	prof_mark(&pf, DDP_SETTLE);
 	r = move_all(c, g, nmv, plain, false);
+	prof_mark(&pf, DDP_PLACE);
 	eng_lock(c);
 	for (uint32_t k = 0; r == 0 && k < g->m; k++)
 		if (g->lead[k] && !g->hit[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
 			dd_tab_insert(d, g->blk[k]);
 	finish(c, g, pages, sc);
 	eng_unlock(c);
+	prof_mark(&pf, DDP_INDEX);
+	prof_end(d, &pf);
 	return r;
 }
 
@@ -735,6 +833,7 @@ int dd_scratch_open(struct vc_cache *c)
 void dd_scratch_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
+	prof_print(c);
 	while (d->scr_free) {
 		struct dd_scratch *sc = d->scr_free;
 		d->scr_free = sc->next;
