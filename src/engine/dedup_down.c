@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "device/cmp.h"
+#include "engine/debug.h"
 #include "engine/dedup.h"
 #include "engine/engine.h"
 
@@ -677,8 +678,10 @@ static void prof_mark(struct prof *pf, int ph)
 	pf->t = now;
 }
 
-static void prof_end(struct eng_dedup *d, const struct prof *pf)
+static void prof_end(struct eng_dedup *d, const struct prof *pf, uint32_t blocks)
 {
+	if (pf->on)
+		atomic_fetch_add_explicit(&d->prof_blocks, blocks, memory_order_relaxed);
 	for (int i = 0; pf->on && i < DDP_N; i++)
 		if (pf->hit[i]) {
 			atomic_fetch_add_explicit(&d->prof_ns[i], pf->ns[i], memory_order_relaxed);
@@ -686,23 +689,29 @@ static void prof_end(struct eng_dedup *d, const struct prof *pf)
 		}
 }
 
-static void prof_print(const struct vc_cache *c)
+static void prof_print(struct vc_cache *c, const char *what)
 {
-	const struct eng_dedup *d = &c->dd;
-	const uint64_t trips = atomic_load(&d->prof_n[DDP_BEGIN]);
+	struct eng_dedup *d = &c->dd;
+	const uint64_t trips = atomic_exchange(&d->prof_n[DDP_BEGIN], 0);
+	const uint64_t blocks = atomic_exchange(&d->prof_blocks, 0);
 	if (!d->prof || trips == 0)
 		return;
-	fprintf(stderr, "dedup trips: %llu, %llu blocks in (%llu direct), D = %u, %s%s\n",
-		(unsigned long long)trips, (unsigned long long)d->blocks_in,
-		(unsigned long long)d->direct_in, d->D, c->gpu.cipher ? "XTS" : "plain",
-		d->fp_move ? ", fingerprints in the moves" : "");
+	fprintf(stderr, "dedup trips (%s): %llu, %llu blocks selected, D = %u, %s%s\n", what,
+		(unsigned long long)trips, (unsigned long long)blocks, d->D,
+		c->gpu.cipher ? "XTS" : "plain", d->fp_move ? ", fingerprints in the moves" : "");
 	for (int i = 0; i < DDP_N; i++) {
-		const uint64_t ns = atomic_load(&d->prof_ns[i]), k = atomic_load(&d->prof_n[i]);
-		fprintf(stderr, "  %-32s trips %8llu  total %9.3f ms  per trip %8.2f us  per block in %7.1f ns\n",
+		const uint64_t ns = atomic_exchange(&d->prof_ns[i], 0);
+		const uint64_t k = i == DDP_BEGIN ? trips : atomic_exchange(&d->prof_n[i], 0);
+		fprintf(stderr, "  %-32s trips %8llu  total %9.3f ms  per trip %8.2f us  per block %7.1f ns\n",
 			ddp_name[i], (unsigned long long)k, (double)ns / 1e6,
-			k ? (double)ns / 1e3 / (double)k : 0.0,
-			d->blocks_in ? (double)ns / (double)d->blocks_in : 0.0);
+			k ? (double)ns / 1e3 / (double)k : 0.0, blocks ? (double)ns / (double)blocks : 0.0);
 	}
+}
+
+void eng_debug_dedup_prof(struct vc_cache *c, const char *what)
+{
+	if (eng_dd(c))
+		prof_print(c, what);
 }
 
 /* Submits n moves of g->mv; with encryption, hashes the selected blocks'
@@ -778,7 +787,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		finish(c, g, pages, sc);
 		eng_unlock(c);
 		prof_mark(&pf, DDP_LOOKUP);
-		prof_end(d, &pf);
+		prof_end(d, &pf, g->m);
 		return r;
 	}
 	eng_unlock(c);
@@ -793,7 +802,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		finish(c, g, pages, sc);
 		eng_unlock(c);
 		prof_mark(&pf, DDP_SETTLE);
-		prof_end(d, &pf);
+		prof_end(d, &pf, g->m);
 		return r;
 	}
 	eng_unlock(c);
@@ -807,7 +816,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	finish(c, g, pages, sc);
 	eng_unlock(c);
 	prof_mark(&pf, DDP_INDEX);
-	prof_end(d, &pf);
+	prof_end(d, &pf, g->m);
 	return r;
 }
 
@@ -833,7 +842,7 @@ int dd_scratch_open(struct vc_cache *c)
 void dd_scratch_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	prof_print(c);
+	prof_print(c, "since the last");
 	while (d->scr_free) {
 		struct dd_scratch *sc = d->scr_free;
 		d->scr_free = sc->next;

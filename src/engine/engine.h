@@ -316,7 +316,7 @@ struct eng_dedup {
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
 	 * over trips (dedup_down.c's DDP_*), printed at close. */
 	bool prof;
-	_Atomic uint64_t prof_ns[8], prof_n[8];
+	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
 
 struct vc_cache {
