@@ -394,19 +394,71 @@ static void collect(const struct vc_cache *c, struct down *g)
 	}
 }
 
+/* Under c->mu: staged blocks k = g->uk[0..nu) get fresh blocks (their
+ * uses placed; encrypted and staged, the block takes its staging tweak)
+ * and slots, appended together from the reservation, and the moves that
+ * place them into g->mv[0..nu): a device copy from staging (encrypted or
+ * not), or with encryption and no staging the encrypting move from the
+ * plaintext. 0, or -ENOSPC with every use given back its reserved slot
+ * (the reservation makes that impossible). O(nu). */
+static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		 const uint64_t *src)
+{
+	struct eng_dedup *d = &c->dd;
+	for (uint32_t t = 0; t < g->nu; t++) {
+		const uint32_t k = g->uk[t], b = dd_blk_new(d);
+		d->blk[b].fp = g->fp[k];
+		if (c->gpu.cipher && stage_moves(c))
+			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
+		dd_use_place(d, use_of(c, g, pages, k), b);
+		g->blk[k] = g->key[t] = b;
+	}
+	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
+	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
+		dd_use_unplace(c, use_of(c, g, pages, g->uk[t]));
+	if (r < 0)
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
+	for (uint32_t t = 0; t < g->nu; t++) {
+		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
+		if (!stage_moves(c)) {
+			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
+			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
+		} else {
+			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
+						     .dst = dst, .op = VC_MOVE_COPY };
+		}
+	}
+	return 0;
+}
+
 /* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
  * fingerprint the table names pairs with that stored block, pinned (its
  * slot's address, or with encryption its tweak and slot, noted for the
  * unlocked compare). Else a direct block, its bytes in its slot already,
  * enters the table (so later blocks, of this trip or another, can match
  * it); a staged block pairs with an earlier staged block of this trip
- * that has it (the trip's own table), or leads: a leader is indexed once
- * its bytes are in place. */
-static void lookup(struct vc_cache *c, struct down *g)
+ * that has it (the trip's own table), or leads: a leader gets its fresh
+ * block, slot and placement move here (fresh(), g->mv[0..g->nu)), and is
+ * indexed once its bytes are in place (settle). 0 or fresh()'s -ENOSPC. */
+static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
 	if (d->fp_same)
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
+	/* The probes' first two loads (a table slot, then its block's
+	 * fingerprint) miss the caches at tier sizes (the table and the block
+	 * table are megabytes), each miss waiting for the one before: asked
+	 * for ahead, a trip's misses overlap (measured on the H100 host: 130
+	 * ns a block in this hold, docs/DEDUP.md step 6). */
+	for (uint32_t k = 0; k < g->m; k++)
+		__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
+	for (uint32_t k = 0; k < g->m; k++) {
+		const uint32_t o = d->tab[dd_tab_home(d, &g->fp[k])];
+		if (o != DD_NIL)
+			__builtin_prefetch(&d->blk[o]);
+	}
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
@@ -440,7 +492,10 @@ static void lookup(struct vc_cache *c, struct down *g)
 		g->cand[g->np++] = o;
 	}
 	/* The trip's table empty again for the next: every entry is a
-	 * leader's, found by probing past entries already cleared. */
+	 * leader's, found by probing past entries already cleared. The
+	 * leaders are unique whatever the compare says: their fresh blocks
+	 * and slots now, so that their placement runs beside the compare. */
+	g->nu = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		if (!g->lead[k])
 			continue;
@@ -448,19 +503,25 @@ static void lookup(struct vc_cache *c, struct down *g)
 		while (g->ltab[i] != k + 1)
 			i = (i + 1) & g->lmask;
 		g->ltab[i] = 0;
+		g->uk[g->nu++] = k;
 	}
+	return fresh(c, g, pages, src);
 }
 
-/* Unlocked: compares the np pairs into g->s.eq[q]. Without encryption one
+/* Unlocked: compares the np pairs into g->s.eq[q] (its moves, if any,
+ * from g->mv[busy] on: the placement's are before them). Without encryption one
  * device job over the trip's blocks (staging or direct slots) and the
  * stored ones. With it, the stored blocks come up decrypted into the
  * bounce (one batch of moves) and are compared with the plaintext on the
  * host, as are the pairs within the trip. 0 or the device's error (then
  * nothing is shared). */
-static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain)
+static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+		   uint32_t busy)
 {
 	const struct eng_dedup *d = &c->dd;
 	const struct scratch *s = &g->s;
+	struct vc_move *mv = g->mv + busy; /* the first `busy` moves are in flight */
+	struct vc_ticket *tk = g->tk + busy;
 	if (!c->gpu.cipher) {
 		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = g->np,
 					  .len = d->bsize };
@@ -469,13 +530,13 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	uint32_t nm = 0;
 	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
 		if (!g->local[q])
-			g->mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
+			mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
 							.dst = s->buf_dev + (uint64_t)q * d->bsize,
 							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
 							.tweak = s->pair[2 * q] };
-	int r = nm ? vc_batcher_add_n(c->gpu.bat, g->mv, nm, g->tk) : 0;
+	int r = nm ? vc_batcher_add_n(c->gpu.bat, mv, nm, tk) : 0;
 	if (r == 0 && nm)
-		r = vc_batcher_wait_n(c->gpu.bat, g->tk, nm);
+		r = vc_batcher_wait_n(c->gpu.bat, tk, nm);
 	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
 		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
 						     : s->buf + (uint64_t)q * d->bsize;
@@ -484,76 +545,57 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	return r;
 }
 
-/* Under c->mu: settles the pairs and the staged blocks. A direct block
- * equal to a stored one that still has a use moves its use there and
- * its fresh block dies (its slot dead, for cleaning). A staged block
- * equal to its pair shares (a stored block only if it still has a use: it
- * may have lost its last while we compared); every other staged block
- * gets a fresh block and one slot, appended together, and a move that
- * places it (a copy from staging, encrypted or not, whose tweak the block
- * takes; or encrypting from the plaintext) into *nmv moves g->mv. Unpins, counts. 0, or -ENOSPC if the append failed (the
- * reservation makes that impossible; the caller releases the trip's
- * pages). A direct block that was indexed has no pair of its own, so no
- * block another pair names dies here. */
+/* Under c->mu, after the compare and the leaders' placement (rc: the
+ * first error of the two; then nothing is shared, nothing indexed, and the
+ * trip ends with rc, its pages released by the caller): settles the pairs.
+ * A direct block equal to a stored one that still has a use moves its use
+ * there and its fresh block dies (its slot dead, for cleaning). A staged
+ * block equal to its pair shares (a stored block only if it still has a
+ * use: it may have lost its last while we compared; a leader, placed). The
+ * placed leaders enter the fingerprint table (if the fingerprint is still
+ * free). A staged block that shares nothing (a collision, or its stored
+ * block died) gets a fresh block and a move into *nmv moves g->mv
+ * (fresh()). Unpins, counts. 0, rc, or fresh()'s -ENOSPC. A direct block
+ * that was indexed has no pair of its own, so no block another pair names
+ * dies here. */
 static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		  const uint64_t *src, int rc, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
+	*nmv = 0;
 	for (uint32_t q = 0; q < g->np; q++) {
 		const uint32_t k = g->pk[q], o = g->cand[q];
-		bool eq = rc == 0 && g->s.eq[q];
+		const bool eq = rc == 0 && g->s.eq[q];
 		d->collisions += rc == 0 && !eq;
 		g->hit[k] = eq && (g->local[q] || d->blk[o].refs > 0);
-		if (g->dir[k] && g->hit[k]) {
+		if (g->hit[k]) {
 			const uint64_t u = use_of(c, g, pages, k);
-			dd_use_unlink(c, u, true);
-			dd_use_link(d, u, o);
-			d->hits++;
-			d->merged_late++;
-		}
-	}
-	g->nu = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (g->hit[k] || g->dir[k])
-			continue;
-		uint32_t b = dd_blk_new(d);
-		d->blk[b].fp = g->fp[k];
-		if (c->gpu.cipher && stage_moves(c))
-			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
-		dd_use_place(d, use_of(c, g, pages, k), b);
-		g->blk[k] = b;
-		g->key[g->nu] = b;
-		g->uk[g->nu++] = k;
-	}
-	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
-	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
-		dd_use_unplace(c, use_of(c, g, pages, g->uk[t]));
-	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q];
-		if (r == 0 && g->hit[k] && !g->dir[k]) {
-			uint32_t b = g->local[q] ? g->blk[g->cand[q]] : g->cand[q];
-			dd_use_place(d, use_of(c, g, pages, k), b);
-			g->blk[k] = b;
+			const uint32_t b = g->local[q] ? g->blk[o] : o;
+			if (g->dir[k]) {
+				dd_use_unlink(c, u, true);
+				dd_use_link(d, u, b);
+				d->merged_late++;
+			} else {
+				dd_use_place(d, u, b);
+				g->blk[k] = b;
+			}
 			d->hits++;
 		}
 		if (!g->local[q])
-			blk_unpin(c, g->cand[q]);
+			blk_unpin(c, o);
 	}
-	if (r < 0)
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
-	for (uint32_t t = 0; t < g->nu; t++) {
-		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
-		if (!stage_moves(c)) {
-			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
-			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
-		} else {
-			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
-						     .dst = dst, .op = VC_MOVE_COPY };
-		}
-	}
-	*nmv = g->nu;
-	return 0;
+	if (rc < 0)
+		return rc;
+	for (uint32_t k = 0; k < g->m; k++)
+		if (g->lead[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
+			dd_tab_insert(d, g->blk[k]);
+	g->nu = 0;
+	for (uint32_t q = 0; q < g->np; q++)
+		if (!g->hit[g->pk[q]] && !g->dir[g->pk[q]])
+			g->uk[g->nu++] = g->pk[q];
+	int r = fresh(c, g, pages, src);
+	*nmv = r == 0 ? g->nu : 0;
+	return r;
 }
 
 /* Under c->mu: the trip's pages by class (g->cls; mode, volume switch,
@@ -650,11 +692,11 @@ enum { DDP_BEGIN, DDP_MOVE, DDP_FP, DDP_LOOKUP, DDP_CMP, DDP_SETTLE, DDP_PLACE, 
 static const char *const ddp_name[DDP_N] = { "begin (lock, classes, appends)",
 					     "moves down (+ host hash)",
 					     "fingerprints read",
-					     "lookup (lock)",
-					     "compare job",
-					     "settle (lock)",
-					     "placement copy",
-					     "index (lock)" };
+					     "lookup, leaders' slots (lock)",
+					     "compare + leaders' placement",
+					     "settle, index (lock)",
+					     "placement of the rest (rare)",
+					     "finish (lock)" };
 
 struct prof {
 	bool on;
@@ -728,19 +770,25 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 }
 
 /* One trip (eng_dd_down), n <= scr_blocks / D pages. The staged trip, in
- * four short holds of c->mu with the device work between them unlocked:
+ * three short holds of c->mu with the device work between them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
  *             (begin())
- *   unlocked  their moves, and the staged blocks into staging,
- *             fingerprinting on their way (encrypted: hashed on the host
- *             meanwhile); fingerprints (fingerprint())
- *   lock      estimate fed; lookups, stored blocks pinned (lookup())
- *   unlocked  one compare job for the pairs (compare())
- *   lock      shares, fresh blocks for the rest appended, unpins
- *             (settle())
- *   unlocked  the fresh blocks placed: staging to slot, or encrypting
- *   lock      the placed leaders enter the fingerprint table; counts
- *             (finish())
+ *   unlocked  their moves, and the staged blocks into staging (encrypted
+ *             under tweaks of their own), fingerprinting on their way
+ *             (MurmurHash3/MD5: a job after, or with encryption a host
+ *             hash meanwhile); fingerprints (fingerprint())
+ *   lock      estimate fed; lookups, stored blocks pinned; the leaders
+ *             (staged, matching nothing) get fresh blocks and slots,
+ *             appended together (lookup(), fresh())
+ *   unlocked  the leaders placed (staging to slot) while one compare job
+ *             runs over the pairs (compare())
+ *   lock      shares, the placed leaders enter the fingerprint table,
+ *             unpins, counts (settle(), finish())
+ * and, only for staged blocks that share nothing after all (a collision,
+ * or the stored block died meanwhile), their fresh blocks (settle), their
+ * placement unlocked, and a last hold (finish()). Before step 6 the
+ * leaders got their slots after the compare, which cost a fourth hold and
+ * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
  * hold when nothing matched (unique data: two holds and one device
  * submission, as without dedup but for the lookups), else at the third.
@@ -749,7 +797,9 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
  * blocks), a pinned stored block is not moved, evicted or freed, and the
  * staging blocks are the trip's. What can change is whether a stored
  * block still has a use; settle checks it. A block enters the table only
- * after its bytes are in its slot, so every compare reads a placed block. */
+ * after its bytes are in its slot, so every compare reads a placed block;
+ * a pair local to the trip reads its leader's staging block, which the
+ * leader's placement only reads. */
 static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src)
 {
@@ -777,13 +827,19 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		collect(c, g);
 	prof_mark(&pf, DDP_FP);
 	eng_lock(c);
+	g->np = g->nu = 0;
 	if (r == 0) {
 		feed(c, g, pages);
-		lookup(c, g);
+		r = lookup(c, g, pages, src);
 	}
-	if (r < 0 || (g->np == 0 && g->nstage == 0)) {
+	if (r < 0 || (g->np == 0 && g->nu == 0)) {
+		/* Failed (nothing counted: the pages go back; fresh() gave
+		 * back what it took), or nothing matched and nothing staged. */
+		for (uint32_t q = 0; r < 0 && q < g->np; q++)
+			if (!g->local[q])
+				blk_unpin(c, g->cand[q]);
 		if (r < 0)
-			g->m = g->nstage = 0; /* nothing counted: the pages go back */
+			g->m = g->nstage = 0;
 		finish(c, g, pages, sc);
 		eng_unlock(c);
 		prof_mark(&pf, DDP_LOOKUP);
@@ -792,10 +848,17 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	}
 	eng_unlock(c);
 	prof_mark(&pf, DDP_LOOKUP);
-	int rc = g->np ? compare(c, g, plain) : 0;
+	/* The leaders' placement and the compare at once: disjoint blocks
+	 * (leaders have no pair; a local pair reads the leader's staging
+	 * block, which the placement only reads). */
+	const uint32_t nlead = g->nu;
+	int rp = nlead ? vc_batcher_add_n(c->gpu.bat, g->mv, nlead, g->tk) : 0;
+	int rc = g->np ? compare(c, g, plain, rp == 0 ? nlead : 0) : 0;
+	if (rp == 0 && nlead)
+		rp = vc_batcher_wait_n(c->gpu.bat, g->tk, nlead);
 	prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
-	r = settle(c, g, pages, src, rc, &nmv);
+	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv);
 	if (g->np)
 		eng_wake(c); /* claims that met a pin wait for it */
 	if (r < 0 || nmv == 0) {
@@ -807,12 +870,9 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	}
 	eng_unlock(c);
 	prof_mark(&pf, DDP_SETTLE);
-	r = move_all(c, g, nmv, plain, false);
+	r = move_all(c, g, nmv, plain, false); /* the rare: collisions, dead stored blocks */
 	prof_mark(&pf, DDP_PLACE);
 	eng_lock(c);
-	for (uint32_t k = 0; r == 0 && k < g->m; k++)
-		if (g->lead[k] && !g->hit[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
-			dd_tab_insert(d, g->blk[k]);
 	finish(c, g, pages, sc);
 	eng_unlock(c);
 	prof_mark(&pf, DDP_INDEX);
