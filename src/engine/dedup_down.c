@@ -627,6 +627,19 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	}
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
+	/* The fresh blocks' entries and the uses' links are cold lines of
+	 * megabyte arrays: asked for ahead, so that their misses overlap (as
+	 * lookup's probes). */
+	uint32_t want = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++, want++) {
+			const uint64_t u = (uint64_t)page_id(c, pages[i]) * d->D + j;
+			__builtin_prefetch(&d->res[u], 1);
+			__builtin_prefetch(&d->next[u], 1);
+			__builtin_prefetch(&d->prev[u], 1);
+		}
+	for (uint32_t t = 0; t < want && t < d->nfree; t++)
+		__builtin_prefetch(&d->blk[d->free_ids[d->nfree - 1 - t]], 1);
 	uint32_t nk = 0, nm = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++) {
