@@ -66,6 +66,7 @@
  */
 #include <stdio.h>
 
+#include "base/env.h"
 #include "device/cmp.h"
 #include "engine/dedup.h"
 #include "engine/engine.h"
@@ -346,7 +347,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * (VC_MOVE_FP); MurmurHash3 and MD5 are a job after the move, or
 	 * with encryption a host hash of the plaintext (fingerprint()). */
 	d->fp_move = d->algo == VC_FP_LANES;
-	d->prof = getenv("VC_DD_PROF") && *getenv("VC_DD_PROF") == '1';
+	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
 	d->max_sms = DD_MAX_SMS;
 	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
 	/* Logical pages: up to max_factor x the tier's pages, so the tier
