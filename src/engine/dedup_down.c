@@ -829,6 +829,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	g->n = n;
 	uint32_t nmv = 0;
 	int r = begin(c, g, pages, src, &nmv);
+	uint32_t nsel = g->m; /* g is the next trip's once finish() gave it back */
 	eng_unlock(c);
 	prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)
@@ -852,11 +853,11 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 			if (!g->local[q])
 				blk_unpin(c, g->cand[q]);
 		if (r < 0)
-			g->m = g->nstage = 0;
+			g->m = g->nstage = nsel = 0;
 		finish(c, g, pages, sc);
 		eng_unlock(c);
 		prof_mark(&pf, DDP_LOOKUP);
-		prof_end(d, &pf, g->m);
+		prof_end(d, &pf, nsel);
 		return r;
 	}
 	eng_unlock(c);
@@ -878,7 +879,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		finish(c, g, pages, sc);
 		eng_unlock(c);
 		prof_mark(&pf, DDP_SETTLE);
-		prof_end(d, &pf, g->m);
+		prof_end(d, &pf, nsel);
 		return r;
 	}
 	eng_unlock(c);
@@ -889,7 +890,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	finish(c, g, pages, sc);
 	eng_unlock(c);
 	prof_mark(&pf, DDP_INDEX);
-	prof_end(d, &pf, g->m);
+	prof_end(d, &pf, nsel);
 	return r;
 }
 
