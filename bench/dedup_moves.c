@@ -50,6 +50,7 @@
 #include "bench.h"
 #include "dupdata.h"
 #include "base/clock.h"
+#include "engine/debug.h"  /* VC_DD_PROF: the trips' phases per path */
 #include "engine/engine.h" /* the SM cap the open cache's merge uses (c->dd.max_sms) */
 
 #define PS 4096u
@@ -195,6 +196,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	double t0 = now_s();
 	BENCH_OK(vc_prefetch(c, 0, bytes, VC_TIER_GPU));
 	pt->rate[M_PREFETCH][rep] = (double)o->file_pages / (now_s() - t0);
+	eng_debug_dedup_prof(c, "prefetch");
 	struct vc_stats s = stats(c);
 	if (pt->degree) {
 		pt->factor = s.dedup_factor;
@@ -205,6 +207,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	BENCH_OK(vc_drop(c, 0, 0, 0));
 	double dt = run_readers(c, o->threads, stripe_main, o->file_pages, 0);
 	pt->rate[M_DEMOTE][rep] = (double)o->file_pages / dt;
+	eng_debug_dedup_prof(c, "demote");
 
 	/* swap: the file back in the GPU tier (what the readers left in the
 	 * host tier stays there), then random GPU hits. */
@@ -214,6 +217,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	struct vc_stats s1 = stats(c);
 	double moves = (double)(s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes) / PS;
 	pt->rate[M_SWAP][rep] = moves / dt;
+	eng_debug_dedup_prof(c, "swap, with its prefetch");
 	if (s1.misses != s0.misses)
 		fprintf(stderr, BENCH_NAME ": warning: %llu misses in the swap run (the file should "
 				"fit the tiers)\n",

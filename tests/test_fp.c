@@ -27,7 +27,11 @@
  *                 batches), host memory to device memory and back, mixed
  *                 with moves without the flag: each digest the move wrote
  *                 equals the host reference of the bytes it moved; the
- *                 refusals (SWAP, a cipher, a key, pages of two pieces)
+ *                 refusals (SWAP, a decryption, pages of two pieces);
+ *                 with a key, encrypting moves (the cipher kernels: the
+ *                 queue server's lone, short and full rounds, launched
+ *                 batches split into sub-pieces): the digest is the
+ *                 plaintext's
  *
  * VC_TEST_DEVICE=emu|cuda picks the backend; cuda skips without a GPU
  * (the reason on stderr). VC_TEST_QUICK shrinks the CUDA jobs. */
@@ -328,12 +332,17 @@ static void test_device(void)
 /* n moves of bs-byte blocks from mapped host memory into device memory
  * (as a demotion), every third without the flag, then the same blocks
  * back to host memory with it; on `path` ("queue" or "batch"). Each
- * flagged move's digest equals the host reference of the bytes moved. */
-static void check_move_fp(const char *path, uint32_t bs, uint32_t n, uint64_t *seed)
+ * flagged move's digest equals the host reference of the bytes moved.
+ * With a key (the cipher kernels), the moves down encrypt (every fifth a
+ * plain COPY) and the moves up decrypt without the flag: each flagged
+ * move's digest is the host reference of the plaintext, and the bytes
+ * come back whole. */
+static void check_move_fp(const char *path, uint32_t bs, uint32_t n, uint64_t *seed,
+			  const struct vc_xts_key *key)
 {
 	setenv("VC_MOVE_PATH", path, 1);
 	struct vc_batcher *b;
-	CHECK_OK(vc_batcher_create(dev, bs, 64, 50, NULL, &b));
+	CHECK_OK(vc_batcher_create(dev, bs, 64, 50, key, &b));
 	CHECK(strcmp(vc_batcher_path(b), path) == 0 || !dev->ops->dq_init);
 	void *host;
 	uint64_t host_dev, gpu, back_dev;
@@ -354,6 +363,11 @@ static void check_move_fp(const char *path, uint32_t bs, uint32_t n, uint64_t *s
 			const uint64_t h = (dir ? back_dev : host_dev) + (uint64_t)i * bs;
 			mv[i] = (struct vc_move){ .src = dir ? g : h, .dst = dir ? h : g,
 						  .op = VC_MOVE_COPY | (dir || i % 3 ? VC_MOVE_FP : 0) };
+			if (key && i % 5 != 4) { /* the rest plain, both ways */
+				mv[i].op = dir ? VC_MOVE_COPY | VC_MOVE_DECRYPT
+					       : VC_MOVE_COPY | VC_MOVE_ENCRYPT | (i % 3 ? VC_MOVE_FP : 0);
+				mv[i].tweak = 1000 + 3ull * i;
+			}
 		}
 		CHECK_OK(vc_batcher_add_n(b, mv, n, tk));
 		CHECK_OK(vc_batcher_wait_n(b, tk, n));
@@ -365,9 +379,10 @@ static void check_move_fp(const char *path, uint32_t bs, uint32_t n, uint64_t *s
 			vc_fp_lanes((unsigned char *)host + (size_t)i * bs, bs, &want);
 			CHECK(ok[i]); /* nothing reused the slots: one thread, ring deep enough */
 			if (memcmp(got[i].b, want.b, 16) != 0) {
-				fprintf(stderr, "%s path, %u-byte blocks, %s: move %u's digest differs "
-						"from the host reference\n", path, bs,
-					dir ? "device to host" : "host to device", i);
+				fprintf(stderr, "%s path%s, %u-byte blocks, %s, %u moves: move %u's "
+						"digest differs from the host reference\n", path,
+					key ? " with a key" : "", bs,
+					dir ? "device to host" : "host to device", n, i);
 				exit(1);
 			}
 		}
@@ -388,20 +403,33 @@ static void test_move_fp(void)
 {
 	uint64_t seed = 0xfeedull;
 	static const uint32_t ns[] = { 1, 31, 200 };
+	struct vc_xts_key key;
+	for (size_t i = 0; i < sizeof key.bytes; i++)
+		key.bytes[i] = (unsigned char)(i * 37 + 11);
 	for (uint32_t bs = 512; bs <= 4096; bs *= 2) /* D = 8, 4, 2, 1 */
 		for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
-			check_move_fp("queue", bs, ns[k], &seed);
-			check_move_fp("batch", bs, ns[k], &seed);
+			check_move_fp("queue", bs, ns[k], &seed, NULL);
+			check_move_fp("batch", bs, ns[k], &seed, NULL);
 		}
-	/* Refusals: a SWAP, a cipher, a key, a page of two pieces. */
+	/* The cipher kernels: the queue server's lone, short (fewer pieces
+	 * than warps) and full rounds, a hybrid add's launched part (from 512
+	 * pages), and launched batches whose pages split into sub-pieces. */
+	static const uint32_t nk[] = { 1, 9, 31, 200, 600 }; /* coprime to 7 (the scatter) */
+	for (uint32_t bs = 512; bs <= 4096; bs *= 2)
+		for (size_t k = 0; k < sizeof nk / sizeof nk[0]; k++) {
+			check_move_fp("queue", bs, nk[k], &seed, &key);
+			if (nk[k] <= 8 * 64) /* the digests of 8 slots of 64 moves */
+				check_move_fp("batch", bs, nk[k], &seed, &key);
+		}
+	/* Refusals: a SWAP, a decryption, a page of two pieces. */
 	struct vc_move m = { .src = 4096, .dst = 8192, .op = VC_MOVE_SWAP | VC_MOVE_FP };
 	CHECK(vc_move_check(&m, NULL) == -EINVAL && strstr(vc_last_error(), "fingerprint"));
+	m.op = VC_MOVE_COPY | VC_MOVE_DECRYPT | VC_MOVE_FP;
+	CHECK(vc_move_check(&m, &key) == -EINVAL && strstr(vc_last_error(), "fingerprint"));
 	m.op = VC_MOVE_COPY | VC_MOVE_ENCRYPT | VC_MOVE_FP;
-	struct vc_xts_key key;
-	memset(&key, 0x11, sizeof key);
-	CHECK(vc_move_check(&m, &key) == -EINVAL);
+	CHECK(vc_move_check(&m, &key) == 0);
 	m.op = VC_MOVE_COPY | VC_MOVE_FP;
-	CHECK(vc_move_check(&m, &key) == -EINVAL);
+	CHECK(vc_move_check(&m, &key) == 0);
 	CHECK(vc_move_check(&m, NULL) == 0);
 	struct vc_dq *q;
 	struct vc_dq_config qc = { .page_size = 8192 };

@@ -88,9 +88,9 @@ int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key)
 	if ((op != VC_MOVE_COPY && op != VC_MOVE_SWAP) ||
 	    (m->op & ~(VC_MOVE_OP_MASK | VC_MOVE_CIPHER | VC_MOVE_FP)))
 		return vc_err(-EINVAL, "move: unknown op word %#x", m->op);
-	if ((m->op & VC_MOVE_FP) && (op != VC_MOVE_COPY || ciph || key))
-		return vc_err(-EINVAL, "move: op word %#x: a fingerprint goes with a plain COPY, "
-				       "without a key", m->op);
+	if ((m->op & VC_MOVE_FP) && (op != VC_MOVE_COPY || (m->op & VC_MOVE_DECRYPT)))
+		return vc_err(-EINVAL, "move: op word %#x: a fingerprint goes with a plain or an "
+				       "encrypting COPY", m->op);
 	if (!ciph)
 		return 0;
 	if (ciph == VC_MOVE_CIPHER || op != VC_MOVE_COPY)

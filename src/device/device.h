@@ -44,11 +44,14 @@ enum vc_move_op {
  * VC_FP_LANES) of the bytes it copies, from the registers they pass
  * through, and writes the 16-byte digest to host memory beside the move:
  * a launched batch's fp[i] (struct vc_dbatch), a queue ring's fp slot of
- * the move's ticket (device/queue.h). A plain COPY of one piece (a page of
- * at most 4 KiB) only, without a key: the cipher kernels do not
- * fingerprint (docs/DEDUP.md says how the encrypted path gets its
- * fingerprints). Cost on CUDA: four 64-bit multiplies per 16 bytes per
- * lane, five shuffle-adds and one 16-byte store per move. */
+ * the move's ticket (device/queue.h). A COPY of one piece (a page of at
+ * most 4 KiB), plain or VC_MOVE_ENCRYPT: the digest is always of the
+ * plaintext (an encrypting move's source, hashed before the cipher), so
+ * dedup's fingerprints do not depend on the key or the tweak (the blocks
+ * are deduplicated before encryption, docs/DEDUP.md). Not with
+ * VC_MOVE_DECRYPT or SWAP. Cost on CUDA: four 64-bit multiplies per 16
+ * bytes per lane, five shuffle-adds and one 16-byte store per move (the
+ * cipher kernels' split pieces: a shared-memory sum a piece). */
 #define VC_MOVE_FP 0x40u
 
 /* One page move. 32 bytes; trivially copyable, read by kernels in place. */
@@ -64,7 +67,7 @@ struct vc_xts_key;
 
 /* Checks a move's op word against the key there is (NULL: none): a known
  * op, at most one cipher flag, only on a COPY, and only with a key;
- * VC_MOVE_FP only on a plain COPY without a key. 0 or -EINVAL with a
+ * VC_MOVE_FP only on a plain or encrypting COPY. 0 or -EINVAL with a
  * message. (Backends check VC_MOVE_FP's page size.) */
 int vc_move_check(const struct vc_move *m, const struct vc_xts_key *key);
 

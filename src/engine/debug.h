@@ -38,4 +38,9 @@ int eng_debug_dedup_collide(vc_cache *c, bool on);
  * dedup_blocks_in went the staged trip. -EINVAL when dedup is off. */
 int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late);
 
+/* With VC_DD_PROF=1 in the environment at open: prints each trip phase's
+ * time summed since the last call (or open) to stderr, labelled `what`,
+ * and starts the sums again. Nothing otherwise. For benchmarks. */
+void eng_debug_dedup_prof(vc_cache *c, const char *what);
+
 #endif

@@ -66,6 +66,7 @@
  */
 #include <stdio.h>
 
+#include "base/env.h"
 #include "device/cmp.h"
 #include "engine/dedup.h"
 #include "engine/engine.h"
@@ -354,9 +355,14 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	static const uint32_t algo[] = { [VC_DEDUP_LANES] = VC_FP_LANES, [VC_DEDUP_MD5] = VC_FP_MD5,
 					 [VC_DEDUP_MURMUR3] = VC_FP_MURMUR3 };
 	d->algo = algo[cfg->dedup_algo];
-	/* The cipher kernels do not fingerprint: encrypted, the lanes hash
-	 * is taken on the host from the plaintext (fingerprint()). */
-	d->fp_move = d->algo == VC_FP_LANES && !c->gpu.cipher;
+	/* The move kernels, the cipher's too, hash the plaintext they move
+	 * (VC_MOVE_FP); MurmurHash3 and MD5 are a job after the move, or
+	 * with encryption a host hash of the plaintext (fingerprint()).
+	 * VC_DD_CIPHER_FP=0 (for measuring) takes the encrypted path back to
+	 * step 5's: the host hashes, unique blocks move once. */
+	d->fp_move = d->algo == VC_FP_LANES &&
+		     (!c->gpu.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
+	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
 	d->max_sms = DD_MAX_SMS;
 	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
 	/* Logical pages: up to max_factor x the tier's pages, so the tier

@@ -5,7 +5,9 @@
  */
 #include <stdio.h>
 
+#include "base/clock.h"
 #include "device/cmp.h"
+#include "engine/debug.h"
 #include "engine/dedup.h"
 #include "engine/engine.h"
 
@@ -46,9 +48,10 @@ enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
  * prefetch round): device-visible host memory (one host_alloc) for
  * addresses (8 B a block), digests (16), pairs (16), results (1), and with
  * encryption a bounce for the stored blocks' plaintext (a block each);
- * without encryption, staging blocks in device memory (mem_alloc, a block
- * each); and the trip's host-side arrays (struct down), so that a trip
- * allocates nothing. */
+ * where staged blocks move before their lookup (stage_moves()), staging
+ * blocks in device memory (mem_alloc, a block each; encrypted, they hold
+ * ciphertext); and the trip's host-side arrays (struct down), so that a
+ * trip allocates nothing. */
 struct dd_scratch {
 	struct dd_scratch *next; /* on d->scr_free */
 	void *mem;
@@ -88,6 +91,7 @@ struct down {
 	bool *lead; /* [m]: a staged leader (indexed once placed, if still first) */
 	bool *hit;  /* [m]: shares a block (stored or a leader's) */
 	uint32_t *blk;  /* [m]: the block its use names (direct: from the start) */
+	uint64_t *tw;   /* [m]: a staged block's tweak, encrypted into staging */
 	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
 	uint32_t lmask;
 	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
@@ -109,6 +113,7 @@ static void down_free(struct down *g)
 	free(g->tk);
 	free(g->local);
 	free(g->pfp);
+	free(g->tw);
 	free(g);
 }
 
@@ -129,7 +134,8 @@ static struct down *down_alloc(uint32_t cap)
 	g->tk = malloc((size_t)cap * sizeof *g->tk);
 	g->local = calloc((size_t)cap * 7, sizeof *g->local);
 	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
-	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp) {
+	g->tw = malloc((size_t)cap * sizeof *g->tw);
+	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp || !g->tw) {
 		down_free(g);
 		return NULL;
 	}
@@ -148,6 +154,17 @@ static struct down *down_alloc(uint32_t cap)
 	g->cls = (uint8_t *)(g->dir + cap);
 	g->dfp = g->pfp + cap;
 	return g;
+}
+
+/* Staged blocks move into staging before their lookup, fingerprinted on
+ * the way (plain: any hash, the job after the move for MurmurHash3/MD5;
+ * encrypted: the lanes hash in the encrypting move, the ciphertext
+ * staged under a tweak of its own, which becomes the stored block's if it
+ * is unique). Encrypted with MurmurHash3/MD5 they are hashed on the host
+ * and move once, only if unique, from the plaintext. */
+static bool stage_moves(const struct vc_cache *c)
+{
+	return !c->gpu.cipher || c->dd.fp_move;
 }
 
 static uint64_t scratch_len(const struct vc_cache *c)
@@ -190,7 +207,7 @@ static struct dd_scratch *scratch_new(struct vc_cache *c)
 		return NULL;
 	if (!(sc->g = down_alloc(d->scr_blocks)) ||
 	    dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
-	    (!c->gpu.cipher &&
+	    (stage_moves(c) &&
 	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
 		scratch_free(c, sc);
 		return NULL;
@@ -320,9 +337,8 @@ static const unsigned char *plain_of(const struct eng_dedup *d, const struct dow
 
 /* Unlocked, after the first moves: the fingerprints of the m selected
  * blocks, into g->fp, where the host did not hash them already
- * (encryption: hashed from the plaintext while the moves ran, since no
- * plaintext rests in GPU memory and the cipher kernels do not
- * fingerprint). From their moves (VC_MOVE_FP, g->tix; one whose digest can
+ * (encryption with MurmurHash3/MD5: hashed from the plaintext while the
+ * moves ran, since no plaintext rests in GPU memory). From their moves (VC_MOVE_FP, g->tix; one whose digest can
  * no longer be read is hashed here from the plaintext; the unselected
  * pages' digests land in g->dfp too, for the estimate), or by a device
  * job over their blocks (direct: the slots; staged: the staging blocks;
@@ -331,7 +347,7 @@ static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *
 		       uint32_t nmv)
 {
 	const struct eng_dedup *d = &c->dd;
-	if (c->gpu.cipher)
+	if (c->gpu.cipher && !d->fp_move)
 		return 0;
 	if (d->fp_move) {
 		if (nmv)
@@ -378,19 +394,71 @@ static void collect(const struct vc_cache *c, struct down *g)
 	}
 }
 
+/* Under c->mu: staged blocks k = g->uk[0..nu) get fresh blocks (their
+ * uses placed; encrypted and staged, the block takes its staging tweak)
+ * and slots, appended together from the reservation, and the moves that
+ * place them into g->mv[0..nu): a device copy from staging (encrypted or
+ * not), or with encryption and no staging the encrypting move from the
+ * plaintext. 0, or -ENOSPC with every use given back its reserved slot
+ * (the reservation makes that impossible). O(nu). */
+static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		 const uint64_t *src)
+{
+	struct eng_dedup *d = &c->dd;
+	for (uint32_t t = 0; t < g->nu; t++) {
+		const uint32_t k = g->uk[t], b = dd_blk_new(d);
+		d->blk[b].fp = g->fp[k];
+		if (c->gpu.cipher && stage_moves(c))
+			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
+		dd_use_place(d, use_of(c, g, pages, k), b);
+		g->blk[k] = g->key[t] = b;
+	}
+	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
+	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
+		dd_use_unplace(c, use_of(c, g, pages, g->uk[t]));
+	if (r < 0)
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
+	for (uint32_t t = 0; t < g->nu; t++) {
+		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
+		if (!stage_moves(c)) {
+			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
+			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
+		} else {
+			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
+						     .dst = dst, .op = VC_MOVE_COPY };
+		}
+	}
+	return 0;
+}
+
 /* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
  * fingerprint the table names pairs with that stored block, pinned (its
  * slot's address, or with encryption its tweak and slot, noted for the
  * unlocked compare). Else a direct block, its bytes in its slot already,
  * enters the table (so later blocks, of this trip or another, can match
  * it); a staged block pairs with an earlier staged block of this trip
- * that has it (the trip's own table), or leads: a leader is indexed once
- * its bytes are in place. */
-static void lookup(struct vc_cache *c, struct down *g)
+ * that has it (the trip's own table), or leads: a leader gets its fresh
+ * block, slot and placement move here (fresh(), g->mv[0..g->nu)), and is
+ * indexed once its bytes are in place (settle). 0 or fresh()'s -ENOSPC. */
+static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
 	if (d->fp_same)
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
+	/* The probes' first two loads (a table slot, then its block's
+	 * fingerprint) miss the caches at tier sizes (the table and the block
+	 * table are megabytes), each miss waiting for the one before: asked
+	 * for ahead, a trip's misses overlap (measured on the H100 host: 130
+	 * ns a block in this hold, docs/DEDUP.md step 6). */
+	for (uint32_t k = 0; k < g->m; k++)
+		__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
+	for (uint32_t k = 0; k < g->m; k++) {
+		const uint32_t o = d->tab[dd_tab_home(d, &g->fp[k])];
+		if (o != DD_NIL)
+			__builtin_prefetch(&d->blk[o]);
+	}
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
@@ -424,7 +492,10 @@ static void lookup(struct vc_cache *c, struct down *g)
 		g->cand[g->np++] = o;
 	}
 	/* The trip's table empty again for the next: every entry is a
-	 * leader's, found by probing past entries already cleared. */
+	 * leader's, found by probing past entries already cleared. The
+	 * leaders are unique whatever the compare says: their fresh blocks
+	 * and slots now, so that their placement runs beside the compare. */
+	g->nu = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		if (!g->lead[k])
 			continue;
@@ -432,19 +503,25 @@ static void lookup(struct vc_cache *c, struct down *g)
 		while (g->ltab[i] != k + 1)
 			i = (i + 1) & g->lmask;
 		g->ltab[i] = 0;
+		g->uk[g->nu++] = k;
 	}
+	return fresh(c, g, pages, src);
 }
 
-/* Unlocked: compares the np pairs into g->s.eq[q]. Without encryption one
+/* Unlocked: compares the np pairs into g->s.eq[q] (its moves, if any,
+ * from g->mv[busy] on: the placement's are before them). Without encryption one
  * device job over the trip's blocks (staging or direct slots) and the
  * stored ones. With it, the stored blocks come up decrypted into the
  * bounce (one batch of moves) and are compared with the plaintext on the
  * host, as are the pairs within the trip. 0 or the device's error (then
  * nothing is shared). */
-static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain)
+static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+		   uint32_t busy)
 {
 	const struct eng_dedup *d = &c->dd;
 	const struct scratch *s = &g->s;
+	struct vc_move *mv = g->mv + busy; /* the first `busy` moves are in flight */
+	struct vc_ticket *tk = g->tk + busy;
 	if (!c->gpu.cipher) {
 		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = g->np,
 					  .len = d->bsize };
@@ -453,13 +530,13 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	uint32_t nm = 0;
 	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
 		if (!g->local[q])
-			g->mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
+			mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
 							.dst = s->buf_dev + (uint64_t)q * d->bsize,
 							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
 							.tweak = s->pair[2 * q] };
-	int r = nm ? vc_batcher_add_n(c->gpu.bat, g->mv, nm, g->tk) : 0;
+	int r = nm ? vc_batcher_add_n(c->gpu.bat, mv, nm, tk) : 0;
 	if (r == 0 && nm)
-		r = vc_batcher_wait_n(c->gpu.bat, g->tk, nm);
+		r = vc_batcher_wait_n(c->gpu.bat, tk, nm);
 	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
 		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
 						     : s->buf + (uint64_t)q * d->bsize;
@@ -468,74 +545,57 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	return r;
 }
 
-/* Under c->mu: settles the pairs and the staged blocks. A direct block
- * equal to a stored one that still has a use moves its use there and
- * its fresh block dies (its slot dead, for cleaning). A staged block
- * equal to its pair shares (a stored block only if it still has a use: it
- * may have lost its last while we compared); every other staged block
- * gets a fresh block and one slot, appended together, and a move that
- * places it (from staging, or encrypting from the plaintext) into *nmv
- * moves g->mv. Unpins, counts. 0, or -ENOSPC if the append failed (the
- * reservation makes that impossible; the caller releases the trip's
- * pages). A direct block that was indexed has no pair of its own, so no
- * block another pair names dies here. */
+/* Under c->mu, after the compare and the leaders' placement (rc: the
+ * first error of the two; then nothing is shared, nothing indexed, and the
+ * trip ends with rc, its pages released by the caller): settles the pairs.
+ * A direct block equal to a stored one that still has a use moves its use
+ * there and its fresh block dies (its slot dead, for cleaning). A staged
+ * block equal to its pair shares (a stored block only if it still has a
+ * use: it may have lost its last while we compared; a leader, placed). The
+ * placed leaders enter the fingerprint table (if the fingerprint is still
+ * free). A staged block that shares nothing (a collision, or its stored
+ * block died) gets a fresh block and a move into *nmv moves g->mv
+ * (fresh()). Unpins, counts. 0, rc, or fresh()'s -ENOSPC. A direct block
+ * that was indexed has no pair of its own, so no block another pair names
+ * dies here. */
 static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		  const uint64_t *src, int rc, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
+	*nmv = 0;
 	for (uint32_t q = 0; q < g->np; q++) {
 		const uint32_t k = g->pk[q], o = g->cand[q];
-		bool eq = rc == 0 && g->s.eq[q];
+		const bool eq = rc == 0 && g->s.eq[q];
 		d->collisions += rc == 0 && !eq;
 		g->hit[k] = eq && (g->local[q] || d->blk[o].refs > 0);
-		if (g->dir[k] && g->hit[k]) {
+		if (g->hit[k]) {
 			const uint64_t u = use_of(c, g, pages, k);
-			dd_use_unlink(c, u, true);
-			dd_use_link(d, u, o);
-			d->hits++;
-			d->merged_late++;
-		}
-	}
-	g->nu = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (g->hit[k] || g->dir[k])
-			continue;
-		uint32_t b = dd_blk_new(d);
-		d->blk[b].fp = g->fp[k];
-		dd_use_place(d, use_of(c, g, pages, k), b);
-		g->blk[k] = b;
-		g->key[g->nu] = b;
-		g->uk[g->nu++] = k;
-	}
-	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
-	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
-		dd_use_unplace(c, use_of(c, g, pages, g->uk[t]));
-	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q];
-		if (r == 0 && g->hit[k] && !g->dir[k]) {
-			uint32_t b = g->local[q] ? g->blk[g->cand[q]] : g->cand[q];
-			dd_use_place(d, use_of(c, g, pages, k), b);
-			g->blk[k] = b;
+			const uint32_t b = g->local[q] ? g->blk[o] : o;
+			if (g->dir[k]) {
+				dd_use_unlink(c, u, true);
+				dd_use_link(d, u, b);
+				d->merged_late++;
+			} else {
+				dd_use_place(d, u, b);
+				g->blk[k] = b;
+			}
 			d->hits++;
 		}
 		if (!g->local[q])
-			blk_unpin(c, g->cand[q]);
+			blk_unpin(c, o);
 	}
-	if (r < 0)
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
-	for (uint32_t t = 0; t < g->nu; t++) {
-		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
-		if (c->gpu.cipher) {
-			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
-			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
-		} else {
-			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
-						     .dst = dst, .op = VC_MOVE_COPY };
-		}
-	}
-	*nmv = g->nu;
-	return 0;
+	if (rc < 0)
+		return rc;
+	for (uint32_t k = 0; k < g->m; k++)
+		if (g->lead[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
+			dd_tab_insert(d, g->blk[k]);
+	g->nu = 0;
+	for (uint32_t q = 0; q < g->np; q++)
+		if (!g->hit[g->pk[q]] && !g->dir[g->pk[q]])
+			g->uk[g->nu++] = g->pk[q];
+	int r = fresh(c, g, pages, src);
+	*nmv = r == 0 ? g->nu : 0;
+	return r;
 }
 
 /* Under c->mu: the trip's pages by class (g->cls; mode, volume switch,
@@ -543,8 +603,8 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
  * Every page not staged gets fresh blocks, appended together, and its
  * moves straight into them (g->mv from 0, D a page in page order), with
  * the fingerprint where the moves compute it; then the staged blocks'
- * moves into staging (not with encryption: those are hashed on the host
- * and move only if unique). Block k's move is g->mv[g->tix[k]]; a direct
+ * moves into staging (stage_moves(); encrypted, each under a fresh tweak,
+ * g->tw[k]). Block k's move is g->mv[g->tix[k]]; a direct
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
  * *nmv: the moves. 0 or -ENOSPC (see settle). */
 static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
@@ -567,6 +627,19 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	}
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
+	/* The fresh blocks' entries and the uses' links are cold lines of
+	 * megabyte arrays: asked for ahead, so that their misses overlap (as
+	 * lookup's probes). */
+	uint32_t want = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++, want++) {
+			const uint64_t u = (uint64_t)page_id(c, pages[i]) * d->D + j;
+			__builtin_prefetch(&d->res[u], 1);
+			__builtin_prefetch(&d->next[u], 1);
+			__builtin_prefetch(&d->prev[u], 1);
+		}
+	for (uint32_t t = 0; t < want && t < d->nfree; t++)
+		__builtin_prefetch(&d->blk[d->free_ids[d->nfree - 1 - t]], 1);
 	uint32_t nk = 0, nm = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++) {
@@ -600,11 +673,13 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 			continue;
 		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
-		g->tix[k] = c->gpu.cipher ? DD_NIL : nm;
-		if (!c->gpu.cipher)
-			g->mv[nm++] = (struct vc_move){ .src = src[i] + (uint64_t)j * d->bsize,
-							.dst = g->s.addr[k],
-							.op = VC_MOVE_COPY | (d->fp_move ? VC_MOVE_FP : 0) };
+		g->tix[k] = stage_moves(c) ? nm : DD_NIL;
+		if (!stage_moves(c))
+			continue;
+		g->mv[nm] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, g->s.addr[k], pages[i]->pno);
+		if (c->gpu.cipher)
+			g->mv[nm].tweak = g->tw[k] = ++d->tweak_next; /* a serial, never reused */
+		g->mv[nm++].op |= d->fp_move ? VC_MOVE_FP : 0;
 	}
 	*nmv = nm;
 	return 0;
@@ -622,6 +697,78 @@ static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pa
 	scratch_put(c, sc);
 }
 
+/* VC_DD_PROF=1: a trip's phases, each from the end of the one before
+ * (a hold's lock wait included), summed over trips into d->prof_ns with
+ * the number of trips that reached each, printed at close
+ * (dd_scratch_close). For measuring; two clock reads a phase when on. */
+enum { DDP_BEGIN, DDP_MOVE, DDP_FP, DDP_LOOKUP, DDP_CMP, DDP_SETTLE, DDP_PLACE, DDP_INDEX, DDP_N };
+static const char *const ddp_name[DDP_N] = { "begin (lock, classes, appends)",
+					     "moves down (+ host hash)",
+					     "fingerprints read",
+					     "lookup, leaders' slots (lock)",
+					     "compare + leaders' placement",
+					     "settle, index (lock)",
+					     "placement of the rest (rare)",
+					     "finish (lock)" };
+
+struct prof {
+	bool on;
+	uint64_t t, ns[DDP_N];
+	bool hit[DDP_N];
+};
+
+static void prof_start(struct prof *pf)
+{
+	if (pf->on)
+		pf->t = vc_now_ns();
+}
+
+static void prof_mark(struct prof *pf, int ph)
+{
+	if (!pf->on)
+		return;
+	const uint64_t now = vc_now_ns();
+	pf->ns[ph] = now - pf->t;
+	pf->hit[ph] = true;
+	pf->t = now;
+}
+
+static void prof_end(struct eng_dedup *d, const struct prof *pf, uint32_t blocks)
+{
+	if (pf->on)
+		atomic_fetch_add_explicit(&d->prof_blocks, blocks, memory_order_relaxed);
+	for (int i = 0; pf->on && i < DDP_N; i++)
+		if (pf->hit[i]) {
+			atomic_fetch_add_explicit(&d->prof_ns[i], pf->ns[i], memory_order_relaxed);
+			atomic_fetch_add_explicit(&d->prof_n[i], 1, memory_order_relaxed);
+		}
+}
+
+static void prof_print(struct vc_cache *c, const char *what)
+{
+	struct eng_dedup *d = &c->dd;
+	const uint64_t trips = atomic_exchange(&d->prof_n[DDP_BEGIN], 0);
+	const uint64_t blocks = atomic_exchange(&d->prof_blocks, 0);
+	if (!d->prof || trips == 0)
+		return;
+	fprintf(stderr, "dedup trips (%s): %llu, %llu blocks selected, D = %u, %s%s\n", what,
+		(unsigned long long)trips, (unsigned long long)blocks, d->D,
+		c->gpu.cipher ? "XTS" : "plain", d->fp_move ? ", fingerprints in the moves" : "");
+	for (int i = 0; i < DDP_N; i++) {
+		const uint64_t ns = atomic_exchange(&d->prof_ns[i], 0);
+		const uint64_t k = i == DDP_BEGIN ? trips : atomic_exchange(&d->prof_n[i], 0);
+		fprintf(stderr, "  %-32s trips %8llu  total %9.3f ms  per trip %8.2f us  per block %7.1f ns\n",
+			ddp_name[i], (unsigned long long)k, (double)ns / 1e6,
+			k ? (double)ns / 1e3 / (double)k : 0.0, blocks ? (double)ns / (double)blocks : 0.0);
+	}
+}
+
+void eng_debug_dedup_prof(struct vc_cache *c, const char *what)
+{
+	if (eng_dd(c))
+		prof_print(c, what);
+}
+
 /* Submits n moves of g->mv; with encryption, hashes the selected blocks'
  * plaintext on this thread while they run (hash_from: the first block
  * not hashed yet); waits. */
@@ -636,19 +783,25 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 }
 
 /* One trip (eng_dd_down), n <= scr_blocks / D pages. The staged trip, in
- * four short holds of c->mu with the device work between them unlocked:
+ * three short holds of c->mu with the device work between them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
  *             (begin())
- *   unlocked  their moves, and the staged blocks into staging,
- *             fingerprinting on their way (encrypted: hashed on the host
- *             meanwhile); fingerprints (fingerprint())
- *   lock      estimate fed; lookups, stored blocks pinned (lookup())
- *   unlocked  one compare job for the pairs (compare())
- *   lock      shares, fresh blocks for the rest appended, unpins
- *             (settle())
- *   unlocked  the fresh blocks placed: staging to slot, or encrypting
- *   lock      the placed leaders enter the fingerprint table; counts
- *             (finish())
+ *   unlocked  their moves, and the staged blocks into staging (encrypted
+ *             under tweaks of their own), fingerprinting on their way
+ *             (MurmurHash3/MD5: a job after, or with encryption a host
+ *             hash meanwhile); fingerprints (fingerprint())
+ *   lock      estimate fed; lookups, stored blocks pinned; the leaders
+ *             (staged, matching nothing) get fresh blocks and slots,
+ *             appended together (lookup(), fresh())
+ *   unlocked  the leaders placed (staging to slot) while one compare job
+ *             runs over the pairs (compare())
+ *   lock      shares, the placed leaders enter the fingerprint table,
+ *             unpins, counts (settle(), finish())
+ * and, only for staged blocks that share nothing after all (a collision,
+ * or the stored block died meanwhile), their fresh blocks (settle), their
+ * placement unlocked, and a last hold (finish()). Before step 6 the
+ * leaders got their slots after the compare, which cost a fourth hold and
+ * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
  * hold when nothing matched (unique data: two holds and one device
  * submission, as without dedup but for the lookups), else at the third.
@@ -657,11 +810,15 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
  * blocks), a pinned stored block is not moved, evicted or freed, and the
  * staging blocks are the trip's. What can change is whether a stored
  * block still has a use; settle checks it. A block enters the table only
- * after its bytes are in its slot, so every compare reads a placed block. */
+ * after its bytes are in its slot, so every compare reads a placed block;
+ * a pair local to the trip reads its leader's staging block, which the
+ * leader's placement only reads. */
 static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
+	struct prof pf = { .on = d->prof };
+	prof_start(&pf);
 	eng_lock(c);
 	struct dd_scratch *sc = scratch_get(c);
 	if (!sc) {
@@ -672,44 +829,68 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	g->n = n;
 	uint32_t nmv = 0;
 	int r = begin(c, g, pages, src, &nmv);
+	uint32_t nsel = g->m; /* g is the next trip's once finish() gave it back */
 	eng_unlock(c);
+	prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)
-		r = move_all(c, g, nmv, plain, c->gpu.cipher);
+		r = move_all(c, g, nmv, plain, c->gpu.cipher && !d->fp_move);
+	prof_mark(&pf, DDP_MOVE);
 	if (r == 0)
 		r = fingerprint(c, g, plain, nmv);
 	if (r == 0)
 		collect(c, g);
+	prof_mark(&pf, DDP_FP);
 	eng_lock(c);
+	g->np = g->nu = 0;
 	if (r == 0) {
 		feed(c, g, pages);
-		lookup(c, g);
+		r = lookup(c, g, pages, src);
 	}
-	if (r < 0 || (g->np == 0 && g->nstage == 0)) {
+	if (r < 0 || (g->np == 0 && g->nu == 0)) {
+		/* Failed (nothing counted: the pages go back; fresh() gave
+		 * back what it took), or nothing matched and nothing staged. */
+		for (uint32_t q = 0; r < 0 && q < g->np; q++)
+			if (!g->local[q])
+				blk_unpin(c, g->cand[q]);
 		if (r < 0)
-			g->m = g->nstage = 0; /* nothing counted: the pages go back */
+			g->m = g->nstage = nsel = 0;
 		finish(c, g, pages, sc);
 		eng_unlock(c);
+		prof_mark(&pf, DDP_LOOKUP);
+		prof_end(d, &pf, nsel);
 		return r;
 	}
 	eng_unlock(c);
-	int rc = g->np ? compare(c, g, plain) : 0;
+	prof_mark(&pf, DDP_LOOKUP);
+	/* The leaders' placement and the compare at once: disjoint blocks
+	 * (leaders have no pair; a local pair reads the leader's staging
+	 * block, which the placement only reads). */
+	const uint32_t nlead = g->nu;
+	int rp = nlead ? vc_batcher_add_n(c->gpu.bat, g->mv, nlead, g->tk) : 0;
+	int rc = g->np ? compare(c, g, plain, rp == 0 ? nlead : 0) : 0;
+	if (rp == 0 && nlead)
+		rp = vc_batcher_wait_n(c->gpu.bat, g->tk, nlead);
+	prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
-	r = settle(c, g, pages, src, rc, &nmv);
+	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv);
 	if (g->np)
 		eng_wake(c); /* claims that met a pin wait for it */
 	if (r < 0 || nmv == 0) {
 		finish(c, g, pages, sc);
 		eng_unlock(c);
+		prof_mark(&pf, DDP_SETTLE);
+		prof_end(d, &pf, nsel);
 		return r;
 	}
 	eng_unlock(c);
-	r = move_all(c, g, nmv, plain, false);
+	prof_mark(&pf, DDP_SETTLE);
+	r = move_all(c, g, nmv, plain, false); /* the rare: collisions, dead stored blocks */
+	prof_mark(&pf, DDP_PLACE);
 	eng_lock(c);
-	for (uint32_t k = 0; r == 0 && k < g->m; k++)
-		if (g->lead[k] && !g->hit[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
-			dd_tab_insert(d, g->blk[k]);
 	finish(c, g, pages, sc);
 	eng_unlock(c);
+	prof_mark(&pf, DDP_INDEX);
+	prof_end(d, &pf, nsel);
 	return r;
 }
 
@@ -735,6 +916,7 @@ int dd_scratch_open(struct vc_cache *c)
 void dd_scratch_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
+	prof_print(c, "since the last");
 	while (d->scr_free) {
 		struct dd_scratch *sc = d->scr_free;
 		d->scr_free = sc->next;

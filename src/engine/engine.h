@@ -289,7 +289,7 @@ struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
 	uint32_t D, bsize; /* blocks per page, bytes per block */
 	uint32_t algo;     /* enum vc_fp_algo */
-	bool fp_move;      /* fingerprints come with the moves down (VC_MOVE_FP) */
+	bool fp_move;      /* fingerprints come with the moves down (VC_MOVE_FP; encrypted too) */
 	uint32_t max_sms;  /* the fingerprint job's SM cap */
 	uint32_t nblocks;  /* block ids < nblocks: the log store's owners */
 	struct eng_blk *blk;
@@ -317,6 +317,10 @@ struct eng_dedup {
 	uint64_t blocks_in, hits, collisions, switches;
 	uint64_t direct_in, merged_late; /* blocks down the direct trip; of those, shared after */
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
+	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
+	 * over trips (dedup_down.c's DDP_*), printed at close. */
+	bool prof;
+	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
 
 struct vc_cache {

@@ -546,7 +546,7 @@ static int cu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 		uint32_t gen = cb->gen + 1;
 		if (ciph)
 			r = CU((cudaError_t)vc_cuda_launch_moves_xts(
-				b->key, ciph == VC_MOVE_ENCRYPT, mdev, b->n, b->page_size,
+				b->key, ciph == VC_MOVE_ENCRYPT, mdev, b->fp_dev, b->n, b->page_size,
 				grid_cap(c, c->xts_per_sm), cb->flag_dev, gen, cb->counter, cb->stream));
 		else
 			r = CU((cudaError_t)vc_cuda_launch_moves(mdev, b->fp_dev, b->n, b->page_size,

@@ -68,6 +68,13 @@ static int emu_move(const struct vc_xts_key *key, uint64_t src, uint64_t dst, ui
 	return 0;
 }
 
+/* The bytes a VC_MOVE_FP move hashes (device.h: the plaintext): the
+ * source of an encrypting move, else the copy at dst. */
+static uint64_t fp_src(uint64_t src, uint64_t dst, uint32_t op)
+{
+	return (op & VC_MOVE_ENCRYPT) ? src : dst;
+}
+
 static int run_moves(const struct vc_dbatch *b)
 {
 	int err = 0;
@@ -77,7 +84,8 @@ static int run_moves(const struct vc_dbatch *b)
 		if (r < 0 && err == 0)
 			err = r;
 		if (r == 0 && (m->op & VC_MOVE_FP)) /* the same function as the kernels' */
-			vc_fp_lanes((const void *)(uintptr_t)m->dst, b->page_size, &b->fp[i]);
+			vc_fp_lanes((const void *)(uintptr_t)fp_src(m->src, m->dst, m->op), b->page_size,
+				    &b->fp[i]);
 	}
 	return err;
 }
@@ -365,7 +373,10 @@ static void *emu_lane_main(void *arg)
 				 * read this, sees the descriptor read above. */
 				struct vc_fp_digest f;
 				uint64_t w[2];
-				vc_fp_lanes((const void *)(uintptr_t)(dst & VC_DQ_ADDR_MASK), q->piece, &f);
+				vc_fp_lanes((const void *)(uintptr_t)fp_src(src & VC_DQ_ADDR_MASK,
+									 dst & VC_DQ_ADDR_MASK,
+									 (uint32_t)op),
+					    q->piece, &f);
 				memcpy(w, f.b, sizeof w);
 				atomic_store_explicit(&rg->fp[t & mask].w[0], w[0], memory_order_release);
 				atomic_store_explicit(&rg->fp[t & mask].w[1], w[1], memory_order_release);

@@ -26,10 +26,14 @@
  * stores before thread 0's fence, as in the cooperative-groups grid sync),
  * so a host that reads gen also sees every store of the batch.
  *
- * Fingerprints (VC_MOVE_FP, plain kernel only: a batch with a key refuses
- * the flag, device.h): the warp hashes the piece from its registers
- * (piece.cuh's vc_move_piece_fp) and lane 0 stores the digest at fp[i],
- * before batch_done's fences.
+ * Fingerprints (VC_MOVE_FP, device.h: of the plaintext, on a plain or an
+ * encrypting COPY of one piece): the warp hashes the piece from its
+ * registers (piece.cuh's vc_move_piece_fp) and lane 0 stores the digest at
+ * fp[i], before batch_done's fences. The cipher kernel splits a page into
+ * sub-pieces moved by the warps of one block in one round; each warp adds
+ * its lanes' states (the hash is a sum) and leaves its sub-piece's state
+ * in shared memory, and after the barrier that ends every 32 rounds the
+ * thread of a page's first sub-piece adds them and stores the digest.
  *
  * Cost: bytes moved once each way (twice for a SWAP), plus one 24-byte
  * descriptor read per piece and one atomic per block. Registers (ptxas,
@@ -167,9 +171,9 @@ move_kernel(const struct vc_move *__restrict__ moves, uint4 *fp, uint32_t nitems
  * once (67 KiB of shared memory per block). */
 template <int V, bool LayoutEnc>
 __global__ void __launch_bounds__(VC_CUDA_MOVE_THREADS)
-move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ moves, uint32_t nitems,
-		uint32_t shift, uint32_t subshift, volatile uint32_t *flag, uint32_t gen,
-		uint32_t *counter)
+move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ moves, uint4 *fp,
+		uint32_t nitems, uint32_t shift, uint32_t subshift, volatile uint32_t *flag,
+		uint32_t gen, uint32_t *counter)
 {
 	constexpr uint32_t PIECE = V * 32 * 16;
 	extern __shared__ uint4 move_xts_dyn[];
@@ -204,6 +208,13 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 	 * key-derived values: zeroed before exit with the round keys. */
 	__shared__ uint4 tws[32][WARPS_PER_BLOCK];
 	static_assert(32 * WARPS_PER_BLOCK == VC_CUDA_MOVE_THREADS, "a tweak a thread");
+	/* VC_MOVE_FP: round r's warp w leaves its sub-piece's lanes state in
+	 * fps[r][w] and whether its move fingerprints in fpf[r][w]; a page's
+	 * 2^shift sub-pieces are consecutive warps of one round (shift <= 3 for
+	 * pages of at most 4 KiB: a subshift split V = 8 at most three times). */
+	__shared__ unsigned long long fps[32][WARPS_PER_BLOCK][2];
+	__shared__ uint8_t fpf[32][WARPS_PER_BLOCK];
+	static_assert(WARPS_PER_BLOCK % 8 == 0, "a page's sub-pieces in one round of one block");
 	const uint32_t w = threadIdx.x / 32, P = 1u << subshift;
 	for (uint64_t r0 = 0; ((uint64_t)blockIdx.x + r0 * gridDim.x) * WARPS_PER_BLOCK < nitems; r0 += 32) {
 		{
@@ -232,6 +243,20 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 			if ((enc || dec) && !have)
 				vc_xts_piece_ld<V, vc_stream_hint>(ps, a);
 			have = false;
+			if (lane == 0)
+				fpf[r][w] = (op & VC_MOVE_FP) != 0;
+			if (op & VC_MOVE_FP) { /* the plaintext's (a plain or encrypting COPY) */
+				if (!enc) {
+					vc_piece_ld<V, vc_stream_hint>(ps, a);
+					vc_piece_st<V, vc_stream_hint>(pd, a);
+				}
+				const struct vc_fp_lanes f = vc_fp_lanes_warp_sum(
+					vc_fp_lanes_lane<V>(a, lane + (uint32_t)(it & mask) * V * 32));
+				if (lane == 0) {
+					fps[r][w][0] = f.s1;
+					fps[r][w][1] = f.s2;
+				}
+			}
 			if (enc || dec) {
 				const uint4 T = vc_xts_to_u4(vc_xts_mul_alpha_any(
 					vc_xts_from_u4(tws[r][w & ~(P - 1)]), (uint32_t)(it & (P - 1)) * V * 32));
@@ -239,12 +264,25 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 					vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd);
 				else
 					vc_xts_piece_run<V, false, false, vc_stream_hint>(L, kd, T, a, pd);
-			} else {
+			} else if (!(op & VC_MOVE_FP)) {
 				vc_move_piece<V, vc_stream_hint>(const_cast<uint4 *>(ps), pd,
 								 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
 			}
 		}
-		__syncthreads(); /* tws is rewritten next */
+		__syncthreads(); /* tws and fps are rewritten next */
+		{
+			/* The digests of this 32 rounds' pages, by the thread of
+			 * each page's first sub-piece (before the next rounds'
+			 * barrier, after which fps is rewritten). */
+			const uint32_t r = threadIdx.x / WARPS_PER_BLOCK, wq = threadIdx.x % WARPS_PER_BLOCK;
+			const uint64_t q = ((uint64_t)blockIdx.x + (r0 + r) * gridDim.x) * WARPS_PER_BLOCK + wq;
+			if (q < nitems && (q & mask) == 0 && fpf[r][wq]) {
+				struct vc_fp_lanes f = { 0, 0 };
+				for (uint32_t p = 0; p <= mask; p++)
+					vc_fp_lanes_add(&f, fps[r][wq + p][0], fps[r][wq + p][1]);
+				__stcs(fp + (q >> shift), vc_fp_lanes_digest(f, (mask + 1) * PIECE));
+			}
+		}
 	}
 	tws[threadIdx.x / WARPS_PER_BLOCK][threadIdx.x % WARPS_PER_BLOCK] = make_uint4(0, 0, 0, 0);
 	vc_xts_wipe(s);
@@ -252,7 +290,7 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 }
 
 template <int V, bool LayoutEnc>
-cudaError_t launch_xts(const vc_xts_kparam &kp, const struct vc_move *moves, uint32_t ni,
+cudaError_t launch_xts(const vc_xts_kparam &kp, const struct vc_move *moves, uint4 *fp, uint32_t ni,
 		       uint32_t shift, uint32_t subshift, uint32_t max_blocks, volatile uint32_t *flag,
 		       uint32_t gen, uint32_t *counter, cudaStream_t s)
 {
@@ -260,7 +298,7 @@ cudaError_t launch_xts(const vc_xts_kparam &kp, const struct vc_move *moves, uin
 	if (blocks > max_blocks)
 		blocks = max_blocks;
 	move_xts_kernel<V, LayoutEnc><<<(unsigned)blocks, VC_CUDA_MOVE_THREADS, sizeof(vc_xts_smem), s>>>(
-		kp, moves, ni, shift, subshift, flag, gen, counter);
+		kp, moves, fp, ni, shift, subshift, flag, gen, counter);
 	return cudaGetLastError();
 }
 
@@ -270,7 +308,7 @@ cudaError_t xts_attr(int *per_sm)
 {
 	const int smem = (int)sizeof(vc_xts_smem);
 	cudaError_t e = cudaSuccess;
-	void (*k[])(const vc_xts_kparam, const struct vc_move *, uint32_t, uint32_t, uint32_t,
+	void (*k[])(const vc_xts_kparam, const struct vc_move *, uint4 *, uint32_t, uint32_t, uint32_t,
 		    volatile uint32_t *, uint32_t, uint32_t *) = { move_xts_kernel<1, LayoutEnc>, move_xts_kernel<2, LayoutEnc>,
 					       move_xts_kernel<4, LayoutEnc>, move_xts_kernel<8, LayoutEnc> };
 	for (auto f : k) {
@@ -297,9 +335,9 @@ extern "C" int vc_cuda_moves_xts_init(int *blocks_per_sm)
 }
 
 extern "C" int vc_cuda_launch_moves_xts(const struct vc_xts_key *key, int layout_enc,
-					const struct vc_move *moves_dev, uint32_t n, uint32_t page_size,
-					uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
-					uint32_t *counter_dev, void *stream)
+					const struct vc_move *moves_dev, uint64_t fp_dev, uint32_t n,
+					uint32_t page_size, uint32_t max_blocks, volatile uint32_t *flag_dev,
+					uint32_t gen, uint32_t *counter_dev, void *stream)
 {
 	uint32_t v, shift;
 	if (!key || !batch_shape(n, page_size, max_blocks, &v, &shift))
@@ -321,10 +359,11 @@ extern "C" int vc_cuda_launch_moves_xts(const struct vc_xts_key *key, int layout
 	vc_xts_kparam kp = vc_xts_kparam_of(key);
 	cudaStream_t s = static_cast<cudaStream_t>(stream);
 	const uint32_t ni = (uint32_t)items;
+	uint4 *fp = reinterpret_cast<uint4 *>(fp_dev);
 	cudaError_t e;
 #define VC_XTS_LAUNCH(V)                                                                          \
-	(layout_enc ? launch_xts<V, true>(kp, moves_dev, ni, shift, subshift, max_blocks, flag_dev, gen, counter_dev, s) \
-		    : launch_xts<V, false>(kp, moves_dev, ni, shift, subshift, max_blocks, flag_dev, gen, counter_dev, s))
+	(layout_enc ? launch_xts<V, true>(kp, moves_dev, fp, ni, shift, subshift, max_blocks, flag_dev, gen, counter_dev, s) \
+		    : launch_xts<V, false>(kp, moves_dev, fp, ni, shift, subshift, max_blocks, flag_dev, gen, counter_dev, s))
 	switch (v) {
 	case 1:
 		e = VC_XTS_LAUNCH(1);

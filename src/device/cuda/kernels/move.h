@@ -47,12 +47,13 @@ int vc_cuda_moves_xts_init(int *blocks_per_sm);
 /* vc_cuda_launch_moves for a batch with cipher moves (device.h), under
  * key: layout_enc when the batch only encrypts (the faster tables), else
  * any mix. The key goes to the kernel as a parameter; the copy made for
- * it here is zeroed before return. */
+ * it here is zeroed before return. fp_dev as for vc_cuda_launch_moves
+ * (VC_MOVE_FP on plain and encrypting COPYs: the plaintext's digest). */
 struct vc_xts_key;
 int vc_cuda_launch_moves_xts(const struct vc_xts_key *key, int layout_enc,
-			     const struct vc_move *moves_dev, uint32_t n, uint32_t page_size,
-			     uint32_t max_blocks, volatile uint32_t *flag_dev, uint32_t gen,
-			     uint32_t *counter_dev, void *stream);
+			     const struct vc_move *moves_dev, uint64_t fp_dev, uint32_t n,
+			     uint32_t page_size, uint32_t max_blocks, volatile uint32_t *flag_dev,
+			     uint32_t gen, uint32_t *counter_dev, void *stream);
 
 #ifdef __cplusplus
 }

@@ -27,10 +27,16 @@
  * in progress finishes first; descriptors seen but not started stay in the
  * ring for the next launch.
  *
- * Fingerprints (VC_MOVE_FP, plain rounds only: a queue with a key
- * refuses the flag, device.h): the warp hashes the piece from its
- * registers (piece.cuh's vc_move_piece_fp) and lane 0 stores the digest
- * in fp[t % depth] before the fence that precedes its done word.
+ * Fingerprints (VC_MOVE_FP, device.h: of the plaintext, on a plain or an
+ * encrypting COPY): the digest of piece t goes to fp[t % depth] before the
+ * fence that precedes its done word. Plain rounds and a cipher round's
+ * full rounds: the warp that moves the piece hashes it from its registers
+ * (piece.cuh's vc_move_piece_fp; encrypting, the plaintext words it
+ * loaded, before the AES) and lane 0 stores the digest. A cipher round's
+ * short rounds spread a piece's words over the block, so each thread adds
+ * its word's share (the lanes hash is a sum) into the piece's two 64-bit
+ * sums in shared memory, and after the round's barrier thread d finalizes
+ * piece d's, stores it, and fences before its done word.
  *
  * Cost per piece: its bytes once each way (twice for a SWAP), 32 bytes of
  * descriptor read, one 8-byte completion write (and a 16-byte digest with
@@ -128,9 +134,18 @@ __device__ uint32_t poll(const struct vc_cuda_dq_view &v, const volatile uint64_
  * way, 16 bytes a thread. Ends with every store fenced at system scope
  * (by the warps that stored) and a block barrier: the caller then writes
  * the completions. */
+/* Where a round's digests go (VC_MOVE_FP): piece d's to fp[(h + d) & mask];
+ * sums: a short round's per-piece lanes-hash sums (shared). */
+struct fp_out {
+	uint4 *fp;
+	uint64_t h, mask;
+	unsigned long long (*sums)[2];
+};
+
 template <int V>
 __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_smem &xs,
-					     const uint64_t (*sw)[4], uint32_t n, uint4 *tws, uint4 *one)
+					     const uint64_t (*sw)[4], uint32_t n, uint4 *tws, uint4 *one,
+					     const fp_out &fo)
 {
 	constexpr uint32_t NB = V * 32; /* 16-byte blocks per piece */
 	const vc_xts_keys_smem ke(xs.rk), kd(xs.rkd);
@@ -144,6 +159,10 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		const uint64_t tw = (sw[tid][2] >> VC_DQ_OP_BITS & 0xffff) << VC_DQ_ADDR_BITS | sw[tid][3];
 		tws[tid] = vc_xts_tweak_encrypt<false>(L, xs, tw);
 	}
+	if (tid < n && total) {
+		fo.sums[tid][0] = 0;
+		fo.sums[tid][1] = 0;
+	}
 	__syncthreads();
 	if (n >= WARPS) {
 		/* A full round: a piece per warp, its V AES per lane
@@ -155,12 +174,26 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 			uint4 *ps = reinterpret_cast<uint4 *>(sw[d][0]) + lane;
 			uint4 *pd = reinterpret_cast<uint4 *>(sw[d][1]) + lane;
 			const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
-			if (op & VC_MOVE_ENCRYPT)
-				vc_xts_piece<V, false, true, vc_l2_hint>(L, ke, tws[d], ps, pd);
-			else if (op & VC_MOVE_DECRYPT)
+			uint4 *fpd = fo.fp + ((fo.h + d) & fo.mask);
+			if (op & VC_MOVE_ENCRYPT) {
+				uint4 a[V];
+				vc_xts_piece_ld<V, vc_l2_hint>(ps, a);
+				if (op & VC_MOVE_FP) { /* the plaintext's, before the AES */
+					const uint4 dg = vc_fp_lanes_digest(
+						vc_fp_lanes_warp_sum(vc_fp_lanes_lane<V>(a, lane)), V * 512u);
+					if (lane == 0)
+						__stcg(fpd, dg);
+				}
+				vc_xts_piece_run<V, false, true, vc_l2_hint>(L, ke, tws[d], a, pd);
+			} else if (op & VC_MOVE_DECRYPT) {
 				vc_xts_piece<V, false, false, vc_l2_hint>(L, kd, tws[d], ps, pd);
-			else
+			} else if (op & VC_MOVE_FP) {
+				const uint4 dg = vc_move_piece_fp<V, vc_l2_hint>(ps, pd, lane);
+				if (lane == 0)
+					__stcg(fpd, dg);
+			} else {
 				vc_move_piece<V, vc_l2_hint>(ps, pd, (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			}
 		}
 		__threadfence_system();
 		__syncthreads();
@@ -174,6 +207,12 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		uint4 *src = reinterpret_cast<uint4 *>(sw[d][0]) + j;
 		uint4 *dst = reinterpret_cast<uint4 *>(sw[d][1]) + j;
 		const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
+		if (op & VC_MOVE_FP) { /* word j of the piece's plaintext (x) */
+			struct vc_fp_lanes f = { 0, 0 };
+			vc_fp_lanes_u4(f, x, j);
+			atomicAdd(&fo.sums[d][0], (unsigned long long)f.s1);
+			atomicAdd(&fo.sums[d][1], (unsigned long long)f.s2);
+		}
 		if (op & VC_MOVE_CIPHER) {
 			const uint4 tt = vc_xts_to_u4(vc_xts_mul_alpha_any(vc_xts_from_u4(tws[d]), j));
 			const uint4 y = (op & VC_MOVE_ENCRYPT) ? vc_xts_block_in<false, true>(L, ke, x, tt)
@@ -210,6 +249,11 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		__threadfence_system();
 	}
 	__syncthreads();
+	if (tid < n && (sw[tid][2] & VC_MOVE_FP)) { /* a short round's sums are whole */
+		const struct vc_fp_lanes f = { fo.sums[tid][0], fo.sums[tid][1] };
+		__stcg(fo.fp + ((fo.h + tid) & fo.mask), vc_fp_lanes_digest(f, V * 512u));
+		__threadfence_system(); /* before this thread's done word */
+	}
 }
 
 /* Ciph: the variant for queues with a key (v.cipher): each block sets up
@@ -234,6 +278,7 @@ server_kernel(const struct vc_cuda_dq_view v)
 	}
 	__shared__ uint4 tws[WIN]; /* Ciph: the round's encrypted tweaks */
 	__shared__ uint4 one[Ciph ? V * 32 : 1]; /* Ciph: a lone piece's result (cipher_round) */
+	__shared__ unsigned long long sums[Ciph ? WIN : 1][2]; /* Ciph: short rounds' hash sums */
 	const vc_xts_lane L = vc_xts_lane_make(xs);
 	const uint32_t lane = threadIdx.x & 31, w = threadIdx.x / 32, r = blockIdx.x;
 	const volatile uint64_t *desc = reinterpret_cast<const volatile uint64_t *>(v.desc[r]);
@@ -255,7 +300,8 @@ server_kernel(const struct vc_cuda_dq_view v)
 			break;
 		__threadfence(); /* acquire: data other blocks and kernels wrote */
 		if (Ciph) {
-			cipher_round<V>(L, xs, sw, n, tws, one);
+			const fp_out fo = { reinterpret_cast<uint4 *>(v.fp[r]), h, mask, sums };
+			cipher_round<V>(L, xs, sw, n, tws, one, fo);
 			if (threadIdx.x < n)
 				done[(h + threadIdx.x) & mask] = h + threadIdx.x + 1;
 		}
