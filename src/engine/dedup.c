@@ -72,7 +72,7 @@
 #include "engine/engine.h"
 
 
-/* One page in DD_SAMPLE is sampled (dedup_down.c: a window is DD_WINDOW
+/* One page in DD_SAMPLE is sampled (dedup_est.c: a window is DD_WINDOW
  * sampled blocks). */
 #define DD_SAMPLE 16
 /* Logical GPU pages per physical page, at most (vc_config.dedup_max_factor

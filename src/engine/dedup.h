@@ -1,6 +1,9 @@
-/* What dedup.c (the block store) and dedup_down.c (the trip down) share;
- * private to the two. Everything here is called under c->mu (engine.h's
- * lock rules), except dd_sampled, a pure function. */
+/* What dedup.c (the block store), dedup_down.c (the trip down),
+ * dedup_est.c (the estimate and the adaptive switch) and dedup_prof.c (the
+ * trip's phase profile) share; private to them. Everything here is called
+ * under c->mu (engine.h's lock rules), except dd_sampled, a pure function,
+ * and the profile's calls, which touch only the caller's struct and
+ * atomics. */
 #ifndef VC_ENGINE_DEDUP_H
 #define VC_ENGINE_DEDUP_H
 
@@ -24,9 +27,29 @@ void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted);
 void dd_use_place(struct eng_dedup *d, uint64_t u, uint32_t b);
 void dd_use_unplace(struct vc_cache *c, uint64_t u);
 
+/* The adaptive switch (dedup_est.c): every DD_WINDOW blocks volume v fed
+ * to the estimate, its estimates are taken and (mode adaptive) its
+ * dedup turned on or off with hysteresis. */
+void dd_decide(struct vc_cache *c, struct vc_volume *v);
+
 /* The trips' scratches (dedup_down.c): one at open (-ENOMEM), all freed
  * at close. */
 int dd_scratch_open(struct vc_cache *c);
 void dd_scratch_close(struct vc_cache *c);
+
+/* The trip's phase profile (dedup_prof.c): VC_DD_PROF=1 (d->prof). Each
+ * phase runs from the end of the one before (a hold's lock wait
+ * included); trips sum into d->prof_ns with the number of trips that
+ * reached each phase, printed at close (dd_scratch_close). */
+enum { DDP_BEGIN, DDP_MOVE, DDP_FP, DDP_LOOKUP, DDP_CMP, DDP_SETTLE, DDP_PLACE, DDP_INDEX, DDP_N };
+struct dd_prof {
+	bool on;
+	uint64_t t, ns[DDP_N];
+	bool hit[DDP_N];
+};
+void dd_prof_start(struct dd_prof *pf);
+void dd_prof_mark(struct dd_prof *pf, int ph);
+void dd_prof_end(struct eng_dedup *d, const struct dd_prof *pf, uint32_t blocks);
+void dd_prof_print(struct vc_cache *c, const char *what);
 
 #endif

@@ -1,6 +1,7 @@
 /* Block deduplication, the trip down (docs/DEDUP.md): eng_dd_down's two
- * trips (staged and direct), their scratch, and the adaptive switch that
- * picks the pages and the trips. The block table, its invariants and lock
+ * trips (staged and direct), their scratch, and each volume's choice of
+ * trip by its share rate. The on/off switch of adaptive mode is
+ * dedup_est.c's, the phase profile dedup_prof.c's. The block table, its invariants and lock
  * rules are dedup.c's (its head comment); everything here runs under them.
  */
 #include <stdio.h>
@@ -10,17 +11,6 @@
 #include "engine/debug.h"
 #include "engine/dedup.h"
 #include "engine/engine.h"
-
-/* A window is DD_WINDOW sampled blocks (dedup.c samples 1 page in
- * DD_SAMPLE). */
-#define DD_WINDOW 4096
-/* The adaptive switch (hysteresis): off below DD_OFF_FACTOR or above
- * DD_OFF_UPD, on again above DD_ON_FACTOR and below DD_ON_UPD. DEDU's
- * crossover is 32-64 % updates; ours is to be measured (docs/DEDUP.md). */
-#define DD_ON_FACTOR 1.15
-#define DD_OFF_FACTOR 1.05
-#define DD_ON_UPD 0.35
-#define DD_OFF_UPD 0.50
 
 /* Which trip a page going down takes (eng_dd_down). */
 enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
@@ -253,36 +243,6 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
 		return;
 	vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
 	d->free_ids[d->nfree++] = b;
-}
-
-/* Every DD_WINDOW blocks of the volume fed to the estimate: its
- * estimates, and (adaptive) its switch, with hysteresis; the update
- * ratio's counts then halve, so it follows change with a half-life of a
- * window. The factor is the data's (dedup_est.c), not the tier's: a volume
- * switched off still feeds it (its sampled pages always, and every block
- * where the moves fingerprint), so it can come back on. */
-static void dd_decide(struct vc_cache *c, struct vc_volume *v)
-{
-	if (v->dd_in < DD_WINDOW)
-		return;
-	uint64_t rd = atomic_load_explicit(&v->dd_reads, memory_order_relaxed);
-	uint64_t wr = atomic_load_explicit(&v->dd_writes, memory_order_relaxed);
-	v->dd_est_factor = eng_est_factor_vol(c, v);
-	v->dd_est_upd = rd + wr ? (double)wr / (double)(rd + wr) : 0;
-	if (c->dd.mode == VC_DEDUP_ADAPTIVE) {
-		bool on = v->dd_on;
-		if (on && (v->dd_est_factor < DD_OFF_FACTOR || v->dd_est_upd > DD_OFF_UPD))
-			on = false;
-		else if (!on && v->dd_est_factor > DD_ON_FACTOR && v->dd_est_upd < DD_ON_UPD)
-			on = true;
-		if (on != v->dd_on) {
-			v->dd_on = on;
-			c->dd.switches++;
-		}
-	}
-	v->dd_in = 0;
-	atomic_fetch_sub_explicit(&v->dd_reads, rd / 2, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
 }
 
 /* Under c->mu: the trip's pages' blocks whose fingerprints are known
@@ -697,76 +657,16 @@ static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pa
 	scratch_put(c, sc);
 }
 
-/* VC_DD_PROF=1: a trip's phases, each from the end of the one before
- * (a hold's lock wait included), summed over trips into d->prof_ns with
- * the number of trips that reached each, printed at close
- * (dd_scratch_close). For measuring; two clock reads a phase when on. */
-enum { DDP_BEGIN, DDP_MOVE, DDP_FP, DDP_LOOKUP, DDP_CMP, DDP_SETTLE, DDP_PLACE, DDP_INDEX, DDP_N };
-static const char *const ddp_name[DDP_N] = { "begin (lock, classes, appends)",
-					     "moves down (+ host hash)",
-					     "fingerprints read",
-					     "lookup, leaders' slots (lock)",
-					     "compare + leaders' placement",
-					     "settle, index (lock)",
-					     "placement of the rest (rare)",
-					     "finish (lock)" };
-
-struct prof {
-	bool on;
-	uint64_t t, ns[DDP_N];
-	bool hit[DDP_N];
-};
-
-static void prof_start(struct prof *pf)
+/* Under c->mu, which it drops: the trip's last hold (finish), then its
+ * last phase (ph) and its profile; returns r. */
+static int trip_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		    struct dd_scratch *sc, struct dd_prof *pf, int ph, uint32_t nsel, int r)
 {
-	if (pf->on)
-		pf->t = vc_now_ns();
-}
-
-static void prof_mark(struct prof *pf, int ph)
-{
-	if (!pf->on)
-		return;
-	const uint64_t now = vc_now_ns();
-	pf->ns[ph] = now - pf->t;
-	pf->hit[ph] = true;
-	pf->t = now;
-}
-
-static void prof_end(struct eng_dedup *d, const struct prof *pf, uint32_t blocks)
-{
-	if (pf->on)
-		atomic_fetch_add_explicit(&d->prof_blocks, blocks, memory_order_relaxed);
-	for (int i = 0; pf->on && i < DDP_N; i++)
-		if (pf->hit[i]) {
-			atomic_fetch_add_explicit(&d->prof_ns[i], pf->ns[i], memory_order_relaxed);
-			atomic_fetch_add_explicit(&d->prof_n[i], 1, memory_order_relaxed);
-		}
-}
-
-static void prof_print(struct vc_cache *c, const char *what)
-{
-	struct eng_dedup *d = &c->dd;
-	const uint64_t trips = atomic_exchange(&d->prof_n[DDP_BEGIN], 0);
-	const uint64_t blocks = atomic_exchange(&d->prof_blocks, 0);
-	if (!d->prof || trips == 0)
-		return;
-	fprintf(stderr, "dedup trips (%s): %llu, %llu blocks selected, D = %u, %s%s\n", what,
-		(unsigned long long)trips, (unsigned long long)blocks, d->D,
-		c->gpu.cipher ? "XTS" : "plain", d->fp_move ? ", fingerprints in the moves" : "");
-	for (int i = 0; i < DDP_N; i++) {
-		const uint64_t ns = atomic_exchange(&d->prof_ns[i], 0);
-		const uint64_t k = i == DDP_BEGIN ? trips : atomic_exchange(&d->prof_n[i], 0);
-		fprintf(stderr, "  %-32s trips %8llu  total %9.3f ms  per trip %8.2f us  per block %7.1f ns\n",
-			ddp_name[i], (unsigned long long)k, (double)ns / 1e6,
-			k ? (double)ns / 1e3 / (double)k : 0.0, blocks ? (double)ns / (double)blocks : 0.0);
-	}
-}
-
-void eng_debug_dedup_prof(struct vc_cache *c, const char *what)
-{
-	if (eng_dd(c))
-		prof_print(c, what);
+	finish(c, g, pages, sc);
+	eng_unlock(c);
+	dd_prof_mark(pf, ph);
+	dd_prof_end(&c->dd, pf, nsel);
+	return r;
 }
 
 /* Submits n moves of g->mv; with encryption, hashes the selected blocks'
@@ -817,8 +717,8 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
-	struct prof pf = { .on = d->prof };
-	prof_start(&pf);
+	struct dd_prof pf = { .on = d->prof };
+	dd_prof_start(&pf);
 	eng_lock(c);
 	struct dd_scratch *sc = scratch_get(c);
 	if (!sc) {
@@ -831,15 +731,15 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	int r = begin(c, g, pages, src, &nmv);
 	uint32_t nsel = g->m; /* g is the next trip's once finish() gave it back */
 	eng_unlock(c);
-	prof_mark(&pf, DDP_BEGIN);
+	dd_prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)
 		r = move_all(c, g, nmv, plain, c->gpu.cipher && !d->fp_move);
-	prof_mark(&pf, DDP_MOVE);
+	dd_prof_mark(&pf, DDP_MOVE);
 	if (r == 0)
 		r = fingerprint(c, g, plain, nmv);
 	if (r == 0)
 		collect(c, g);
-	prof_mark(&pf, DDP_FP);
+	dd_prof_mark(&pf, DDP_FP);
 	eng_lock(c);
 	g->np = g->nu = 0;
 	if (r == 0) {
@@ -854,14 +754,10 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 				blk_unpin(c, g->cand[q]);
 		if (r < 0)
 			g->m = g->nstage = nsel = 0;
-		finish(c, g, pages, sc);
-		eng_unlock(c);
-		prof_mark(&pf, DDP_LOOKUP);
-		prof_end(d, &pf, nsel);
-		return r;
+		return trip_end(c, g, pages, sc, &pf, DDP_LOOKUP, nsel, r);
 	}
 	eng_unlock(c);
-	prof_mark(&pf, DDP_LOOKUP);
+	dd_prof_mark(&pf, DDP_LOOKUP);
 	/* The leaders' placement and the compare at once: disjoint blocks
 	 * (leaders have no pair; a local pair reads the leader's staging
 	 * block, which the placement only reads). */
@@ -870,28 +766,20 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	int rc = g->np ? compare(c, g, plain, rp == 0 ? nlead : 0) : 0;
 	if (rp == 0 && nlead)
 		rp = vc_batcher_wait_n(c->gpu.bat, g->tk, nlead);
-	prof_mark(&pf, DDP_CMP);
+	dd_prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
 	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv);
 	if (g->np)
 		eng_wake(c); /* claims that met a pin wait for it */
 	if (r < 0 || nmv == 0) {
-		finish(c, g, pages, sc);
-		eng_unlock(c);
-		prof_mark(&pf, DDP_SETTLE);
-		prof_end(d, &pf, nsel);
-		return r;
+		return trip_end(c, g, pages, sc, &pf, DDP_SETTLE, nsel, r);
 	}
 	eng_unlock(c);
-	prof_mark(&pf, DDP_SETTLE);
+	dd_prof_mark(&pf, DDP_SETTLE);
 	r = move_all(c, g, nmv, plain, false); /* the rare: collisions, dead stored blocks */
-	prof_mark(&pf, DDP_PLACE);
+	dd_prof_mark(&pf, DDP_PLACE);
 	eng_lock(c);
-	finish(c, g, pages, sc);
-	eng_unlock(c);
-	prof_mark(&pf, DDP_INDEX);
-	prof_end(d, &pf, nsel);
-	return r;
+	return trip_end(c, g, pages, sc, &pf, DDP_INDEX, nsel, r);
 }
 
 int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
@@ -916,7 +804,7 @@ int dd_scratch_open(struct vc_cache *c)
 void dd_scratch_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	prof_print(c, "since the last");
+	dd_prof_print(c, "since the last");
 	while (d->scr_free) {
 		struct dd_scratch *sc = d->scr_free;
 		d->scr_free = sc->next;

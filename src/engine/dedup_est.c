@@ -1,4 +1,5 @@
-/* The data's dedup factor, estimated by sampling contents (issue 14;
+/* The data's dedup factor, estimated by sampling contents, and the
+ * adaptive switch it drives (dd_decide, at the end) (issue 14;
  * docs/DEDUP.md "The factor estimate").
  *
  * SHARDS samples keys by a hash of the key, so every reference to a
@@ -25,7 +26,19 @@
  * table), O(EST_SLOTS) per volume estimate and per halving. Memory: two
  * tables of EST_SLOTS entries, 16 and 24 bytes each (320 KiB).
  */
+#include "engine/dedup.h"
 #include "engine/engine.h"
+
+/* A window is DD_WINDOW sampled blocks (dedup.c samples 1 page in
+ * DD_SAMPLE). */
+#define DD_WINDOW 4096
+/* The adaptive switch (hysteresis): off below DD_OFF_FACTOR or above
+ * DD_OFF_UPD, on again above DD_ON_FACTOR and below DD_ON_UPD. DEDU's
+ * crossover is 32-64 % updates; ours is to be measured (docs/DEDUP.md). */
+#define DD_ON_FACTOR 1.15
+#define DD_OFF_FACTOR 1.05
+#define DD_ON_UPD 0.35
+#define DD_OFF_UPD 0.50
 
 /* 4096 sampled locations: a ratio estimate's relative error shrinks as
  * 1 / sqrt(distinct contents sampled), a few per cent at 1000. */
@@ -184,4 +197,34 @@ double eng_est_factor_vol(const struct vc_cache *c, const struct vc_volume *v)
 		physical += 1.0 / e->fp[l->f].cnt;
 	}
 	return physical > 0 ? logical / physical : 1;
+}
+
+/* Every DD_WINDOW blocks of the volume fed to the estimate: its
+ * estimates, and (adaptive) its switch, with hysteresis; the update
+ * ratio's counts then halve, so it follows change with a half-life of a
+ * window. The factor is the data's (above), not the tier's: a volume
+ * switched off still feeds it (its sampled pages always, and every block
+ * where the moves fingerprint), so it can come back on. */
+void dd_decide(struct vc_cache *c, struct vc_volume *v)
+{
+	if (v->dd_in < DD_WINDOW)
+		return;
+	uint64_t rd = atomic_load_explicit(&v->dd_reads, memory_order_relaxed);
+	uint64_t wr = atomic_load_explicit(&v->dd_writes, memory_order_relaxed);
+	v->dd_est_factor = eng_est_factor_vol(c, v);
+	v->dd_est_upd = rd + wr ? (double)wr / (double)(rd + wr) : 0;
+	if (c->dd.mode == VC_DEDUP_ADAPTIVE) {
+		bool on = v->dd_on;
+		if (on && (v->dd_est_factor < DD_OFF_FACTOR || v->dd_est_upd > DD_OFF_UPD))
+			on = false;
+		else if (!on && v->dd_est_factor > DD_ON_FACTOR && v->dd_est_upd < DD_ON_UPD)
+			on = true;
+		if (on != v->dd_on) {
+			v->dd_on = on;
+			c->dd.switches++;
+		}
+	}
+	v->dd_in = 0;
+	atomic_fetch_sub_explicit(&v->dd_reads, rd / 2, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&v->dd_writes, wr / 2, memory_order_relaxed);
 }

@@ -318,7 +318,7 @@ struct eng_dedup {
 	uint64_t direct_in, merged_late; /* blocks down the direct trip; of those, shared after */
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
-	 * over trips (dedup_down.c's DDP_*), printed at close. */
+	 * over trips (dedup.h's DDP_*), printed at close. */
 	bool prof;
 	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
