@@ -289,10 +289,7 @@ static void trips(int kind, int encrypt, uint32_t degree, int algo)
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_degree = degree;
 	cfg.dedup_algo = algo;
-	vc_cache *c = NULL;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "dedup test");
-	CHECK_OK(e);
+	vc_cache *c = t_open(&cfg, "dedup test");
 	char what[96];
 	snprintf(what, sizeof what, "%s trips enc %d degree %u algo %d", vc_device_name(c), encrypt,
 		 degree, algo);

@@ -102,10 +102,7 @@ static struct result run(int kind, int encrypt, const char *key_file)
 	cfg.write_mode = VC_WRITE_BACK;
 	cfg.encrypt = encrypt;
 	cfg.key_file = key_file;
-	vc_cache *c = NULL;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "encryption test");
-	CHECK_OK(e);
+	vc_cache *c = t_open(&cfg, "encryption test");
 	CHECK_OK(vc_prefetch(c, 0, size, VC_TIER_GPU));
 	unsigned char pg[PS];
 	for (uint32_t p = 0; p < WRITTEN; p++) {

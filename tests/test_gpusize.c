@@ -275,10 +275,7 @@ static void edges(int kind)
 	cfg.device = kind;
 	cfg.host_bytes = 64 * 4096;
 	cfg.gpu_bytes = 0;
-	vc_cache *c;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "GPU tier resizing on CUDA");
-	CHECK_OK(e);
+	vc_cache *c = t_open(&cfg, "GPU tier resizing on CUDA");
 	uint64_t got = 7;
 	CHECK(vc_gpu_shrink(c, 4096, 0, &got) == -EINVAL && got == 0); /* no GPU tier */
 	CHECK(vc_gpu_grow(c, 4096, &got) == -EINVAL && got == 0);
@@ -415,10 +412,7 @@ static void dd_edges(int kind, uint32_t degree, int encrypt)
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_degree = degree;
 	cfg.encrypt = encrypt;
-	vc_cache *c;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "GPU tier resizing on CUDA");
-	CHECK_OK(e);
+	vc_cache *c = t_open(&cfg, "GPU tier resizing on CUDA");
 	struct vc_stats st = { .size = sizeof st };
 	uint64_t got;
 

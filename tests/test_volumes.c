@@ -168,10 +168,7 @@ static void one_run(int kind, int write_mode)
 	cfg.device = kind;
 	cfg.write_mode = write_mode;
 	cfg.batch_pages = 8;
-	vc_cache *c;
-	int e = vc_open(&cfg, &c);
-	t_skip_if_absent(e, "volumes test on CUDA");
-	CHECK_OK(e);
+	vc_cache *c = t_open(&cfg, "volumes test on CUDA");
 	vols[0].v = vc_volume_default(c);
 	CHECK(vc_volume_size(vols[0].v) == vols[0].size && vc_size(c) == vols[0].size);
 	int fd1 = open(vols[1].path, O_RDWR);

@@ -53,6 +53,17 @@ static inline void t_skip_if_absent(int r, const char *what)
 	}
 }
 
+/* vc_open, or the test's skip (t_skip_if_absent) where the device is
+ * absent, or its failure. */
+static inline vc_cache *t_open(const struct vc_config *cfg, const char *what)
+{
+	vc_cache *c = NULL;
+	int e = vc_open(cfg, &c);
+	t_skip_if_absent(e, what);
+	CHECK_OK(e);
+	return c;
+}
+
 static inline uint64_t t_rand(uint64_t *s)
 {
 	return vc_rand64(s);
