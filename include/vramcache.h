@@ -524,15 +524,29 @@ int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16]);
 typedef struct vc_gpufs vc_gpufs;
 struct vc_gfs_ctx;
 
-#define VC_GPUFS_CONFIG_VERSION 1
+#define VC_GPUFS_CONFIG_VERSION 2
+/* vc_gpufs_config.flags */
+#define VC_GPUFS_NO_DIRECT 1u /* no direct reads (every uncached page is a GET) */
+#define VC_GPUFS_NO_ADMIT 2u  /* direct reads never load pages into the GPU tier */
 struct vc_gpufs_config {
 	uint32_t size;    /* sizeof(struct vc_gpufs_config) */
-	uint32_t version; /* VC_GPUFS_CONFIG_VERSION */
+	uint32_t version; /* VC_GPUFS_CONFIG_VERSION (1: the fields up to timeout_ns) */
 	uint32_t ring_slots;      /* requests in flight: a power of two; 0: 256 */
 	uint32_t table_entries;   /* device table entries: a power of two; 0: 16384 */
 	uint32_t max_cached;      /* engine pins the table may hold; 0: entries / 2 */
 	uint32_t service_threads; /* host threads serving requests; 0: 2 */
 	uint64_t timeout_ns;      /* a device call's bound; 0: 30 s */
+	/* version 2: direct reads (vramcache/gpufs.h, struct vc_gfs_file). A
+	 * file opened with vc_gpufs_open in a write-through or read-only cache
+	 * is mapped and registered whole when it is at most direct_max bytes:
+	 * its pages stay in the OS page cache, pinned, until the context is
+	 * destroyed, and it must be read-only in the context. Kernels then
+	 * read pages the cache does not hold from there, and one such read in
+	 * admit_every hints the page to the host, which loads it into the GPU
+	 * tier when idle: later reads of it are GPU-tier hits. */
+	uint32_t flags;       /* VC_GPUFS_* */
+	uint32_t admit_every; /* a power of two; 0: 8; 1: every direct read hints */
+	uint64_t direct_max;  /* bytes; 0: half of the machine's memory */
 };
 void vc_gpufs_config_init(struct vc_gpufs_config *cfg);
 /* cfg NULL: defaults. */
@@ -580,6 +594,10 @@ struct vc_gpufs_stats {
 	uint64_t pass_age_ns;        /* the revoke pass in progress: how long ago it
 					was asked for (0: none); a pass that never ends
 					would stall every engine sleeper on the table */
+	uint64_t direct_files;       /* files mapped for direct reads */
+	uint64_t direct_reads;       /* pages kernels read from those mappings (counted
+					on the device) */
+	uint64_t admitted;           /* hinted pages loaded into the GPU tier */
 };
 int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st);
 

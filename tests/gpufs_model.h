@@ -45,6 +45,7 @@
 
 struct gm_arg {
 	char path_r[256], path_a[256], path_c[256];
+	char path_t[256]; /* the truncation case's file: 6 pages, opened by the host */
 	uint64_t size_r, size_a, size_c;
 	const unsigned char *shadow_r; /* R as kernels must see it */
 	unsigned char *result_a;       /* A: the start state, each warp applying its writes */
@@ -240,7 +241,7 @@ GM_FN void gm_errors_warp(const struct vc_gfs_ctx *g, unsigned warp, struct gm_a
 {
 	(void)warp;
 	unsigned char *buf = a->scratch;
-	long long got[10];
+	long long got[15];
 	got[0] = vc_gopen(g, "/nonexistent/gpufs-test", VC_GO_RDONLY);
 	int fr = vc_gopen(g, a->path_r, VC_GO_RDONLY);
 	got[1] = fr;
@@ -254,6 +255,27 @@ GM_FN void gm_errors_warp(const struct vc_gfs_ctx *g, unsigned warp, struct gm_a
 	int fa = vc_gopen(g, a->path_a, VC_GO_RDWR);
 	got[8] = vc_gwrite(g, fa, a->size_a - 5, 10, buf);           /* past the end */
 	got[9] = vc_gread(g, fr, a->size_r - 3, 10, buf);            /* short: 3 */
+	/* A truncation cuts what kernels may read from T's mapping (direct
+	 * reads, where the device has them; T's pages were never cached, so
+	 * they would be read from there): after a shrink and a growth back,
+	 * the bytes past the shrink read as zeros, not as the pages the
+	 * registration still pins (on CUDA; the emulated device reads the
+	 * live mapping, where the OS gives zeros either way). */
+	int fc = vc_gopen(g, a->path_t, VC_GO_RDWR);
+	got[10] = vc_gftruncate(g, fc, 4 * GM_PAGE + 10);
+	got[11] = vc_gread(g, fc, 5 * GM_PAGE, 100, buf);            /* past the new end: 0 */
+	got[12] = vc_gftruncate(g, fc, 6 * GM_PAGE);
+	got[13] = vc_gread(g, fc, 4 * GM_PAGE, 2 * GM_PAGE, buf);
+	if (got[13] == 2 * GM_PAGE) {
+		struct vc_gfs_warp w = vc_gfs_warp_self();
+		unsigned long long bad = 0;
+		for (uint64_t i = 10 + w.rank; i < 2 * GM_PAGE; i += w.n)
+			bad += buf[i] != 0;
+		if (bad)
+			VC_GFS_ADD64(&a->errors, bad);
+	}
+	got[14] = vc_gftruncate(g, fr, 0);                            /* read-only fd */
+	vc_gclose(g, fc);
 	vc_gclose(g, fa);
 	vc_gclose(g, fr);
 	/* The host's fd, no gopen in this kernel: 100 bytes of A. */
@@ -261,9 +283,10 @@ GM_FN void gm_errors_warp(const struct vc_gfs_ctx *g, unsigned warp, struct gm_a
 		gm_fail(a, -1);
 	else
 		gm_cmp(a, buf, a->result_a + 1000, 100);
-	const long long want[10] = { -ENOENT, 0, -EBADF, -EACCES, 0, -ENXIO, -ENOTSUP, -EBADF, -EFBIG, 3 };
+	const long long want[15] = { -ENOENT, 0,      -EBADF, -EACCES, 0, -ENXIO, -ENOTSUP, -EBADF,
+				     -EFBIG,  3,      0,      0,       0, 2 * GM_PAGE, -EBADF };
 	struct vc_gfs_warp w = vc_gfs_warp_self();
-	for (int i = 0; i < 10; i++) {
+	for (int i = 0; i < 15; i++) {
 		bool ok = i == 1 ? got[i] >= 0 : got[i] == want[i];
 		if (!ok && VC_GFS_LEADER(w)) {
 			VC_GFS_ADD64(&a->errors, 1);
@@ -539,6 +562,7 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	snprintf(a->path_r, sizeof a->path_r, "%s/r", dir);
 	snprintf(a->path_a, sizeof a->path_a, "%s/a", dir);
 	snprintf(a->path_c, sizeof a->path_c, "%s/c", dir);
+	snprintf(a->path_t, sizeof a->path_t, "%s/t", dir);
 	char path0[300];
 	snprintf(path0, sizeof path0, "%s/vol0", dir);
 	/* Sizes: R larger than both tiers together (eviction under the
@@ -566,6 +590,7 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	gm_write_file(a->path_r, sr, a->size_r);
 	gm_write_file(a->path_a, sa, a->size_a);
 	gm_write_file(a->path_c, sc, a->size_c);
+	gm_write_file(a->path_t, sc + GM_PAGE, 6 * GM_PAGE); /* mostly nonzero bytes */
 	gm_write_file(path0, sc, GM_PAGE);
 
 	struct vc_config cfg;
@@ -604,6 +629,10 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	int fa = vc_gpufs_open(g, a->path_a, VC_GO_RDWR);
 	GM_CHECK(fc >= 0 && fa >= 0);
 	a->host_fd_a = fa;
+	/* R read-only on the host first: kernels read what the cache does not
+	 * hold straight from its mapping (direct reads), where the device can. */
+	int frh = vc_gpufs_open(g, a->path_r, VC_GO_RDONLY);
+	GM_CHECK(frh >= 0 && vc_gpufs_close(g, frh) == 0);
 	struct gm_progress prog = { g, a, 0, 0 };
 	pthread_t progt;
 	const char *pe = getenv("VC_GPUFS_PROGRESS");
@@ -655,6 +684,14 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 		int fd = open(a->path_r, O_WRONLY);
 		GM_CHECK(fd >= 0 && pwrite(fd, sr + off, 20000, (off_t)off) == 20000);
 		close(fd);
+		/* The change ends R's direct reads (it may have cut pages the
+		 * mapping pins). Even rounds: the host's open maps R anew before
+		 * the next kernel; odd ones: the kernel's gopen finds the change
+		 * and that kernel reads R through the cache. */
+		if (round % 2 == 0) {
+			frh = vc_gpufs_open(g, a->path_r, VC_GO_RDONLY);
+			GM_CHECK(frh >= 0 && vc_gpufs_close(g, frh) == 0);
+		}
 	}
 
 	/* gmmap under eviction pressure. */
@@ -679,6 +716,7 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	GM_CHECK(vc_gpufs_release(g) == 0);
 
 	/* Errors. */
+	GM_CHECK(vc_gpufs_open(g, a->path_t, VC_GO_RDWR) >= 0);
 	a->errors = a->checked = a->calls_failed = 0;
 	GM_CHECK(env->launch(g, GM_ERRORS, 1, a) == 0);
 	gm_report("errors", a);
@@ -745,6 +783,17 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	fprintf(stderr, "close-to-open: %llu gopens found a file changed outside the cache\n",
 		(unsigned long long)st.reopen_drops);
 	GM_CHECK(st.reopen_drops >= rounds && st.reopen_drops <= rounds + 4);
+	/* Direct reads: R (read-only, vc_gpufs_open) is mapped where the
+	 * device can register it (always on emu), four times (the first open,
+	 * after rounds 0 and 2, and the gmmap case's open after round 3); kernels read uncached pages from there,
+	 * and hinted pages are loaded (into the GPU tier: not without one).
+	 * The writable files never are. */
+	fprintf(stderr, "direct reads: %llu mappings, %llu pages read from them, %llu hinted pages "
+			"loaded\n",
+		(unsigned long long)st.direct_files, (unsigned long long)st.direct_reads,
+		(unsigned long long)st.admitted);
+	GM_CHECK(env->device != VC_DEVICE_EMU || st.direct_files == 4);
+	GM_CHECK(st.direct_files == 0 || (st.direct_reads > 0 && (st.admitted > 0 || !cfg.gpu_bytes)));
 	GM_CHECK(vc_gpufs_release(g) == 0);
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0 && st.held == 0);
 	GM_CHECK(vc_gpufs_close(g, fc) == 0 && vc_gpufs_close(g, fa) == 0);

@@ -3,6 +3,7 @@
  * the error cases; then what GPUfs refuses (dedup, encryption). */
 #include <stdbool.h>
 
+#include "base/hash.h"
 #include "gpufs_model.h"
 
 static void *t_alloc(size_t n)
@@ -72,8 +73,21 @@ static void refusals(void)
 	unlink(path);
 }
 
+/* A revoke pass selects entries by the engine's wait bucket of their page
+ * (engine.h's pw_bucket: vc_mix64 of the page number): the public header's
+ * copy must agree, or a sleeper's page would never be revoked for it. */
+static void buckets(void)
+{
+	uint64_t k = 1;
+	for (int i = 0; i < 100000; i++, k = k * 6364136223846793005ull + 1442695040888963407ull) {
+		uint64_t key = i < 1000 ? (uint64_t)i | ((uint64_t)(i % 7) << 48) : k;
+		GM_CHECK(vc_gfs_bucket(key) == (uint32_t)(vc_mix64(key) & (VC_GFS_BUCKETS - 1)));
+	}
+}
+
 int main(void)
 {
+	buckets();
 	const struct gm_env env = { VC_DEVICE_EMU, t_alloc, free, t_launch };
 	refusals();
 	/* Sized for CI under the sanitizers; VC_GPUFS_WARPS and VC_GPUFS_OPS

@@ -59,6 +59,7 @@
 #define VC_GFS_SLOT_DATA (64u << 10)  /* bytes one request carries (gwrite pieces, paths) */
 #define VC_GFS_IDS 16                 /* engine pins one UNPIN hands back */
 #define VC_GFS_PROBES 32              /* table probes before a lookup gives up */
+#define VC_GFS_BUCKETS 256            /* the engine's per-page wait buckets (PW_BUCKETS) */
 
 /* gopen flags: Linux's values, so O_* may be passed as they are. */
 #define VC_GO_RDONLY 0x0
@@ -101,6 +102,7 @@ struct vc_gfs_req {
 	int64_t result;
 	uint64_t addr, size, base;
 	uint32_t id, version, rflags, _pad;
+	uint64_t dlen, res; /* OPEN, TRUNC: vc_gfs_file's dlen and res */
 };
 
 /* A device table entry: 32 bytes. */
@@ -119,13 +121,33 @@ struct vc_gfs_ent {
 #define VC_GFS_E_FILL (1u << 17)
 #define VC_GFS_E_DEAD (1u << 18)
 
+/* Direct reads (step 4). A file the context opened read-only (the cache
+ * writes nothing to it, so its pages in the OS page cache are the cached
+ * ones' equals) may be mapped and registered by the host (vc_gpufs_open):
+ * a page that no table entry grants and that the res bitmap does not
+ * mark cached is then read by the warp straight from the OS page cache
+ * over PCIe, with no request to the host. One such read in
+ * ctx.admit_mask + 1 also drops the page's number into the hint ring
+ * (lossy, never waited for): the host loads hinted pages into the GPU tier
+ * when it is idle and marks them in res, so that the next read of one asks
+ * the host for a grant (GET) and the reads after it are GPU-tier hits. */
 struct vc_gfs_file {
 	uint64_t base;    /* volume << 48: the file's first page number */
 	uint64_t size;
 	uint32_t version; /* close-to-open: bumped by the host when the file changed
 			     outside the cache since the last gopen */
 	uint32_t flags;   /* VC_GO_* of the first open; 0 when closed */
+	uint64_t direct;  /* device address of the registered mapping's byte 0 */
+	uint64_t dlen;    /* bytes of it to read directly (whole pages; 0: none).
+			     Only shrinks: a truncation cuts it, and pages past it
+			     are never read from the mapping again */
+	uint64_t res;     /* device address of dlen / page bits: the page is
+			     cached (set at the open, by the host when it loaded a
+			     hinted page, and by warps whose GET the host
+			     answered): ask the host for it */
 };
+
+#define VC_GFS_ID_DIRECT 0xffffffffu /* a grant's id: read from the mapping, no pin */
 
 /* Device-memory words of a context. The revoke pass's counters never go
  * back (step 3): pass P (1, 2, ...) owns chunk numbers [(P-1) x nch, P x
@@ -149,6 +171,13 @@ struct vc_gfs_ctl {
 	uint64_t rev_fin;  /* chunks finished, over every pass */
 	uint32_t rev_n;    /* ids written, over every pass (mod 2^32; slot n & tab_mask) */
 	uint32_t _pad;
+	/* The pass's selection (host-written before its rev_req, in the same
+	 * stream: a warp that claimed a chunk of pass P reads P's): bit b set
+	 * = entries whose page is in the engine's wait bucket b
+	 * (vc_gfs_bucket) are revoked; the others stay. */
+	uint32_t rev_sel[VC_GFS_BUCKETS / 32];
+	uint64_t direct; /* pages read from a mapping (direct reads), for stats */
+	uint64_t hint_tail; /* hints posted (slot tail & hint_mask) */
 };
 
 /* A revoke pass's share: table entries a chunk. */
@@ -178,8 +207,12 @@ struct vc_gfs_ctx {
 	uint32_t ring_mask;        /* R - 1 */
 	uint32_t tab_mask;         /* entries - 1 */
 	uint32_t page_shift;
-	uint32_t _pad;
+	uint32_t admit_mask;       /* direct reads: 1 in admit_mask + 1 posts a hint */
 	uint64_t timeout_ns;       /* a call's bound */
+	uint64_t *hints;           /* mapped: the hint ring, page number + 1 a slot
+				      (0: empty; the host zeroes what it took) */
+	uint32_t hint_mask;        /* hint slots - 1 */
+	uint32_t _pad2;
 };
 
 /* A mapping from vc_gmmap: the page stays pinned until vc_gmunmap. */
@@ -194,10 +227,12 @@ struct vc_gmap {
  * VC_GFS_FN           the functions' qualifiers
  * VC_GFS_LD/ST        acquire load / release store of a word another agent
  *                     (host thread, other warp) writes or reads; on the
- *                     device volatile, with a system-scope fence before a
- *                     store (the host reads it over PCIe) and after a load
+ *                     device at system scope (the host reads it over PCIe)
  * VC_GFS_LDD/STD      the same for words in device memory (device scope)
- * VC_GFS_CAS32, _ADD  device-scope atomics (words in device memory only)
+ * VC_GFS_CAS32, _ADD  device-scope atomics, acquire and release (words in
+ *                     device memory only): a pin's CAS orders the entry's
+ *                     reads after it, an unpin orders the page's reads
+ *                     before it
  * VC_GFS_FENCE        orders a warp's plain stores before what follows
  * struct vc_gfs_warp  the calling warp: its active mask, this lane's rank
  *                     among the active lanes, their number; BCAST hands the
@@ -209,38 +244,80 @@ struct vc_gmap {
 #define VC_GFS_ST(p, v) vc_gfs_st_((volatile void *)(p), sizeof *(p), (uint64_t)(v), true)
 #define VC_GFS_LDD(p) vc_gfs_ld_((const volatile void *)(p), sizeof *(p), false)
 #define VC_GFS_STD(p, v) vc_gfs_st_((volatile void *)(p), sizeof *(p), (uint64_t)(v), false)
-#define VC_GFS_CAS32(p, e, d) (atomicCAS((unsigned int *)(p), (e), (d)) == (e))
-#define VC_GFS_ADD32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
-#define VC_GFS_SUB32(p, v) atomicSub((unsigned int *)(p), (unsigned int)(v))
-#define VC_GFS_ADD64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
-#define VC_GFS_CAS64(p, e, d)                                                                   \
-	(atomicCAS((unsigned long long *)(p), (unsigned long long)(e), (unsigned long long)(d)) == \
-	 (unsigned long long)(e))
+#define VC_GFS_CAS32(p, e, d) (vc_gfs_cas32_((uint32_t *)(p), (uint32_t)(e), (uint32_t)(d)) == (uint32_t)(e))
+#define VC_GFS_ADD32(p, v) vc_gfs_add32_((uint32_t *)(p), (uint32_t)(v))
+#define VC_GFS_SUB32(p, v) vc_gfs_add32_((uint32_t *)(p), 0u - (uint32_t)(v))
+#define VC_GFS_ADD64(p, v) vc_gfs_add64_((uint64_t *)(p), (uint64_t)(v))
+#define VC_GFS_OR32(p, v) atomicOr((unsigned int *)(p), (unsigned int)(v))
+#define VC_GFS_STR(p, v) (*(volatile uint64_t *)(p) = (v)) /* no order needed */
+#define VC_GFS_CAS64(p, e, d) (vc_gfs_cas64_((uint64_t *)(p), (uint64_t)(e), (uint64_t)(d)) == (uint64_t)(e))
 #define VC_GFS_FENCE() __threadfence_system()
 #define VC_GFS_PAUSE() __nanosleep(200)
 
-/* `sys`: the word is in mapped host memory (system-scope fence), else in
- * device memory (a device-scope fence is enough there, and much cheaper). */
+/* `sys`: the word is in mapped host memory (system scope), else in device
+ * memory (device scope). Acquire loads and release stores (PTX ISA 6.0,
+ * sm_70): the ordering the protocol needs, without the full fence after
+ * every load that step 3 paid (a membar per word read on every table hit;
+ * docs/GPUFS.md, step 4). */
 static __device__ __forceinline__ uint64_t vc_gfs_ld_(const volatile void *p, size_t n, bool sys)
 {
-	uint64_t v = n == 8 ? *(const volatile uint64_t *)p : *(const volatile uint32_t *)p;
+	uint64_t v;
+	uint32_t x;
+	if (n == 8) {
+		if (sys)
+			asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+		else
+			asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+		return v;
+	}
 	if (sys)
-		__threadfence_system();
+		asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory");
 	else
-		__threadfence();
-	return v;
+		asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory");
+	return x;
+}
+
+static __device__ __forceinline__ uint32_t vc_gfs_cas32_(uint32_t *p, uint32_t e, uint32_t d)
+{
+	uint32_t o;
+	asm volatile("atom.acq_rel.gpu.cas.b32 %0, [%1], %2, %3;" : "=r"(o) : "l"(p), "r"(e), "r"(d) : "memory");
+	return o;
+}
+
+static __device__ __forceinline__ uint64_t vc_gfs_cas64_(uint64_t *p, uint64_t e, uint64_t d)
+{
+	uint64_t o;
+	asm volatile("atom.acq_rel.gpu.cas.b64 %0, [%1], %2, %3;" : "=l"(o) : "l"(p), "l"(e), "l"(d) : "memory");
+	return o;
+}
+
+static __device__ __forceinline__ uint32_t vc_gfs_add32_(uint32_t *p, uint32_t v)
+{
+	uint32_t o;
+	asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;" : "=r"(o) : "l"(p), "r"(v) : "memory");
+	return o;
+}
+
+static __device__ __forceinline__ uint64_t vc_gfs_add64_(uint64_t *p, uint64_t v)
+{
+	uint64_t o;
+	asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(o) : "l"(p), "l"(v) : "memory");
+	return o;
 }
 
 static __device__ __forceinline__ void vc_gfs_st_(volatile void *p, size_t n, uint64_t v, bool sys)
 {
-	if (sys)
-		__threadfence_system();
-	else
-		__threadfence();
-	if (n == 8)
-		*(volatile uint64_t *)p = v;
-	else
-		*(volatile uint32_t *)p = (uint32_t)v;
+	uint32_t x = (uint32_t)v;
+	if (n == 8) {
+		if (sys)
+			asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+		else
+			asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+	} else if (sys) {
+		asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(x) : "memory");
+	} else {
+		asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(x) : "memory");
+	}
 }
 
 static __device__ __forceinline__ uint64_t vc_gfs_now_ns(void)
@@ -292,6 +369,8 @@ static __device__ __forceinline__ struct vc_gfs_warp vc_gfs_solo_(void)
 #define VC_GFS_ADD32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_SUB32(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
 #define VC_GFS_ADD64(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define VC_GFS_OR32(p, v) __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
+#define VC_GFS_STR(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define VC_GFS_CAS64(p, e, d) vc_gfs_cas64_((p), (e), (d))
 /* Nothing: on the host the release store that publishes (VC_GFS_ST) orders
  * the plain stores before it. */
@@ -410,6 +489,19 @@ VC_GFS_FN int32_t vc_gfs_tab_insert_(const struct vc_gfs_ctx *g, uint64_t key, u
 	return -1;
 }
 
+/* The engine's wait bucket of page number key: equal to the engine's
+ * pw_bucket() (vc_mix64 of the page number; test_gpufs checks it), so that
+ * a revoke pass can take just the entries a sleeper may wait for. */
+VC_GFS_FN uint32_t vc_gfs_bucket(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	key *= 0xc4ceb9fe1a85ec53ull;
+	key ^= key >> 33;
+	return (uint32_t)(key & (VC_GFS_BUCKETS - 1));
+}
+
 /* Revokes entry x if nobody pins it: true and its engine id. */
 VC_GFS_FN int vc_gfs_tab_revoke_(const struct vc_gfs_ctx *g, uint32_t x, uint32_t *id)
 {
@@ -424,7 +516,8 @@ VC_GFS_FN int vc_gfs_tab_revoke_(const struct vc_gfs_ctx *g, uint32_t x, uint32_
 /* A warp's share of the host's revoke passes (every active lane; a lone
  * leader passes vc_gfs_solo_()): while a chunk of an asked-for pass is
  * left (rev_next < rev_req x nch), claims it and revokes every VALID
- * entry of it that nobody pins, writing its engine id to g->rev[]; the
+ * entry of it that nobody pins and whose wait bucket the pass selects
+ * (ctl->rev_sel), writing its engine id to g->rev[]; the
  * warp that finishes a pass's last chunk publishes the ids' running count
  * and the pass's number there, for the host. Warps call it at each call's
  * start and while they wait for the host, so a pass needs no kernel and
@@ -457,9 +550,17 @@ VC_GFS_FN void vc_gfs_revoke_help(const struct vc_gfs_ctx *g, struct vc_gfs_warp
 		uint64_t first = (c % nch) * VC_GFS_REV_CHUNK, end = first + VC_GFS_REV_CHUNK;
 		if (end > (uint64_t)g->tab_mask + 1)
 			end = (uint64_t)g->tab_mask + 1;
+		uint32_t sel[VC_GFS_BUCKETS / 32];
+		for (unsigned i = 0; i < VC_GFS_BUCKETS / 32; i++)
+			sel[i] = (uint32_t)VC_GFS_LDD(&ctl->rev_sel[i]);
 		for (uint64_t x = first + w.rank; x < end; x += w.n) {
-			uint32_t id;
-			if (vc_gfs_tab_revoke_(g, (uint32_t)x, &id))
+			uint32_t id, b, st = (uint32_t)VC_GFS_LDD(&g->tab[x].st);
+			if (st != VC_GFS_E_VALID)
+				continue;
+			/* The key may change under us (the entry's next life):
+			 * then an entry goes that need not, which is harmless. */
+			b = vc_gfs_bucket(VC_GFS_LDD(&g->tab[x].key));
+			if ((sel[b / 32] >> (b % 32)) & 1u && vc_gfs_tab_revoke_(g, (uint32_t)x, &id))
 				VC_GFS_ST(&g->rev[VC_GFS_ADD32(&ctl->rev_n, 1) & g->tab_mask], id);
 		}
 		VC_GFS_FENCE(); /* this lane's ids before the chunk counts as done */
@@ -595,6 +696,7 @@ VC_GFS_FN int64_t vc_gfs_rpc_(const struct vc_gfs_ctx *g, uint32_t op, uint32_t 
 	a->addr = VC_GFS_LD(&s->addr);
 	a->id = (uint32_t)VC_GFS_LD(&s->id);
 	a->rflags = (uint32_t)VC_GFS_LD(&s->rflags);
+	a->dlen = VC_GFS_LD(&s->dlen);
 	vc_gfs_release_slot_(g, t);
 	return a->result;
 }
@@ -630,12 +732,33 @@ VC_GFS_FN int64_t vc_gfs_get_(const struct vc_gfs_ctx *g, int fd, uint64_t idx, 
 		*id = (uint32_t)VC_GFS_LDD(&g->tab[x].id);
 		return 0;
 	}
-	/* A miss of the table: the host pins the page in the engine (loading
-	 * it into the GPU tier when it is not cached) and says where it is. */
+	/* A miss of the table. Direct read (vc_gfs_file's comment): a whole
+	 * page inside the mapping that the cache does not hold. Cost: a
+	 * bitmap word read and a counter add; a hint adds one add and one
+	 * 8-byte PCIe write. */
+	uint64_t dlen = VC_GFS_LDD(&f->dlen);
+	if (!(flags & VC_GFS_F_MAP) && ((idx + 1) << g->page_shift) <= dlen) {
+		const uint32_t *res = (const uint32_t *)(uintptr_t)VC_GFS_LDD(&f->res);
+		if (!(VC_GFS_LDD(&res[idx / 32]) & (1u << (idx % 32)))) {
+			*addr = VC_GFS_LDD(&f->direct) + (idx << g->page_shift);
+			*ent = 0;
+			*id = VC_GFS_ID_DIRECT;
+			VC_GFS_ADD64(&g->ctl->direct, 1);
+			if (g->admit_mask != ~0u && (vc_gfs_hash_(key ^ vc_gfs_now_ns()) & g->admit_mask) == 0) {
+				uint64_t t = VC_GFS_ADD64(&g->ctl->hint_tail, 1);
+				VC_GFS_STR(&g->hints[t & g->hint_mask], key + 1);
+			}
+			return 0;
+		}
+	}
+	/* The host pins the page in the engine (loading it into the GPU tier
+	 * when it is not cached) and says where it is. */
 	struct vc_gfs_req a;
 	int64_t r = vc_gfs_rpc_(g, VC_GFS_OP_GET, (uint32_t)fd, idx, 0, flags, &a);
 	if (r < 0)
 		return r;
+	if (((idx + 1) << g->page_shift) <= dlen) /* cached now: ask again next time */
+		VC_GFS_OR32((uint32_t *)(uintptr_t)VC_GFS_LDD(&f->res) + idx / 32, 1u << (idx % 32));
 	*addr = a.addr;
 	*id = a.id;
 	uint32_t rf = a.rflags;
@@ -649,6 +772,8 @@ VC_GFS_FN int64_t vc_gfs_get_(const struct vc_gfs_ctx *g, int fd, uint64_t idx, 
 /* Leader: lets a grant go (the table's pin, or the engine pin itself). */
 VC_GFS_FN int64_t vc_gfs_put_(const struct vc_gfs_ctx *g, uint32_t ent, uint32_t id)
 {
+	if (!ent && id == VC_GFS_ID_DIRECT)
+		return 0;
 	if (ent && ent != VC_GFS_ENT_LOOSE) {
 		VC_GFS_SUB32(&g->tab[ent - 1].st, 1);
 		return 0;
@@ -709,6 +834,9 @@ VC_GFS_FN int vc_gopen(const struct vc_gfs_ctx *g, const char *path, int flags)
 				VC_GFS_STD(&f->base, VC_GFS_LD(&s->base));
 				VC_GFS_STD(&f->size, VC_GFS_LD(&s->size));
 				VC_GFS_STD(&f->version, (uint32_t)VC_GFS_LD(&s->version));
+				VC_GFS_STD(&f->direct, VC_GFS_LD(&s->addr));
+				VC_GFS_STD(&f->res, VC_GFS_LD(&s->res));
+				VC_GFS_STD(&f->dlen, VC_GFS_LD(&s->dlen));
 				VC_GFS_STD(&f->flags, (uint32_t)VC_GFS_LD(&s->flags) | VC_GFS_FD_OPEN);
 			}
 			vc_gfs_release_slot_(g, t);
@@ -920,8 +1048,10 @@ VC_GFS_FN int64_t vc_gfs_simple_(const struct vc_gfs_ctx *g, uint32_t op, int fd
 	if (VC_GFS_LEADER(w)) {
 		struct vc_gfs_req a;
 		r = vc_gfs_rpc_(g, op, (uint32_t)fd, arg, 0, 0, &a);
-		if (r >= 0 && op == VC_GFS_OP_TRUNC)
+		if (r >= 0 && op == VC_GFS_OP_TRUNC) {
 			VC_GFS_STD(&g->files[fd].size, a.size);
+			VC_GFS_STD(&g->files[fd].dlen, a.dlen);
+		}
 		if (r == 0 && op == VC_GFS_OP_CLOSE) /* the last close: r = opens left */
 			VC_GFS_STD(&g->files[fd].flags, 0u);
 	}

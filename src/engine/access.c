@@ -297,6 +297,10 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 			}
 			r = eng_promote(c, p);
 			if (r == -EAGAIN) {
+				/* p pinned (a reader, or a GPUfs grant), or no victim. */
+				uint32_t b = pw_bucket(p->pno);
+				atomic_fetch_or(&c->pin_want[b / 32], 1u << (b % 32));
+				atomic_fetch_add_explicit(&c->pin_stalls, 1, memory_order_relaxed);
 				eng_wait_cv(c);
 				continue;
 			}

@@ -332,6 +332,12 @@ struct vc_cache {
 	 * queue of missing threads does not pull every unpin into c->mu. */
 	pthread_cond_t slot_cv;
 	_Atomic uint32_t slot_waiters;
+	/* Waits for room that found no victim (pins or moves in the way):
+	 * GPUfs's reaper revokes grants when it grows (eng_gfs_wait_sel); and
+	 * the wait buckets (pw_bucket) of pages a sleeper could not claim for
+	 * a pin, which that reaper takes and clears. */
+	_Atomic uint64_t pin_stalls;
+	_Atomic uint32_t pin_want[PW_BUCKETS / 32];
 	struct vc_opq *opq;      /* queued policy updates over pol */
 	struct vc_opq_local *lk; /* the lock holders' queue handle */
 	pthread_key_t tls;       /* each thread's own handle */

@@ -1,6 +1,7 @@
 /* The engine's side of the GPU file API (engine/gpufs.h). */
 #include "engine/gpufs.h"
 #include "engine/engine.h"
+#include "vramcache/gpufs.h"
 
 int eng_gfs_check(vc_cache *c)
 {
@@ -21,6 +22,16 @@ struct vc_device *eng_gfs_device(vc_cache *c)
 uint64_t eng_gfs_base(vc_volume *v)
 {
 	return v->base;
+}
+
+bool eng_gfs_file_current(vc_volume *v)
+{
+	return v->readonly || v->c->write_mode == VC_WRITE_THROUGH;
+}
+
+bool eng_gfs_cached(vc_volume *v, uint64_t idx)
+{
+	return vc_index_peek(&v->c->ix, v->base + idx) != NULL;
 }
 
 uint64_t eng_gfs_npool(vc_cache *c)
@@ -109,15 +120,25 @@ void eng_gfs_unpin(vc_cache *c, uint32_t id)
 	eng_unpin(c, &c->ix.pool[id]);
 }
 
-bool eng_gfs_waiters(vc_cache *c)
+_Static_assert(PW_BUCKETS == VC_GFS_BUCKETS, "GPUfs revoke passes select the engine's wait buckets");
+
+uint32_t eng_gfs_wait_sel(vc_cache *c, uint32_t *sel, uint64_t *stalls, bool *resource)
 {
-	if (atomic_load_explicit(&c->nwaiters, memory_order_relaxed) ||
-	    atomic_load_explicit(&c->slot_waiters, memory_order_relaxed))
-		return true;
+	uint32_t n = 0;
 	for (uint32_t b = 0; b < PW_BUCKETS; b++)
-		if (atomic_load_explicit(&c->pw_waiters[b], memory_order_relaxed))
-			return true;
-	return false;
+		if (atomic_load_explicit(&c->pw_waiters[b], memory_order_relaxed)) {
+			sel[b / 32] |= 1u << (b % 32);
+			n++;
+		}
+	for (uint32_t i = 0; i < PW_BUCKETS / 32; i++) {
+		uint32_t w = atomic_exchange(&c->pin_want[i], 0);
+		sel[i] |= w;
+		n += (uint32_t)__builtin_popcount(w);
+	}
+	*stalls = atomic_load_explicit(&c->pin_stalls, memory_order_relaxed);
+	*resource = atomic_load_explicit(&c->nwaiters, memory_order_relaxed) ||
+		    atomic_load_explicit(&c->slot_waiters, memory_order_relaxed);
+	return n;
 }
 
 uint64_t eng_gfs_writes(vc_volume *v, uint64_t *begun)

@@ -61,8 +61,21 @@ uint64_t eng_gfs_writes(vc_volume *v, uint64_t *begun);
  * with no write between them costs no fdatasync): 0 or -errno; *synced is
  * advanced (atomically, never back) when it synced; *did says whether. */
 int eng_gfs_flush(vc_volume *v, _Atomic uint64_t *synced, bool *did);
-/* Somebody sleeps in the engine for a page or a resource: a grant may be
- * what it waits for. O(buckets) atomic loads, no lock. */
-bool eng_gfs_waiters(vc_cache *c);
+/* Whether the backing file holds every acknowledged write of the cache's
+ * volumes (write-through, or read-only): then a page read from the OS
+ * page cache equals the cached one, and kernels may read uncached pages
+ * straight from the file's mapping (docs/GPUFS.md, step 4). */
+bool eng_gfs_file_current(vc_volume *v);
+/* Whether page idx of v is in the cache now (either tier): lock-free, a
+ * hint (it may change at once). */
+bool eng_gfs_cached(vc_volume *v, uint64_t idx);
+/* What sleepers in the engine may wait for, for a revoke pass: the wait
+ * buckets (pw_bucket) that have sleepers or whose page a sleeper could
+ * not claim (c->pin_want, cleared here), as bits set in sel[PW_BUCKETS /
+ * 32] (the caller zeroes it); in *stalls the count of waits so far for
+ * room that pins kept from being made (c->pin_stalls); in *resource
+ * whether anyone sleeps for a resource now (staging, slots, I/O: mostly
+ * not a grant's doing). The number of buckets set. O(buckets), no lock. */
+uint32_t eng_gfs_wait_sel(vc_cache *c, uint32_t *sel, uint64_t *stalls, bool *resource);
 
 #endif

@@ -296,6 +296,8 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 		if (r == -EAGAIN) {
 			if (holding)
 				return r;
+			if (!promised)
+				atomic_fetch_add_explicit(&c->pin_stalls, 1, memory_order_relaxed);
 			eng_wait_cv(c);
 		} else if (r < 0) {
 			return r;

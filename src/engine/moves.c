@@ -245,8 +245,10 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 			continue; /* the GPU tier shrank to nothing meanwhile */
 		if (r == 1)
 			eng_wait_slot(c);
-		else if (r == -EAGAIN)
+		else if (r == -EAGAIN) {
+			atomic_fetch_add_explicit(&c->pin_stalls, 1, memory_order_relaxed);
 			eng_wait_cv(c); /* no victim now: pins or moves must end */
+		}
 		else if (r < 0)
 			return r;
 	}

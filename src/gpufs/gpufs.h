@@ -39,6 +39,15 @@ struct gfs_file {
 	pthread_mutex_t stmu;
 	_Atomic uint64_t synced; /* eng_gfs_writes as of the last backing sync */
 	pthread_rwlock_t rw;
+	/* Direct reads (direct.c; set once under rw exclusive, dlen only
+	 * shrinks, under rw exclusive): the read-only mapping, its device
+	 * address, the bytes the device may read from it, and the device's
+	 * bitmap of pages cached at the open. */
+	void *map;
+	uint64_t map_len, dmap, dlen, res_dev;
+	uint32_t *res_host; /* the host's copy of res (bits it set; under admit_mu) */
+	bool dstale;        /* changed outside since the mapping: no direct reads
+			       until vc_gpufs_open maps it again */
 };
 
 struct vc_gpufs {
@@ -63,12 +72,19 @@ struct vc_gpufs {
 	/* The pass in progress (the reaper's; under revoke_mu): its number
 	 * (ctl.rev_req), when it was asked for, whether the fallback kernel
 	 * (emu: the reaper itself) was sent after it; rev_seen: ctl.rev_n as
-	 * of the last pass taken (its ids end there). sig: the pinned word
-	 * the host copies to ctl.rev_req (CUDA), unchanged while a pass runs. */
-	uint32_t *sig;
+	 * of the last pass taken (its ids end there). sig: the pinned
+	 * words the host copies to ctl.rev_sel and ctl.rev_req (CUDA),
+	 * unchanged while a pass runs. */
+	struct {
+		uint32_t sel[VC_GFS_BUCKETS / 32];
+		uint32_t gen;
+	} *sig;
 	uint64_t sig_dev;
 	uint64_t ack_dev; /* ctx.ack: the request ring's ack words (device memory) */
 	uint32_t rev_gen, rev_seen;
+	uint32_t rev_eighth; /* the eighth of the buckets the next room pass takes */
+	uint64_t rev_stalls; /* the engine's pin stalls as of the last pass chosen */
+	uint32_t rev_resource; /* looks in a row that found resource sleepers */
 	bool rev_active, rev_fallback;
 	uint64_t rev_t0;
 
@@ -81,6 +97,15 @@ struct vc_gpufs {
 	uint64_t npool;
 	_Atomic uint64_t ncached, nheld;
 	uint32_t max_cached;
+	bool no_direct;       /* VC_GPUFS_NO_DIRECT */
+	/* The hint ring (ctx.hints; mapped), its next slot to take, and the
+	 * lock of one admitter at a time (admit_mu: hint_head, res_host). */
+	uint64_t *hints;
+	uint32_t nhint;
+	uint64_t hint_head;
+	pthread_mutex_t admit_mu;
+	uint64_t direct_max;  /* a file's bytes at most, for direct reads */
+	uint64_t direct_done; /* ctl.direct summed over released kernels' runs */
 	_Atomic bool stop;
 	_Atomic bool want_revoke;
 	pthread_t *svc;
@@ -92,8 +117,22 @@ struct vc_gpufs {
 	struct {
 		_Atomic uint64_t requests, batches, gets, get_cached, revokes, revoked, writes, opens;
 		_Atomic uint64_t rev_fallbacks, miss_rounds, miss_pages, reopen_drops, syncs;
+		_Atomic uint64_t direct_files, admitted;
 		_Atomic uint64_t pass_t0; /* the pass in progress's start (0: none), for stats */
 	} st;
 };
+
+/* direct.c: a file's direct reads. Open: maps and registers f (rw held
+ * exclusive, between kernels) when the context allows and f is read-only,
+ * again if it went stale; 0 also when it does not (then there are none),
+ * -errno on a device error. Stale: no more direct reads of f (rw held
+ * exclusive: it changed outside the cache, and pages the registration
+ * pins may have left the file). Close: undoes open. Admit: loads pages
+ * that warps hinted into the GPU tier and marks them in their files' res
+ * (a service thread with nothing to serve); whether it found hints. */
+int gfs_direct_open(struct vc_gpufs *g, struct gfs_file *f);
+void gfs_direct_stale(struct vc_gpufs *g, struct gfs_file *f);
+void gfs_direct_close(struct vc_gpufs *g, struct gfs_file *f);
+bool gfs_admit(struct vc_gpufs *g);
 
 #endif

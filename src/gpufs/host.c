@@ -7,9 +7,10 @@
  * pin held for the device, counted in held[id], so that release can drop
  * every pin whatever the device did. The reaper asks for a revoke pass
  * (device table entries nobody pins become DEAD; their pins are dropped
- * here) when the engine has sleepers (one may wait for a page the table
- * pins) or the table holds more than max_cached grants; the user's warps
- * do the pass (see "Revoke passes" below).
+ * here) for the entries that engine sleepers may wait for (pass_select):
+ * those of the pages they sleep on, and a share more when pins kept the
+ * engine from making room or the table holds max_cached grants; the
+ * user's warps do the pass (see "Revoke passes" below).
  *
  * Nothing here runs a kernel or makes a CUDA call that waits for one
  * while users' kernels may run: the engine is in quiet mode for the
@@ -49,6 +50,9 @@
 /* ... and drains the unpin ring this often: how long a handed-back pin may
  * keep a writer waiting. */
 #define UNPIN_NS 20000
+/* Hint ring slots (direct.c's admissions): 512 KiB of mapped memory; a
+ * hint that waits longer than this many others is lost. */
+#define HINT_SLOTS 65536
 
 static void nap(long ns)
 {
@@ -169,6 +173,7 @@ static int file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs
 			f->version++;
 			atomic_fetch_add_explicit(&g->st.reopen_drops, 1, memory_order_relaxed);
 			r = vc_volume_drop(f->v, 0, 0, 0);
+			gfs_direct_stale(g, f);
 			if (r == 0 && (uint64_t)st.st_size != vc_volume_size(f->v))
 				r = vc_volume_resize(f->v, (uint64_t)st.st_size);
 			if (r == 0)
@@ -301,6 +306,9 @@ static void serve_one(struct vc_gpufs *g, uint64_t t)
 			s->size = vc_volume_size(f->v);
 			s->version = f->version;
 			s->flags = f->flags;
+			s->addr = f->dmap;
+			s->dlen = f->dlen;
+			s->res = f->res_dev;
 			pthread_rwlock_unlock(&f->rw);
 		}
 		break;
@@ -363,6 +371,7 @@ static void serve_one(struct vc_gpufs *g, uint64_t t)
 			r = -errno;
 		file_restat(f);
 		s->size = vc_volume_size(f->v);
+		s->dlen = f->dlen; /* 0: a writable file has no direct reads */
 		pthread_rwlock_unlock(&f->rw);
 		break;
 	default:
@@ -426,6 +435,8 @@ static void *svc_main(void *arg)
 			atomic_fetch_add(&g->busy, 1);
 		pthread_mutex_unlock(&g->mu);
 		if (!n) {
+			if (gfs_admit(g)) /* nothing to serve: load hinted pages */
+				continue;
 			if (++idle > 64)
 				nap(SVC_NAP_NS);
 			else
@@ -456,6 +467,9 @@ static void *svc_main(void *arg)
  * which takes the chunks left once an SM is free, the reaper itself on
  * emu. Everything here is under revoke_mu. */
 #define REVOKE_COOP_NS 2000000
+/* pass_select: reaper looks (REAPER_NS apart) with resource sleepers in a
+ * row before a pass takes an eighth of the table for them: 5 ms. */
+#define RESOURCE_TICKS 25
 
 static uint64_t now_ns(void)
 {
@@ -464,23 +478,60 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Which entries the next pass revokes (sel: VC_GFS_BUCKETS bits), or
+ * false for no pass. Those that engine sleepers may wait for: the buckets
+ * of the pages they wait for, and, when room could not be made because of
+ * pins (the engine's pin stalls grew) or the table holds max_cached
+ * grants, an eighth of the rest more (32 buckets, the next eighth each
+ * time). A table of grants that nobody waits for is left alone: the step
+ * before revoked every entry at any sleeper, staging and I/O waits
+ * included, and a kernel re-asked the host for pages it had been granted
+ * (docs/GPUFS.md, step 4). */
+static bool pass_select(struct vc_gpufs *g, uint32_t *sel)
+{
+	memset(sel, 0, VC_GFS_BUCKETS / 8);
+	uint64_t stalls;
+	bool resource;
+	uint32_t n = eng_gfs_wait_sel(g->c, sel, &stalls, &resource);
+	bool want = atomic_exchange(&g->want_revoke, false);
+	/* Resource sleepers that stay (RESOURCE_TICKS looks in a row) may be
+	 * waiting for pins after all: an eighth more each time, the net under
+	 * every wait the engine does not tell apart. */
+	g->rev_resource = resource ? g->rev_resource + 1 : 0;
+	if (stalls != g->rev_stalls || want || g->rev_resource >= RESOURCE_TICKS) {
+		g->rev_stalls = stalls;
+		g->rev_resource = 0;
+		sel[g->rev_eighth++ % (VC_GFS_BUCKETS / 32)] = ~0u;
+		n++;
+	}
+	return n != 0;
+}
+
 /* Asks for pass g->rev_gen + 1: one store of ctl.rev_req (the counters
  * never go back: gpufs.h's struct vc_gfs_ctl). The previous pass is done
  * and its output taken. */
-static int pass_start(struct vc_gpufs *g)
+static int pass_start(struct vc_gpufs *g, const uint32_t *sel)
 {
 	uint32_t gen = g->rev_gen + 1;
 	int r = 0;
 	if (g->emu) {
 		struct vc_gfs_ctl *ctl = (struct vc_gfs_ctl *)(uintptr_t)g->ctl_dev;
+		memcpy(ctl->rev_sel, sel, sizeof ctl->rev_sel);
 		__atomic_store_n(&ctl->rev_req, gen, __ATOMIC_RELEASE);
 	} else {
 #ifdef VC_HAVE_CUDA
-		/* The copy reads *sig when it runs: it stays put until the
-		 * next pass, which starts after this one's output was seen. */
-		*g->sig = gen;
-		r = vc_cuda_gfs_put(g->dev, g->rev_stream, g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_req),
-				    g->sig, sizeof *g->sig);
+		/* The copies read g->sig when they run: it stays put until the
+		 * next pass, which starts after this one's output was seen. The
+		 * selection lands first (one stream: in order), so a warp that
+		 * claims a chunk of this pass reads this pass's. */
+		memcpy(g->sig->sel, sel, sizeof g->sig->sel);
+		g->sig->gen = gen;
+		r = vc_cuda_gfs_put(g->dev, g->rev_stream, g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_sel),
+				    g->sig->sel, sizeof g->sig->sel);
+		if (r == 0)
+			r = vc_cuda_gfs_put(g->dev, g->rev_stream,
+					    g->ctl_dev + offsetof(struct vc_gfs_ctl, rev_req), &g->sig->gen,
+					    sizeof g->sig->gen);
 #else
 		r = -ENOTSUP;
 #endif
@@ -578,9 +629,9 @@ static void *reaper_main(void *arg)
 			pass_poll(g);
 		} else if (++k >= REAPER_NS / UNPIN_NS) {
 			k = 0;
-			bool want = atomic_exchange(&g->want_revoke, false);
-			if (atomic_load(&g->ncached) && (want || eng_gfs_waiters(g->c)))
-				(void)pass_start(g);
+			uint32_t sel[VC_GFS_BUCKETS / 32];
+			if (atomic_load(&g->ncached) && pass_select(g, sel))
+				(void)pass_start(g, sel);
 		}
 		pthread_mutex_unlock(&g->revoke_mu);
 	}
@@ -627,6 +678,8 @@ static void teardown(struct vc_gpufs *g)
 		d->ops->host_free(d, g->rev);
 	if (g->sig)
 		d->ops->host_free(d, g->sig);
+	if (g->hints)
+		d->ops->host_free(d, g->hints);
 	if (g->ctl_dev)
 		d->ops->mem_free(d, g->ctl_dev);
 	if (g->tab_dev)
@@ -639,6 +692,7 @@ static void teardown(struct vc_gpufs *g)
 	free(g->svc);
 	pthread_mutex_destroy(&g->mu);
 	pthread_mutex_destroy(&g->revoke_mu);
+	pthread_mutex_destroy(&g->admit_mu);
 	for (int i = 0; i < VC_GFS_MAX_FILES; i++) {
 		pthread_rwlock_destroy(&g->files[i].rw);
 		pthread_mutex_destroy(&g->files[i].stmu);
@@ -653,10 +707,15 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 	if (!c || !out)
 		return vc_err(-EINVAL, "vc_gpufs_create: NULL argument");
 	if (cfg) {
-		if (cfg->size < sizeof d || cfg->version != VC_GPUFS_CONFIG_VERSION)
+		/* Version 1 ends at timeout_ns: the rest keeps its defaults. */
+		size_t n = cfg->version == 1 ? offsetof(struct vc_gpufs_config, flags)
+		      : cfg->version == VC_GPUFS_CONFIG_VERSION ? sizeof d : 0;
+		if (!n || cfg->size < n)
 			return vc_err(-VC_ECONFIG, "vc_gpufs_create: config of size %u version %u",
 				      cfg->size, cfg->version);
-		d = *cfg;
+		memcpy(&d, cfg, n);
+		d.size = sizeof d;
+		d.version = VC_GPUFS_CONFIG_VERSION;
 	}
 	if (!d.ring_slots)
 		d.ring_slots = 256;
@@ -668,10 +727,18 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		d.service_threads = 2;
 	if (!d.timeout_ns)
 		d.timeout_ns = 30ull * 1000000000u;
+	if (!d.admit_every)
+		d.admit_every = 8;
+	if (!d.direct_max) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		d.direct_max = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 0;
+	}
 	if (!pow2(d.ring_slots) || !pow2(d.table_entries) || d.ring_slots > 65536 ||
-	    d.service_threads > 64)
-		return vc_err(-EINVAL, "vc_gpufs_create: ring_slots and table_entries must be powers "
-				       "of two (ring at most 65536), at most 64 service threads");
+	    d.service_threads > 64 || !pow2(d.admit_every) ||
+	    (d.flags & ~(VC_GPUFS_NO_DIRECT | VC_GPUFS_NO_ADMIT)))
+		return vc_err(-EINVAL, "vc_gpufs_create: ring_slots, table_entries and admit_every "
+				       "must be powers of two (ring at most 65536), at most 64 service "
+				       "threads, flags VC_GPUFS_* only");
 	int r = eng_gfs_check(c);
 	if (r < 0)
 		return r;
@@ -684,10 +751,13 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 	g->nring = d.ring_slots;
 	g->ntab = d.table_entries;
 	g->max_cached = d.max_cached;
+	g->no_direct = d.flags & VC_GPUFS_NO_DIRECT;
+	g->direct_max = d.direct_max;
 	g->npool = eng_gfs_npool(c);
 	g->page_shift = (uint32_t)__builtin_ctz(vc_page_size(c));
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_mutex_init(&g->revoke_mu, NULL);
+	pthread_mutex_init(&g->admit_mu, NULL);
 	for (int i = 0; i < VC_GFS_MAX_FILES; i++) {
 		pthread_rwlock_init(&g->files[i].rw, NULL);
 		pthread_mutex_init(&g->files[i].stmu, NULL);
@@ -706,6 +776,10 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 					&g->rev_dev);
 	if (r == 0)
 		r = dv->ops->host_alloc(dv, sizeof *g->sig, (void **)&g->sig, &g->sig_dev);
+	uint64_t hints_dev = 0;
+	g->nhint = HINT_SLOTS;
+	if (r == 0)
+		r = dv->ops->host_alloc(dv, g->nhint * sizeof *g->hints, (void **)&g->hints, &hints_dev);
 	if (r == 0)
 		r = dv->ops->mem_alloc(dv, (size_t)g->nring * sizeof(uint64_t), &g->ack_dev);
 #ifdef VC_HAVE_CUDA
@@ -721,6 +795,7 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 	if (r == 0) {
 		memset(g->ring_mem, 0, bytes);
 		memset(g->rev, 0, (g->ntab + 2) * sizeof(uint32_t));
+		memset(g->hints, 0, g->nhint * sizeof *g->hints);
 		g->ring = g->ring_mem;
 		g->uring = g->ring + g->nring;
 		g->data = (unsigned char *)g->ring_mem + ring_bytes;
@@ -748,7 +823,10 @@ int vc_gpufs_create(vc_cache *c, const struct vc_gpufs_config *cfg, vc_gpufs **o
 		.ring_mask = g->nring - 1,
 		.tab_mask = g->ntab - 1,
 		.page_shift = g->page_shift,
+		.admit_mask = (d.flags & VC_GPUFS_NO_ADMIT) ? ~0u : d.admit_every - 1,
 		.timeout_ns = d.timeout_ns,
+		.hints = (uint64_t *)(uintptr_t)hints_dev,
+		.hint_mask = g->nhint - 1,
 	};
 	for (uint32_t i = 0; i < d.service_threads; i++) {
 		if (pthread_create(&g->svc[i], NULL, svc_main, g) != 0)
@@ -823,7 +901,12 @@ int vc_gpufs_release(vc_gpufs *g)
 			eng_gfs_unpin(g->c, (uint32_t)id);
 	}
 	atomic_store(&g->ncached, 0);
-	r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
+	uint64_t dn = 0;
+	r = g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)&dn,
+				     g->ctl_dev + offsetof(struct vc_gfs_ctl, direct), sizeof dn);
+	g->direct_done += dn;
+	if (r == 0)
+		r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
 	if (r == 0)
 		r = dev_zero(g, g->ctl_dev, sizeof(struct vc_gfs_ctl));
 	if (r == 0)
@@ -849,6 +932,7 @@ int vc_gpufs_destroy(vc_gpufs *g)
 		struct gfs_file *f = &g->files[i];
 		if (!f->path)
 			continue;
+		gfs_direct_close(g, f);
 		int e = vc_volume_close(f->v);
 		if (r == 0)
 			r = e;
@@ -869,14 +953,24 @@ int vc_gpufs_open(vc_gpufs *g, const char *path, int flags)
 	int fd = file_open(g, path, flags, &f);
 	if (fd < 0)
 		return fd;
+	/* Between kernels: the one place a registration cannot wait for a
+	 * kernel that waits for this open. */
+	pthread_rwlock_wrlock(&f->rw);
+	int r = gfs_direct_open(g, f);
+	pthread_rwlock_unlock(&f->rw);
+	if (r < 0) {
+		file_close(g, f);
+		return r;
+	}
 	/* The device's entry, as a kernel's vc_gopen writes it, so that kernels
 	 * may be handed the fd instead of opening the file themselves. */
 	pthread_rwlock_rdlock(&f->rw);
 	struct vc_gfs_file e = { .base = eng_gfs_base(f->v), .size = vc_volume_size(f->v),
-				 .version = f->version, .flags = f->flags | VC_GFS_FD_OPEN };
+				 .version = f->version, .flags = f->flags | VC_GFS_FD_OPEN,
+				 .direct = f->dmap, .dlen = f->dlen, .res = f->res_dev };
 	pthread_rwlock_unlock(&f->rw);
-	int r = g->dev->ops->memcpy_sync(g->dev, g->files_dev + (uint64_t)fd * sizeof e,
-					 (uint64_t)(uintptr_t)&e, sizeof e);
+	r = g->dev->ops->memcpy_sync(g->dev, g->files_dev + (uint64_t)fd * sizeof e,
+				     (uint64_t)(uintptr_t)&e, sizeof e);
 	if (r < 0) {
 		file_close(g, f);
 		return r;
@@ -918,7 +1012,17 @@ int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st)
 		.miss_pages = atomic_load(&g->st.miss_pages),
 		.reopen_drops = atomic_load(&g->st.reopen_drops),
 		.syncs = atomic_load(&g->st.syncs),
+		.direct_files = atomic_load(&g->st.direct_files),
+		.admitted = atomic_load(&g->st.admitted),
 	};
+	/* The device's count (a copy that waits for the legacy stream's
+	 * kernels: call it between kernels for an exact figure). */
+	uint64_t dn = 0;
+	int r = g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)&dn,
+					 g->ctl_dev + offsetof(struct vc_gfs_ctl, direct), sizeof dn);
+	if (r < 0)
+		return r;
+	st->direct_reads = g->direct_done + dn;
 	uint64_t t0 = atomic_load(&g->st.pass_t0), t = now_ns();
 	st->pass_age_ns = t0 && t > t0 ? t - t0 : 0;
 	return 0;

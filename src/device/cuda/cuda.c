@@ -203,6 +203,43 @@ void vc_cu_host_free(struct vc_device *d, void *host)
 	vc_cu_unquiesce(c);
 }
 
+static int cu_host_register(struct vc_device *d, void *host, size_t len, uint64_t *dev_addr)
+{
+	struct cu_dev *c = CUD(d);
+	int r = vc_cu_enter(c), ro = 0;
+	if (r < 0)
+		return r;
+	r = CU(cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, c->ordinal));
+	if (r < 0)
+		return r;
+	if (!ro)
+		return vc_err(-ENOTSUP, "cuda: the device cannot register read-only host memory");
+	void *dp = NULL;
+	vc_cu_quiesce(c);
+	r = CU(cudaHostRegister(host, len, cudaHostRegisterMapped | cudaHostRegisterPortable |
+						    cudaHostRegisterReadOnly));
+	vc_cu_unquiesce(c);
+	if (r < 0)
+		return r;
+	r = CU(cudaHostGetDevicePointer(&dp, host, 0));
+	if (r < 0) {
+		(void)CU(cudaHostUnregister(host));
+		return r;
+	}
+	*dev_addr = (uint64_t)(uintptr_t)dp;
+	return 0;
+}
+
+static void cu_host_unregister(struct vc_device *d, void *host)
+{
+	struct cu_dev *c = CUD(d);
+	if (!host || vc_cu_enter(c) < 0)
+		return;
+	vc_cu_quiesce(c);
+	(void)CU(cudaHostUnregister(host));
+	vc_cu_unquiesce(c);
+}
+
 /* cudaMalloc promises 256-byte alignment only (large sizes come at 2 MiB
  * boundaries, small ones may not). An allocation that is not 4 KiB aligned
  * is redone 4 KiB larger and its start moved up; the list remembers those
@@ -666,6 +703,8 @@ static const struct vc_device_ops cu_ops = {
 	.close = cu_close,
 	.host_alloc = vc_cu_host_alloc,
 	.host_free = vc_cu_host_free,
+	.host_register = cu_host_register,
+	.host_unregister = cu_host_unregister,
 	.mem_alloc = cu_mem_alloc,
 	.mem_free = cu_mem_free,
 	.batch_init = cu_batch_init,

@@ -157,6 +157,21 @@ static void emu_host_free(struct vc_device *d, void *host)
 	free(host);
 }
 
+/* Warps are CPU threads: the mapping is readable as it is. */
+static int emu_host_register(struct vc_device *d, void *host, size_t len, uint64_t *dev_addr)
+{
+	(void)d;
+	(void)len;
+	*dev_addr = (uint64_t)(uintptr_t)host;
+	return 0;
+}
+
+static void emu_host_unregister(struct vc_device *d, void *host)
+{
+	(void)d;
+	(void)host;
+}
+
 static int emu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 {
 	(void)d;
@@ -517,6 +532,8 @@ static const struct vc_device_ops emu_ops = {
 	.close = emu_close,
 	.host_alloc = emu_host_alloc,
 	.host_free = emu_host_free,
+	.host_register = emu_host_register,
+	.host_unregister = emu_host_unregister,
 	.mem_alloc = emu_mem_alloc,
 	.mem_free = emu_mem_free,
 	.batch_init = emu_batch_init,
