@@ -187,14 +187,17 @@ static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scra
 	unsigned char *h = sc->mem;
 	uint64_t o_fp = m * 8, o_pair = o_fp + m * 16, o_eq = o_pair + m * 16;
 	uint64_t o_buf = (o_eq + m + 63) / 64 * 64, o_xtw = o_buf + m * 16, o_xeq = o_xtw + m * 8;
-	return (struct scratch){ .addr = (uint64_t *)h, .addr_dev = sc->dev,
-				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
-				 .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
-				 .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
-				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf,
-				 .xpair = (uint64_t *)(h + o_buf), .xpair_dev = sc->dev + o_buf,
-				 .xtw = (uint64_t *)(h + o_xtw), .xtw_dev = sc->dev + o_xtw,
-				 .xeq = h + o_xeq, .xeq_dev = sc->dev + o_xeq, .stage = sc->stage };
+	struct scratch s = { .addr = (uint64_t *)h, .addr_dev = sc->dev,
+			     .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
+			     .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
+			     .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
+			     .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
+	if (d->dev_cmp) { /* the cipher region holds the job, not the bounce */
+		s.xpair = (uint64_t *)(h + o_buf), s.xpair_dev = sc->dev + o_buf;
+		s.xtw = (uint64_t *)(h + o_xtw), s.xtw_dev = sc->dev + o_xtw;
+		s.xeq = h + o_xeq, s.xeq_dev = sc->dev + o_xeq;
+	}
+	return s;
 }
 
 static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
