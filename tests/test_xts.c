@@ -31,6 +31,7 @@
 #include "device/device.h"
 #include "device/xts.h"
 #include "testutil.h"
+#include "xts_kat.h"
 #include "vramcache.h"
 
 #ifdef VC_HAVE_CUDA
@@ -92,20 +93,6 @@ static void fill_rand(unsigned char *p, size_t len, uint64_t *seed)
 static void rand_key(struct vc_xts_key *k, uint64_t *seed)
 {
 	fill_rand(k->bytes, sizeof k->bytes, seed);
-}
-
-static int hexval(int c)
-{
-	return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-}
-
-/* Hex digits to bytes; returns the byte count. */
-static size_t unhex(const char *s, unsigned char *out, size_t max)
-{
-	size_t n = 0;
-	for (; s[0] && s[1] && n < max; s += 2)
-		out[n++] = (unsigned char)(hexval(s[0]) << 4 | hexval(s[1]));
-	return n;
 }
 
 static uint64_t fnv1a(const unsigned char *p, size_t len)
@@ -172,39 +159,17 @@ static void test_tweak_math(void)
 
 static void test_kat(void)
 {
-	char path[512];
-	snprintf(path, sizeof path, "%s/xts_ieee1619.txt", VC_TEST_DATA);
-	FILE *f = fopen(path, "r");
-	CHECK(f != NULL);
-	static char line[4096];
-	struct vc_xts_key key;
-	uint64_t tweak = 0;
-	int vectors = 0;
-	unsigned char pt[512], want[512], buf[512];
-	for (int i = 0; i < 512; i++)
-		pt[i] = (unsigned char)i;
-	while (fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\r\n")] = 0;
-		const char *v = strstr(line, " = ");
-		if (line[0] == '#' || !v)
-			continue;
-		v += 3;
-		if (strncmp(line, "Key", 3) == 0) {
-			CHECK(unhex(v, key.bytes, sizeof key.bytes) == VC_XTS_KEY_BYTES);
-		} else if (strncmp(line, "Tweak", 5) == 0) {
-			tweak = strtoull(v, NULL, 16);
-		} else if (strncmp(line, "Ciphertext", 10) == 0) {
-			CHECK(unhex(v, want, sizeof want) == 512);
-			memcpy(buf, pt, 512);
-			CHECK_OK(run(&key, buf, &tweak, 1, 512, 1));
-			expect_same(buf, want, 512, "IEEE 1619 vector, encrypted");
-			CHECK_OK(run(&key, buf, &tweak, 1, 512, 0));
-			expect_same(buf, pt, 512, "IEEE 1619 vector, decrypted");
-			vectors++;
-		}
+	static struct t_xts_kat v[T_XTS_KAT_N];
+	t_xts_kat_load(v);
+	unsigned char pt[T_XTS_KAT_LEN], buf[T_XTS_KAT_LEN];
+	t_xts_kat_plain(pt);
+	for (int i = 0; i < T_XTS_KAT_N; i++) {
+		memcpy(buf, pt, sizeof buf);
+		CHECK_OK(run(&v[i].key, buf, &v[i].tweak, 1, T_XTS_KAT_LEN, 1));
+		expect_same(buf, v[i].ct, T_XTS_KAT_LEN, "IEEE 1619 vector, encrypted");
+		CHECK_OK(run(&v[i].key, buf, &v[i].tweak, 1, T_XTS_KAT_LEN, 0));
+		expect_same(buf, pt, T_XTS_KAT_LEN, "IEEE 1619 vector, decrypted");
 	}
-	fclose(f);
-	CHECK(vectors == 5);
 }
 
 /* --- golden digests ------------------------------------------------- */

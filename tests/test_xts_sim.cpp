@@ -13,7 +13,10 @@
  * sizes 16 B .. 4 KiB, both directions, keys in registers and in shared
  * memory; the ciphertext must equal OpenSSL's and decrypt to the input.
  * Then the move kernels' vc_xts_piece (512 B .. 4 KiB), out of place:
- * encryption in both table layouts, decryption in the decryption layout.
+ * encryption in both table layouts, decryption in the decryption layout,
+ * each with the fingerprint tap (fp_lanes.cuh's vc_fp_lanes_tap in
+ * vc_xts_piece_run, as the cipher moves use it): the 32 lanes' states
+ * added must give the host's lanes hash of the plaintext, both ways.
  */
 #define __host__
 #define __device__
@@ -44,11 +47,13 @@ static uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s)
 	return r;
 }
 
+#include "device/cuda/kernels/fp_lanes.cuh"
 #include "device/cuda/kernels/xts.cuh"
 
 extern "C" {
 #include "base/error.h"
 #include "base/rand.h"
+#include "device/fp.h"
 }
 #include "vramcache.h"
 
@@ -63,6 +68,9 @@ struct plain_hint {
 
 static vc_xts_smem smem;
 static uint4 share[WARPS][32]; /* each lane's encrypted tweak: the shuffle's stand-in */
+/* Piece mode: each page's 32 lane states of the fingerprint tap, added on
+ * the host (the kernels' shuffle sum). */
+static struct vc_fp_lanes taps[PAGES * WARPS][32];
 
 static struct job {
 	vc_xts_kparam key;
@@ -110,10 +118,16 @@ static void thread_body_piece()
 	__syncthreads();
 	for (uint32_t i = 0; i < 32; i++) {
 		const uint32_t p = w + i * WARPS;
-		if (p < job.n)
-			vc_xts_piece<V, LayoutEnc, Enc, plain_hint>(L, k, share[w][i],
-				job.pages + (size_t)p * job.nblocks + lane,
-				job.out + (size_t)p * job.nblocks + lane);
+		if (p >= job.n)
+			continue;
+		/* As the kernels: the lane's words loaded, then the
+		 * cipher with the fingerprint tap (the plaintext's). */
+		uint4 a[V];
+		vc_xts_piece_ld<V, plain_hint>(job.pages + (size_t)p * job.nblocks + lane, a);
+		vc_fp_lanes_tap tap = { { 0, 0 }, lane, true };
+		vc_xts_piece_run<V, LayoutEnc, Enc, plain_hint>(L, k, share[w][i], a,
+								job.out + (size_t)p * job.nblocks + lane, tap);
+		taps[p][lane] = tap.s;
 	}
 	vc_xts_wipe(smem);
 }
@@ -167,6 +181,25 @@ static void fill(void *p, size_t len, uint64_t *seed)
 	for (size_t i = 0; i < len; i += 8) {
 		const uint64_t v = vc_rand64(seed);
 		memcpy((char *)p + i, &v, len - i < 8 ? len - i : 8);
+	}
+}
+
+/* Each page's fingerprint from its 32 lanes' tap states equals the host
+ * reference (VC_FP_LANES) of its plaintext, pt. */
+static void check_taps(const unsigned char *pt, uint32_t n, uint32_t ps, const char *what)
+{
+	for (uint32_t p = 0; p < n; p++) {
+		struct vc_fp_lanes f = { 0, 0 };
+		for (int l = 0; l < 32; l++)
+			vc_fp_lanes_add(&f, taps[p][l].s1, taps[p][l].s2);
+		const uint4 dg = vc_fp_lanes_digest(f, ps);
+		struct vc_fp_digest want;
+		vc_fp_block(VC_FP_LANES, pt + (size_t)p * ps, ps, &want);
+		if (memcmp(&dg, &want, sizeof want) != 0) {
+			fprintf(stderr, "%s, %u-byte pages: page %u's tap fingerprint differs from the host's\n",
+				what, ps, p);
+			exit(1);
+		}
 	}
 }
 
@@ -241,6 +274,7 @@ int main()
 				check(pbuf, ref, bytes, ps, layout_enc ? "piece, encryption layout"
 								       : "piece encrypting, decryption layout");
 				check(buf, pt, bytes, ps, "piece's source");
+				check_taps(pt, n, ps, "piece encrypting, the tap");
 				job.layout_enc = false;
 				job.enc = false;
 				job.pages = reinterpret_cast<uint4 *>(pbuf);
@@ -248,6 +282,7 @@ int main()
 				memset(buf, 0, bytes);
 				run_block();
 				check(buf, pt, bytes, ps, "piece decrypting");
+				check_taps(pt, n, ps, "piece decrypting, the tap");
 				job.pages = reinterpret_cast<uint4 *>(buf);
 				job.out = reinterpret_cast<uint4 *>(pbuf);
 				cases++;

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "device/device.h"
+#include "device/xts.h"
 #include "vramcache.h"
 
 int vc_cmp_check(const struct vc_cmp_job *j)
@@ -13,6 +14,14 @@ int vc_cmp_check(const struct vc_cmp_job *j)
 		return vc_err(-EINVAL, "compare: no job");
 	if (j->len == 0 || j->len > VC_CMP_LEN_MAX)
 		return vc_err(-EINVAL, "compare: length %u is not in 1..%u", j->len, VC_CMP_LEN_MAX);
+	if (j->key) {
+		if (j->len < VC_CMP_XTS_LEN_MIN || (j->len & (j->len - 1)) != 0)
+			return vc_err(-EINVAL, "compare: length %u with a key is not a power of two from %u",
+				      j->len, VC_CMP_XTS_LEN_MIN);
+		const int r = vc_xts_check(j->key, j->len < VC_XTS_UNIT_MAX ? j->len : VC_XTS_UNIT_MAX);
+		if (r < 0)
+			return r;
+	}
 	if (j->n == 0)
 		return 0;
 	if (!j->pairs_dev || j->pairs_dev % 8 != 0)
@@ -20,6 +29,9 @@ int vc_cmp_check(const struct vc_cmp_job *j)
 			      (unsigned long long)j->pairs_dev);
 	if (!j->out_dev)
 		return vc_err(-EINVAL, "compare: no result array");
+	if (j->key && (!j->tweaks_dev || j->tweaks_dev % 8 != 0))
+		return vc_err(-EINVAL, "compare: tweak array %#llx is absent or not 8-byte aligned",
+			      (unsigned long long)j->tweaks_dev);
 	return 0;
 }
 

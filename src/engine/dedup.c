@@ -363,6 +363,11 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gpu.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
+	/* Encrypted compares on the device (step 7): every block size the
+	 * compare with a key takes (a power of two from 512 B); 0 (for an
+	 * A/B) keeps step 6's decryption into the host bounce. */
+	d->dev_cmp = c->gpu.cipher && d->bsize >= VC_CMP_XTS_LEN_MIN &&
+		     (d->bsize & (d->bsize - 1)) == 0 && vc_env_u32("VC_DD_DEV_CMP", 1, 0, 1) != 0;
 	d->max_sms = DD_MAX_SMS;
 	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
 	/* Logical pages: up to max_factor x the tier's pages, so the tier

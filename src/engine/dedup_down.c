@@ -37,7 +37,9 @@ enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
 /* A trip's scratch for up to scr_blocks blocks (a demotion batch or a
  * prefetch round): device-visible host memory (one host_alloc) for
  * addresses (8 B a block), digests (16), pairs (16), results (1), and with
- * encryption a bounce for the stored blocks' plaintext (a block each);
+ * encryption either the device compare's job (its pairs, tweaks and
+ * results, compacted: 25 B a block; dev_cmp) or a bounce for the stored
+ * blocks' plaintext (a block each; VC_DD_DEV_CMP=0);
  * where staged blocks move before their lookup (stage_moves()), staging
  * blocks in device memory (mem_alloc, a block each; encrypted, they hold
  * ciphertext); and the trip's host-side arrays (struct down), so that a
@@ -57,8 +59,15 @@ struct scratch {
 	uint64_t *pair, pair_dev;
 	uint8_t *eq;
 	uint64_t eq_dev;
-	unsigned char *buf;
+	unsigned char *buf; /* the bounce (!dev_cmp) */
 	uint64_t buf_dev;
+	/* The device compare's job (dev_cmp): pair t is the plaintext of
+	 * block pk[xq[t]] against its stored block's slot, with that block's
+	 * tweak, result in xeq[t]. In the bounce's place. */
+	uint64_t *xpair, xpair_dev;
+	uint64_t *xtw, xtw_dev;
+	uint8_t *xeq;
+	uint64_t xeq_dev;
 	uint64_t stage;
 };
 
@@ -85,6 +94,7 @@ struct down {
 	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
 	uint32_t lmask;
 	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
+	uint32_t *xq;              /* [m]: the device compare's pair t is pair xq[t] */
 	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; by move */
 	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
 	struct vc_move *mv;        /* [n x D], and their tickets */
@@ -117,7 +127,7 @@ static struct down *down_alloc(uint32_t cap)
 	while (lt < 2 * cap)
 		lt <<= 1;
 	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 8 * sizeof *g->sel);
+	g->sel = malloc((size_t)cap * 9 * sizeof *g->sel);
 	g->fp = malloc((size_t)cap * sizeof *g->fp);
 	g->ltab = calloc(lt, sizeof *g->ltab);
 	g->mv = malloc((size_t)cap * sizeof *g->mv);
@@ -136,6 +146,7 @@ static struct down *down_alloc(uint32_t cap)
 	g->slot = g->key + cap;
 	g->uk = g->slot + cap;
 	g->tix = g->uk + cap;
+	g->xq = g->tix + cap;
 	g->lead = g->local + cap;
 	g->hit = g->lead + cap;
 	g->ok = g->hit + cap;
@@ -157,10 +168,17 @@ static bool stage_moves(const struct vc_cache *c)
 	return !c->gpu.cipher || c->dd.fp_move;
 }
 
+/* With encryption, the region after the results: the device compare's
+ * job (25 B a block, rounded up to 32) or the bounce (a block). */
+static uint64_t cipher_len(const struct eng_dedup *d)
+{
+	return (uint64_t)d->scr_blocks * (d->dev_cmp ? 32 : d->bsize);
+}
+
 static uint64_t scratch_len(const struct vc_cache *c)
 {
 	const uint64_t m = c->dd.scr_blocks;
-	return m * 41 + 64 + (c->gpu.cipher ? m * c->dd.bsize : 0);
+	return m * 41 + 64 + (c->gpu.cipher ? cipher_len(&c->dd) : 0);
 }
 
 static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scratch *sc)
@@ -168,12 +186,18 @@ static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scra
 	const uint64_t m = d->scr_blocks;
 	unsigned char *h = sc->mem;
 	uint64_t o_fp = m * 8, o_pair = o_fp + m * 16, o_eq = o_pair + m * 16;
-	uint64_t o_buf = (o_eq + m + 63) / 64 * 64;
-	return (struct scratch){ .addr = (uint64_t *)h, .addr_dev = sc->dev,
-				 .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
-				 .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
-				 .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
-				 .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
+	uint64_t o_buf = (o_eq + m + 63) / 64 * 64, o_xtw = o_buf + m * 16, o_xeq = o_xtw + m * 8;
+	struct scratch s = { .addr = (uint64_t *)h, .addr_dev = sc->dev,
+			     .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
+			     .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
+			     .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
+			     .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
+	if (d->dev_cmp) { /* the cipher region holds the job, not the bounce */
+		s.xpair = (uint64_t *)(h + o_buf), s.xpair_dev = sc->dev + o_buf;
+		s.xtw = (uint64_t *)(h + o_xtw), s.xtw_dev = sc->dev + o_xtw;
+		s.xeq = h + o_xeq, s.xeq_dev = sc->dev + o_xeq;
+	}
+	return s;
 }
 
 static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
@@ -468,15 +492,52 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	return fresh(c, g, pages, src);
 }
 
+/* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
+ * in one device job with the key (device/cmp.h), compacted into g->s.x*:
+ * each block's plaintext, read where its move down reads it (src: host
+ * memory the device sees), against the stored block's ciphertext in its
+ * slot, decrypted with the stored block's tweak (the tweak names the
+ * stored block) in the compare itself, so no plaintext rests in GPU
+ * memory and none crosses back; only a result byte a pair is written.
+ * The pairs within the trip compare their plaintexts on the host. 0 or
+ * the device's error. */
+static int compare_dev(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+		       const uint64_t *src)
+{
+	const struct eng_dedup *d = &c->dd;
+	const struct scratch *s = &g->s;
+	uint32_t nx = 0;
+	for (uint32_t q = 0; q < g->np; q++) {
+		const uint32_t k = g->pk[q];
+		if (g->local[q]) {
+			s->eq[q] = memcmp(plain_of(d, g, plain, k), plain_of(d, g, plain, g->cand[q]),
+					  d->bsize) == 0;
+			continue;
+		}
+		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
+		s->xpair[2 * nx] = src[i] + (uint64_t)j * d->bsize;
+		s->xpair[2 * nx + 1] = s->pair[2 * q + 1]; /* the slot (pinned) */
+		s->xtw[nx] = s->pair[2 * q];               /* the stored block's tweak */
+		g->xq[nx++] = q;
+	}
+	const struct vc_cmp_job job = { .pairs_dev = s->xpair_dev, .out_dev = s->xeq_dev, .n = nx,
+					.len = d->bsize, .key = c->gpu.xkey, .tweaks_dev = s->xtw_dev };
+	int r = nx ? vc_cmp_run(c->gpu.dev, &job) : 0;
+	for (uint32_t t = 0; r == 0 && t < nx; t++)
+		s->eq[g->xq[t]] = s->xeq[t];
+	return r;
+}
+
 /* Unlocked: compares the np pairs into g->s.eq[q] (its moves, if any,
  * from g->mv[busy] on: the placement's are before them). Without encryption one
  * device job over the trip's blocks (staging or direct slots) and the
- * stored ones. With it, the stored blocks come up decrypted into the
+ * stored ones. With it, one device job with the key (compare_dev), or
+ * with VC_DD_DEV_CMP=0 the stored blocks come up decrypted into the
  * bounce (one batch of moves) and are compared with the plaintext on the
  * host, as are the pairs within the trip. 0 or the device's error (then
  * nothing is shared). */
 static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
-		   uint32_t busy)
+		   const uint64_t *src, uint32_t busy)
 {
 	const struct eng_dedup *d = &c->dd;
 	const struct scratch *s = &g->s;
@@ -487,6 +548,8 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 					  .len = d->bsize };
 		return vc_cmp_run(c->gpu.dev, &job);
 	}
+	if (d->dev_cmp)
+		return compare_dev(c, g, plain, src);
 	uint32_t nm = 0;
 	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
 		if (!g->local[q])
@@ -694,7 +757,8 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
  *             (staged, matching nothing) get fresh blocks and slots,
  *             appended together (lookup(), fresh())
  *   unlocked  the leaders placed (staging to slot) while one compare job
- *             runs over the pairs (compare())
+ *             runs over the pairs (compare(); encrypted, against the
+ *             stored ciphertext, decrypted in the compare: compare_dev())
  *   lock      shares, the placed leaders enter the fingerprint table,
  *             unpins, counts (settle(), finish())
  * and, only for staged blocks that share nothing after all (a collision,
@@ -763,7 +827,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	 * block, which the placement only reads). */
 	const uint32_t nlead = g->nu;
 	int rp = nlead ? vc_batcher_add_n(c->gpu.bat, g->mv, nlead, g->tk) : 0;
-	int rc = g->np ? compare(c, g, plain, rp == 0 ? nlead : 0) : 0;
+	int rc = g->np ? compare(c, g, plain, src, rp == 0 ? nlead : 0) : 0;
 	if (rp == 0 && nlead)
 		rp = vc_batcher_wait_n(c->gpu.bat, g->tk, nlead);
 	dd_prof_mark(&pf, DDP_CMP);

@@ -290,6 +290,10 @@ struct eng_dedup {
 	uint32_t D, bsize; /* blocks per page, bytes per block */
 	uint32_t algo;     /* enum vc_fp_algo */
 	bool fp_move;      /* fingerprints come with the moves down (VC_MOVE_FP; encrypted too) */
+	/* Encrypted pairs compared on the device against the stored
+	 * ciphertext (vc_cmp_job with the key); false: the stored blocks
+	 * decrypted into the host bounce and memcmp'd (VC_DD_DEV_CMP=0). */
+	bool dev_cmp;
 	uint32_t max_sms;  /* the fingerprint job's SM cap */
 	uint32_t nblocks;  /* block ids < nblocks: the log store's owners */
 	struct eng_blk *blk;

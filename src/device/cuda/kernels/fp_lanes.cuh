@@ -38,6 +38,23 @@ __device__ __forceinline__ struct vc_fp_lanes vc_fp_lanes_lane(const uint4 (&a)[
 	return s;
 }
 
+/* The lane's share as a tap on the cipher's piece (xts.cuh's
+ * vc_xts_piece_run): word v of the lane is word base + 32 v of the block
+ * (base: the lane, plus the piece's first word when a block is split into
+ * pieces), hashed in the iteration of its AES. on: whether the move
+ * fingerprints at all (warp-uniform, so one instantiation of the cipher
+ * serves moves with and without VC_MOVE_FP); off, s stays zero. */
+struct vc_fp_lanes_tap {
+	struct vc_fp_lanes s;
+	uint32_t base;
+	bool on;
+	__device__ __forceinline__ void operator()(int v, uint4 w)
+	{
+		if (on)
+			vc_fp_lanes_u4(s, w, base + 32u * (uint32_t)v);
+	}
+};
+
 /* The digest (struct vc_fp_digest's 16 bytes as a uint4) of a block of
  * len bytes from its whole state. */
 __device__ __forceinline__ uint4 vc_fp_lanes_digest(struct vc_fp_lanes s, uint32_t len)

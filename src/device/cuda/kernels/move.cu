@@ -29,7 +29,9 @@
  * Fingerprints (VC_MOVE_FP, device.h: of the plaintext, on a plain or an
  * encrypting COPY of one piece): the warp hashes the piece from its
  * registers (piece.cuh's vc_move_piece_fp) and lane 0 stores the digest at
- * fp[i], before batch_done's fences. The cipher kernel splits a page into
+ * fp[i], before batch_done's fences. The cipher kernel hashes an
+ * encrypting move's plaintext words beside their AES (a tap in xts.cuh's
+ * vc_xts_piece_run), and splits a page into
  * sub-pieces moved by the warps of one block in one round; each warp adds
  * its lanes' states (the hash is a sum) and leaves its sub-piece's state
  * in shared memory, and after the barrier that ends every 32 rounds the
@@ -245,28 +247,32 @@ move_xts_kernel(const vc_xts_kparam key, const struct vc_move *__restrict__ move
 			have = false;
 			if (lane == 0)
 				fpf[r][w] = (op & VC_MOVE_FP) != 0;
-			if (op & VC_MOVE_FP) { /* the plaintext's (a plain or encrypting COPY) */
-				if (!enc) {
-					vc_piece_ld<V, vc_stream_hint>(ps, a);
-					vc_piece_st<V, vc_stream_hint>(pd, a);
-				}
-				const struct vc_fp_lanes f = vc_fp_lanes_warp_sum(
-					vc_fp_lanes_lane<V>(a, lane + (uint32_t)(it & mask) * V * 32));
-				if (lane == 0) {
-					fps[r][w][0] = f.s1;
-					fps[r][w][1] = f.s2;
-				}
-			}
+			/* VC_MOVE_FP: the plaintext's (a plain or encrypting
+			 * COPY); encrypting, each word beside its AES (the
+			 * tap), not in a pass before the first. */
+			vc_fp_lanes_tap tap = { { 0, 0 }, lane + (uint32_t)(it & mask) * V * 32,
+						(op & VC_MOVE_FP) != 0 };
 			if (enc || dec) {
 				const uint4 T = vc_xts_to_u4(vc_xts_mul_alpha_any(
 					vc_xts_from_u4(tws[r][w & ~(P - 1)]), (uint32_t)(it & (P - 1)) * V * 32));
 				if (enc)
-					vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd);
+					vc_xts_piece_run<V, LayoutEnc, true, vc_stream_hint>(L, ke, T, a, pd, tap);
 				else
 					vc_xts_piece_run<V, false, false, vc_stream_hint>(L, kd, T, a, pd);
-			} else if (!(op & VC_MOVE_FP)) {
+			} else if (op & VC_MOVE_FP) {
+				vc_piece_ld<V, vc_stream_hint>(ps, a);
+				vc_piece_st<V, vc_stream_hint>(pd, a);
+				tap.s = vc_fp_lanes_lane<V>(a, tap.base);
+			} else {
 				vc_move_piece<V, vc_stream_hint>(const_cast<uint4 *>(ps), pd,
 								 (op & VC_MOVE_OP_MASK) != VC_MOVE_COPY);
+			}
+			if (op & VC_MOVE_FP) {
+				const struct vc_fp_lanes f = vc_fp_lanes_warp_sum(tap.s);
+				if (lane == 0) {
+					fps[r][w][0] = f.s1;
+					fps[r][w][1] = f.s2;
+				}
 			}
 		}
 		__syncthreads(); /* tws and fps are rewritten next */

@@ -31,12 +31,14 @@
  * encrypting COPY): the digest of piece t goes to fp[t % depth] before the
  * fence that precedes its done word. Plain rounds and a cipher round's
  * full rounds: the warp that moves the piece hashes it from its registers
- * (piece.cuh's vc_move_piece_fp; encrypting, the plaintext words it
- * loaded, before the AES) and lane 0 stores the digest. A cipher round's
- * short rounds spread a piece's words over the block, so each thread adds
- * its word's share (the lanes hash is a sum) into the piece's two 64-bit
- * sums in shared memory, and after the round's barrier thread d finalizes
- * piece d's, stores it, and fences before its done word.
+ * (piece.cuh's vc_move_piece_fp; encrypting, each plaintext word beside
+ * its AES, a tap in xts.cuh's vc_xts_piece_run) and lane 0 stores the
+ * digest. A cipher round's short rounds spread a piece's words over the
+ * block: each warp adds its 32 words' shares (the lanes hash is a sum) by
+ * shuffles, and lane 0 adds them into the piece's two 64-bit sums in
+ * shared memory (fp_short_add: two atomics a warp); after the round's
+ * barrier thread d finalizes piece d's, stores it, and fences before its
+ * done word.
  *
  * Cost per piece: its bytes once each way (twice for a SWAP), 32 bytes of
  * descriptor read, one 8-byte completion write (and a 16-byte digest with
@@ -142,6 +144,25 @@ struct fp_out {
 	unsigned long long (*sums)[2];
 };
 
+/* A short round's share of a piece's fingerprint: word j (x) of the
+ * piece, hashed by every lane of a warp at once, the 32 states added by
+ * shuffles and lane 0 adding the sum into the piece's two shared sums:
+ * two atomics a warp, where one a word made 2 x NB atomics on one address
+ * a piece, in series (512 for a 4 KiB piece). The whole warp calls it:
+ * NB and blockDim.x are multiples of 32 and a warp's threads take
+ * consecutive items, so its 32 items of an iteration are 32 blocks of one
+ * piece (one op, converged). */
+__device__ __forceinline__ void fp_short_add(unsigned long long (&sum)[2], uint4 x, uint32_t j)
+{
+	struct vc_fp_lanes f = { 0, 0 };
+	vc_fp_lanes_u4(f, x, j);
+	f = vc_fp_lanes_warp_sum(f);
+	if ((threadIdx.x & 31) == 0) {
+		atomicAdd(&sum[0], (unsigned long long)f.s1);
+		atomicAdd(&sum[1], (unsigned long long)f.s2);
+	}
+}
+
 template <int V>
 __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_smem &xs,
 					     const uint64_t (*sw)[4], uint32_t n, uint4 *tws, uint4 *one,
@@ -176,15 +197,18 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 			const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
 			uint4 *fpd = fo.fp + ((fo.h + d) & fo.mask);
 			if (op & VC_MOVE_ENCRYPT) {
+				/* The plaintext's fingerprint, each word hashed
+				 * beside its AES (the tap), not in a pass before
+				 * the first AES. */
 				uint4 a[V];
 				vc_xts_piece_ld<V, vc_l2_hint>(ps, a);
-				if (op & VC_MOVE_FP) { /* the plaintext's, before the AES */
-					const uint4 dg = vc_fp_lanes_digest(
-						vc_fp_lanes_warp_sum(vc_fp_lanes_lane<V>(a, lane)), V * 512u);
+				vc_fp_lanes_tap tap = { { 0, 0 }, lane, (op & VC_MOVE_FP) != 0 };
+				vc_xts_piece_run<V, false, true, vc_l2_hint>(L, ke, tws[d], a, pd, tap);
+				if (op & VC_MOVE_FP) {
+					const uint4 dg = vc_fp_lanes_digest(vc_fp_lanes_warp_sum(tap.s), V * 512u);
 					if (lane == 0)
 						__stcg(fpd, dg);
 				}
-				vc_xts_piece_run<V, false, true, vc_l2_hint>(L, ke, tws[d], a, pd);
 			} else if (op & VC_MOVE_DECRYPT) {
 				vc_xts_piece<V, false, false, vc_l2_hint>(L, kd, tws[d], ps, pd);
 			} else if (op & VC_MOVE_FP) {
@@ -207,12 +231,6 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		uint4 *src = reinterpret_cast<uint4 *>(sw[d][0]) + j;
 		uint4 *dst = reinterpret_cast<uint4 *>(sw[d][1]) + j;
 		const uint32_t op = (uint32_t)(sw[d][2] & 0xff);
-		if (op & VC_MOVE_FP) { /* word j of the piece's plaintext (x) */
-			struct vc_fp_lanes f = { 0, 0 };
-			vc_fp_lanes_u4(f, x, j);
-			atomicAdd(&fo.sums[d][0], (unsigned long long)f.s1);
-			atomicAdd(&fo.sums[d][1], (unsigned long long)f.s2);
-		}
 		if (op & VC_MOVE_CIPHER) {
 			const uint4 tt = vc_xts_to_u4(vc_xts_mul_alpha_any(vc_xts_from_u4(tws[d]), j));
 			const uint4 y = (op & VC_MOVE_ENCRYPT) ? vc_xts_block_in<false, true>(L, ke, x, tt)
@@ -228,6 +246,8 @@ __device__ __forceinline__ void cipher_round(const vc_xts_lane &L, const vc_xts_
 		} else {
 			vc_l2_hint::st(dst, x);
 		}
+		if (op & VC_MOVE_FP) /* word j of the plaintext (x), in its AES's iteration */
+			fp_short_add(fo.sums[d], x, j);
 		x = xn;
 		b = bn;
 	}

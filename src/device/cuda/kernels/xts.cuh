@@ -415,18 +415,40 @@ __device__ __forceinline__ void vc_xts_piece_ld(const uint4 *src, uint4 (&a)[V])
 		a[v] = Hint::ld(src + 32 * v);
 }
 
+/* A tap on vc_xts_piece_run: tap(v, p) is called once for each of the
+ * lane's words, v = 0 .. V-1 in order, with p the word's plaintext (the
+ * input when encrypting, the output when decrypting), in the same
+ * iteration as the word's AES, so that work on the plaintext (a
+ * fingerprint, fp_lanes.cuh's vc_fp_lanes_tap; a compare) interleaves
+ * with the cipher instead of running as a pass of its own before the
+ * first AES or after the last. The tap sees registers only. */
+struct vc_xts_no_tap {
+	__device__ __forceinline__ void operator()(int, uint4) const {}
+};
+
 /* vc_xts_piece's cipher and stores, over the words a lane loaded
- * (vc_xts_piece_ld): a kernel may load a piece before its setup. */
-template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
+ * (vc_xts_piece_ld): a kernel may load a piece before its setup. Each
+ * word's plaintext goes to tap beside its AES (above). */
+template <int V, bool LayoutEnc, bool Enc, class Hint, class K, class Tap>
 __device__ __forceinline__ void vc_xts_piece_run(const vc_xts_lane &L, const K &k, uint4 T,
-						 const uint4 (&a)[V], uint4 *dst)
+						 const uint4 (&a)[V], uint4 *dst, Tap &tap)
 {
 	vc_xts_u128 t = vc_xts_mul_alpha_pow(vc_xts_from_u4(T), threadIdx.x & 31);
 #pragma unroll
 	for (int v = 0; v < V; v++) {
-		Hint::st(dst + 32 * v, vc_xts_block_in<LayoutEnc, Enc>(L, k, a[v], vc_xts_to_u4(t)));
+		const uint4 y = vc_xts_block_in<LayoutEnc, Enc>(L, k, a[v], vc_xts_to_u4(t));
+		tap(v, Enc ? a[v] : y);
+		Hint::st(dst + 32 * v, y);
 		t = vc_xts_mul_alpha_pow(t, 32);
 	}
+}
+
+template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
+__device__ __forceinline__ void vc_xts_piece_run(const vc_xts_lane &L, const K &k, uint4 T,
+						 const uint4 (&a)[V], uint4 *dst)
+{
+	vc_xts_no_tap none;
+	vc_xts_piece_run<V, LayoutEnc, Enc, Hint>(L, k, T, a, dst, none);
 }
 
 template <int V, bool LayoutEnc, bool Enc, class Hint, class K>
