@@ -5,6 +5,7 @@
 #define VC_BENCH_H
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vramcache.h"
 #include "vc_build_commit.h"
@@ -21,6 +23,29 @@
 #ifndef BENCH_NAME
 #define BENCH_NAME "bench"
 #endif
+
+#ifdef __CUDACC__
+#define BENCH_HD __host__ __device__
+#else
+#define BENCH_HD
+#endif
+
+/* Seconds on the monotonic clock. */
+static inline double bench_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* splitmix64's finalizer: the benchmarks' file contents and record
+ * choices (host and device code alike). */
+static inline BENCH_HD uint64_t bench_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
 
 /* Failure of a library call: say what failed and why, and exit. */
 static inline void bench_die(const char *what, int r)
@@ -233,6 +258,41 @@ static inline void bench_json_close(FILE *f)
 {
 	fputs("\n}\n", f);
 	fclose(f);
+}
+
+/* A read-only cache over path on the CUDA device (the GPUfs benchmarks). */
+static inline vc_cache *bench_ro_cuda_cache(const char *path, uint64_t gpu_bytes, uint64_t host_bytes)
+{
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path;
+	cfg.flags = VC_OPEN_READONLY;
+	cfg.device = VC_DEVICE_CUDA;
+	cfg.gpu_bytes = gpu_bytes;
+	cfg.host_bytes = host_bytes;
+	vc_cache *c;
+	BENCH_OK(vc_open(&cfg, &c));
+	return c;
+}
+
+/* Writes bytes of pseudo-random words (bench_mix64 of seed, seed + 1, ...)
+ * to path, replacing it: 0, or -1 with errno set. */
+static inline int bench_make_random_file(const char *path, uint64_t bytes, uint64_t seed)
+{
+	const uint64_t step = 1 << 20;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	uint64_t *b = (uint64_t *)malloc(step);
+	int r = fd >= 0 && b ? 0 : -1;
+	for (uint64_t off = 0; r == 0 && off < bytes; off += step) {
+		for (uint64_t i = 0; i < step / 8; i++)
+			b[i] = bench_mix64(seed++);
+		if (pwrite(fd, b, step < bytes - off ? step : bytes - off, (off_t)off) < 0)
+			r = -1;
+	}
+	free(b);
+	if (fd >= 0 && close(fd) < 0)
+		r = -1;
+	return r;
 }
 
 #endif

@@ -87,11 +87,6 @@ struct opts {
 	int prefetches; /* timed prefetches a point, the median kept */
 };
 
-static double now_s(void)
-{
-	return (double)vc_now_ns() / 1e9;
-}
-
 /* --- the readers ----------------------------------------------------- */
 
 struct reader {
@@ -126,7 +121,7 @@ static void *random_main(void *p)
 			if (n != PS)
 				r->err = n < 0 ? (int)n : -EIO;
 		}
-	} while (!r->err && now_s() < r->until);
+	} while (!r->err && bench_now_s() < r->until);
 	return NULL;
 }
 
@@ -135,7 +130,7 @@ static double run_readers(vc_cache *c, int nt, void *(*fn)(void *), uint64_t pag
 {
 	struct reader rd[64];
 	const uint64_t per = (pages + (uint64_t)nt - 1) / (uint64_t)nt;
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	for (int t = 0; t < nt; t++) {
 		uint64_t first = per * (uint64_t)t;
 		rd[t] = (struct reader){ .c = c, .first = first,
@@ -146,7 +141,7 @@ static double run_readers(vc_cache *c, int nt, void *(*fn)(void *), uint64_t pag
 	}
 	for (int t = 0; t < nt; t++)
 		pthread_join(rd[t].th, NULL);
-	double dt = now_s() - t0;
+	double dt = bench_now_s() - t0;
 	for (int t = 0; t < nt; t++)
 		if (rd[t].err)
 			bench_die("vc_read", rd[t].err);
@@ -206,9 +201,9 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	for (int k = 0; k < o->prefetches; k++) {
 		if (k)
 			BENCH_OK(vc_drop(c, 0, 0, 0));
-		double t0 = now_s();
+		double t0 = bench_now_s();
 		BENCH_OK(vc_prefetch(c, 0, bytes, VC_TIER_GPU));
-		pr[k] = (double)o->file_pages / (now_s() - t0);
+		pr[k] = (double)o->file_pages / (bench_now_s() - t0);
 	}
 	pt->rate[M_PREFETCH][rep] = bench_quantile(pr, o->prefetches, 0.5);
 	eng_debug_dedup_prof(c, "prefetch");
@@ -365,7 +360,7 @@ int main(int argc, char **argv)
 		pts[i] = (struct point){ .data = i / (2 * per), .enc = (i / per) % 2 ? VC_ENCRYPT_XTS : 0,
 					 .degree = i % per ? (int)degs[i % per - 1] : 0 };
 	char desc[160] = "";
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	for (int r = 0; r < o.reps; r++)
 		for (int i = 0; i < n; i++) {
 			struct point *p = &pts[i];
@@ -399,7 +394,7 @@ int main(int argc, char **argv)
 	printf("Tier moves, dedup on vs off, on %s (%d reader threads, median of %d, %.0f s):\n"
 	       "file %llu MiB, host tier %llu MiB, GPU tier %llu MiB; hash %s; "
 	       "fingerprint job SM cap %u%s\n",
-	       desc, o.threads, o.reps, now_s() - t0, (unsigned long long)(o.file_pages * PS >> 20),
+	       desc, o.threads, o.reps, bench_now_s() - t0, (unsigned long long)(o.file_pages * PS >> 20),
 	       (unsigned long long)(o.host_pages * PS >> 20),
 	       (unsigned long long)(o.file_pages * PS / 2 * 3 >> 20),
 	       o.algo < 0 ? "the default" : o.algo == VC_DEDUP_MD5 ? "md5" : "murmur3", cap,

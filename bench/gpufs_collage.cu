@@ -35,28 +35,14 @@
 #define REC 4096u
 #define WPB 4u /* warps per block */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-__host__ __device__ static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 __host__ __device__ static uint64_t first_rec(unsigned warp, uint64_t nrec)
 {
-	return mix(warp + 1) % nrec;
+	return bench_mix64(warp + 1) % nrec;
 }
 
 __host__ __device__ static uint64_t next_rec(uint64_t sum, unsigned warp, unsigned step, uint64_t nrec)
 {
-	return mix(sum ^ ((uint64_t)warp << 32) ^ step) % nrec;
+	return bench_mix64(sum ^ ((uint64_t)warp << 32) ^ step) % nrec;
 }
 
 /* The checksum of one record: every lane its 16 words, reduced. */
@@ -246,17 +232,8 @@ int main(int argc, char **argv)
 	if (!bench_cuda_open(&prop))
 		return 77;
 	if (create_gib > 0) { /* random records, written once */
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		uint64_t n = (uint64_t)(create_gib * (1ull << 30)) / REC, chunk = 1 << 20;
-		uint64_t *b = (uint64_t *)malloc(chunk), z = 1;
-		for (uint64_t off = 0; fd >= 0 && off < n * REC; off += chunk) {
-			for (uint64_t i = 0; i < chunk / 8; i++)
-				b[i] = mix(z++);
-			if (pwrite(fd, b, chunk < n * REC - off ? chunk : n * REC - off, (off_t)off) < 0)
-				abort();
-		}
-		free(b);
-		if (fd < 0 || close(fd) < 0)
+		uint64_t n = (uint64_t)(create_gib * (1ull << 30)) / REC;
+		if (bench_make_random_file(path, n * REC, 1) < 0)
 			return perror(path), 1;
 	}
 	struct stat st;
@@ -293,23 +270,15 @@ int main(int argc, char **argv)
 	int fd = open(path, O_RDONLY);
 	struct cpu_job proto = { fd, nrec, steps, nwarps, threads, 0, NULL, NULL, ref };
 	drop_os_cache(path);
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	run_threads(&proto, threads, cpu_chain);
-	secs[4] = now_s() - t0;
+	secs[4] = bench_now_s() - t0;
 	agree[4] = true;
 
 	/* gpufs, cold then warm. */
-	struct vc_config cfg;
-	vc_config_init(&cfg);
-	cfg.backing_path = path;
-	cfg.flags = VC_OPEN_READONLY;
-	cfg.device = VC_DEVICE_CUDA;
-	cfg.gpu_bytes = (uint64_t)(gpu_gib * (1ull << 30));
-	cfg.host_bytes = 4ull << 30;
-	vc_cache *c;
+	vc_cache *c = bench_ro_cuda_cache(path, (uint64_t)(gpu_gib * (1ull << 30)), 4ull << 30);
 	vc_gpufs *gfs;
 	struct vc_gfs_ctx g;
-	BENCH_OK(vc_open(&cfg, &c));
 	struct vc_gpufs_config gcf;
 	vc_gpufs_config_init(&gcf);
 	gcf.service_threads = svc;
@@ -319,10 +288,10 @@ int main(int argc, char **argv)
 	gcf.flags = direct ? 0 : VC_GPUFS_NO_DIRECT;
 	BENCH_OK(vc_gpufs_create(c, &gcf, &gfs));
 	BENCH_OK(vc_gpufs_ctx(gfs, &g));
-	double topen = now_s();
+	double topen = bench_now_s();
 	int gfd = vc_gpufs_open(gfs, path, VC_GO_RDONLY);
 	BENCH_OK(gfd);
-	topen = now_s() - topen; /* the mapping's registration, when direct */
+	topen = bench_now_s() - topen; /* the mapping's registration, when direct */
 	/* Pass 0 cold, passes 1..warm_reps warm (the first of them is the
 	 * table's gpufs-warm; each one's time is printed): admissions and
 	 * grants between them make later ones hit more. --settle S waits S
@@ -335,11 +304,11 @@ int main(int argc, char **argv)
 		else if (settle > 0)
 			usleep((useconds_t)(settle * 1e6));
 		*errs = 0;
-		t0 = now_s();
+		t0 = bench_now_s();
 		k_gpufs<<<gblocks, WPB * 32>>>(g, gfd, nrec, steps, nwarps, out, errs);
 		BENCH_CUOK(cudaGetLastError());
 		BENCH_CUOK(cudaDeviceSynchronize());
-		wsecs[pass] = now_s() - t0;
+		wsecs[pass] = bench_now_s() - t0;
 		bool ok = *errs == 0 && !memcmp(out, ref, nwarps * sizeof *out);
 		if (pass <= 1) {
 			secs[pass] = wsecs[pass];
@@ -366,7 +335,7 @@ int main(int argc, char **argv)
 	for (unsigned w = 0; w < nwarps; w++)
 		cur[w] = first_rec(w, nrec);
 	drop_os_cache(path);
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (unsigned k = 0; k < steps; k++) {
 		struct cpu_job pj = { fd, nrec, steps, nwarps, threads, 0, cur, pin, NULL };
 		run_threads(&pj, threads, cpu_fetch);
@@ -374,7 +343,7 @@ int main(int argc, char **argv)
 		k_step<<<blocks, WPB * 32>>>(drecs, cur, sums, nrec, k, nwarps);
 		BENCH_CUOK(cudaDeviceSynchronize());
 	}
-	secs[2] = now_s() - t0;
+	secs[2] = bench_now_s() - t0;
 	agree[2] = !memcmp(sums, ref, nwarps * sizeof *sums);
 
 	/* uvm: the file in managed memory (this machine has no HMM). */
@@ -382,18 +351,18 @@ int main(int argc, char **argv)
 		uint64_t *file;
 		BENCH_CUOK(cudaMallocManaged(&file, (size_t)nrec * REC));
 		drop_os_cache(path);
-		t0 = now_s();
+		t0 = bench_now_s();
 		for (uint64_t off = 0; off < nrec * REC; off += 64u << 20) {
 			size_t n = nrec * REC - off < (64u << 20) ? nrec * REC - off : (64u << 20);
 			if (pread(fd, (char *)file + off, n, (off_t)off) != (ssize_t)n)
 				abort();
 		}
-		extra_uvm_fill = now_s() - t0;
-		t0 = now_s();
+		extra_uvm_fill = bench_now_s() - t0;
+		t0 = bench_now_s();
 		k_uvm<<<blocks, WPB * 32>>>(file, nrec, steps, nwarps, out);
 		BENCH_CUOK(cudaGetLastError());
 		BENCH_CUOK(cudaDeviceSynchronize());
-		secs[3] = now_s() - t0;
+		secs[3] = bench_now_s() - t0;
 		agree[3] = !memcmp(out, ref, nwarps * sizeof *out);
 		cudaFree(file);
 	}

@@ -34,20 +34,6 @@
 #define PG 4096u
 #define WPB 4u /* warps per block */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* Warps take chunks in a grid-stride loop; buf: chunk bytes per warp. */
 __global__ void k_stream(struct vc_gfs_ctx g, int fd, uint64_t size, uint64_t chunk, unsigned char *bufs,
 			 unsigned long long *check, unsigned long long *errs)
@@ -141,17 +127,7 @@ int main(int argc, char **argv)
 	if (!bench_cuda_open(&prop))
 		return 77;
 	if (create_gib > 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		uint64_t n = (uint64_t)(create_gib * (1ull << 30)), step = 1 << 20, z = 7;
-		uint64_t *b = (uint64_t *)malloc(step);
-		for (uint64_t off = 0; fd >= 0 && off < n; off += step) {
-			for (uint64_t i = 0; i < step / 8; i++)
-				b[i] = mix(z++);
-			if (pwrite(fd, b, step < n - off ? step : n - off, (off_t)off) < 0)
-				abort();
-		}
-		free(b);
-		if (fd < 0 || close(fd) < 0)
+		if (bench_make_random_file(path, (uint64_t)(create_gib * (1ull << 30)), 7) < 0)
 			return perror(path), 1;
 	}
 	struct stat st;
@@ -174,10 +150,10 @@ int main(int argc, char **argv)
 	BENCH_CUOK(cudaMalloc(&dbuf, piece));
 	memset(pin, 1, piece);
 	BENCH_CUOK(cudaMemcpy(dbuf, pin, piece, cudaMemcpyHostToDevice)); /* first-touch costs out */
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	for (uint64_t off = 0; off < size; off += piece)
 		BENCH_CUOK(cudaMemcpy(dbuf, pin, size - off < piece ? size - off : piece, cudaMemcpyHostToDevice));
-	secs[0] = now_s() - t0;
+	secs[0] = bench_now_s() - t0;
 	BENCH_CUOK(cudaFreeHost(pin));
 	BENCH_CUOK(cudaFree(dbuf));
 
@@ -193,7 +169,7 @@ int main(int argc, char **argv)
 			j[i] = (struct pjob){ fd, size, chunk, i, threads, pins + i * chunk, devs + i * chunk, 0, 0 };
 			BENCH_CUOK(cudaStreamCreateWithFlags(&j[i].s, cudaStreamNonBlocking));
 		}
-		t0 = now_s();
+		t0 = bench_now_s();
 		for (unsigned i = 0; i < threads; i++)
 			if (pthread_create(&t[i], NULL, pread_copy, &j[i]) != 0)
 				abort();
@@ -201,7 +177,7 @@ int main(int argc, char **argv)
 			pthread_join(t[i], NULL);
 			ok[1] = ok[1] && !j[i].err;
 		}
-		secs[1] = now_s() - t0;
+		secs[1] = bench_now_s() - t0;
 		for (unsigned i = 0; i < threads; i++)
 			cudaStreamDestroy(j[i].s);
 		cudaFreeHost(pins);
@@ -218,33 +194,25 @@ int main(int argc, char **argv)
 	struct vc_gpufs_stats gst[2];
 	double topen[2] = { 0 };
 	for (int v = 0; v < 2; v++) {
-		struct vc_config cfg;
-		vc_config_init(&cfg);
-		cfg.backing_path = path;
-		cfg.flags = VC_OPEN_READONLY;
-		cfg.device = VC_DEVICE_CUDA;
-		cfg.gpu_bytes = (uint64_t)(gpu_gib * (1ull << 30));
-		cfg.host_bytes = 1ull << 30;
-		vc_cache *c;
+		vc_cache *c = bench_ro_cuda_cache(path, (uint64_t)(gpu_gib * (1ull << 30)), 1ull << 30);
 		vc_gpufs *gfs;
 		struct vc_gfs_ctx g;
-		BENCH_OK(vc_open(&cfg, &c));
 		struct vc_gpufs_config gcf;
 		vc_gpufs_config_init(&gcf);
 		gcf.flags = v ? VC_GPUFS_NO_DIRECT : 0;
 		BENCH_OK(vc_gpufs_create(c, &gcf, &gfs));
 		BENCH_OK(vc_gpufs_ctx(gfs, &g));
-		topen[v] = now_s();
+		topen[v] = bench_now_s();
 		int fd = vc_gpufs_open(gfs, path, VC_GO_RDONLY);
 		BENCH_OK(fd);
-		topen[v] = now_s() - topen[v];
+		topen[v] = bench_now_s() - topen[v];
 		*check = 0;
 		*errs = 0;
-		t0 = now_s();
+		t0 = bench_now_s();
 		k_stream<<<blocks, WPB * 32>>>(g, fd, size, chunk, bufs, check, errs);
 		BENCH_CUOK(cudaGetLastError());
 		BENCH_CUOK(cudaDeviceSynchronize());
-		secs[2 + v] = now_s() - t0;
+		secs[2 + v] = bench_now_s() - t0;
 		ok[2 + v] = *errs == 0 && *check == want_x;
 		BENCH_OK(vc_gpufs_stats(gfs, &gst[v]));
 		BENCH_OK(vc_gpufs_close(gfs, fd));

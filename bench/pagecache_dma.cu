@@ -37,20 +37,6 @@
 
 #define REC 4096u
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* The file, made when missing: each 8-byte word its own offset, mixed. */
 static void make_file(const char *path, uint64_t gib)
 {
@@ -62,7 +48,7 @@ static void make_file(const char *path, uint64_t gib)
 	static uint64_t buf[(8u << 20) / 8];
 	for (uint64_t off = 0; off < (gib << 30); off += sizeof buf) {
 		for (size_t i = 0; i < sizeof buf / 8; i++)
-			buf[i] = mix(off / 8 + i);
+			buf[i] = bench_mix64(off / 8 + i);
 		if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
 			perror("write");
 			exit(1);
@@ -181,14 +167,14 @@ int main(int argc, char **argv)
 		perror(path);
 		return 1;
 	}
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	warm(fd, size);
-	const double warm_s = now_s() - t0;
+	const double warm_s = bench_now_s() - t0;
 
 	uint64_t *idx, *want_recs;
 	BENCH_CUOK(cudaMallocManaged(&idx, nrec * sizeof *idx));
 	for (uint64_t i = 0; i < nrec; i++)
-		idx[i] = mix(i ^ 0x5bd1e995) % nfile;
+		idx[i] = bench_mix64(i ^ 0x5bd1e995) % nfile;
 	uint64_t *dst;
 	BENCH_CUOK(cudaMalloc(&dst, nrec * REC));
 	unsigned long long *acc;
@@ -203,7 +189,7 @@ int main(int argc, char **argv)
 	double pr_s = 0;
 	for (uint64_t b0 = 0; b0 < nrec; b0 += batch) {
 		const uint64_t b1 = b0 + batch < nrec ? b0 + batch : nrec;
-		t0 = now_s();
+		t0 = bench_now_s();
 		for (int t = 0; t < threads; t++) {
 			pa[t] = (struct pr_arg){ fd, idx, b0 + (b1 - b0) * t / threads,
 						 b0 + (b1 - b0) * (t + 1) / threads, stage };
@@ -213,15 +199,15 @@ int main(int argc, char **argv)
 			pthread_join(th[t], NULL);
 		BENCH_CUOK(cudaMemcpy((char *)dst + b0 * REC, stage + b0 * REC, (b1 - b0) * REC,
 				      cudaMemcpyHostToDevice));
-		pr_s += now_s() - t0;
+		pr_s += bench_now_s() - t0;
 	}
 	const uint64_t want = sum_host(want_recs, nrec);
 	const bool pr_ok = dev_sum(dst, nrec, acc) == want;
 
 	/* bulk: the same bytes, one pinned buffer, one copy */
-	t0 = now_s();
+	t0 = bench_now_s();
 	BENCH_CUOK(cudaMemcpy(dst, stage, nrec * REC, cudaMemcpyHostToDevice));
-	const double bulk_s = now_s() - t0;
+	const double bulk_s = bench_now_s() - t0;
 
 	/* register the mapping */
 	int ro_attr = 0, reg_attr = 0, pageable = 0;
@@ -233,9 +219,9 @@ int main(int argc, char **argv)
 		perror("mmap");
 		return 1;
 	}
-	t0 = now_s();
+	t0 = bench_now_s();
 	cudaError_t reg = cudaHostRegister(map, size, cudaHostRegisterReadOnly | cudaHostRegisterMapped);
-	const double reg_s = now_s() - t0;
+	const double reg_s = bench_now_s() - t0;
 	if (reg != cudaSuccess)
 		(void)cudaGetLastError();
 	double ce_s = -1, zc_s = -1;
@@ -247,7 +233,7 @@ int main(int argc, char **argv)
 		const void **srcs = (const void **)malloc(batch * sizeof *srcs);
 		size_t *sizes = (size_t *)malloc(batch * sizeof *sizes);
 		BENCH_CUOK(cudaMemset(dst, 0, nrec * REC));
-		t0 = now_s();
+		t0 = bench_now_s();
 		for (uint64_t b0 = 0; b0 < nrec; b0 += batch) {
 			const uint64_t n = b0 + batch < nrec ? batch : nrec - b0;
 			for (uint64_t i = 0; i < n; i++) {
@@ -264,17 +250,17 @@ int main(int argc, char **argv)
 			/* the batch's arrays are read at the call: reusable now */
 		}
 		BENCH_CUOK(cudaStreamSynchronize(s));
-		ce_s = now_s() - t0;
+		ce_s = bench_now_s() - t0;
 		ce_ok = dev_sum(dst, nrec, acc) == want;
 
 		void *dmap;
 		if (cudaHostGetDevicePointer(&dmap, map, 0) == cudaSuccess) {
 			BENCH_CUOK(cudaMemset(dst, 0, nrec * REC));
-			t0 = now_s();
+			t0 = bench_now_s();
 			k_gather<<<prop.multiProcessorCount * 8, 256>>>((const uint4 *)dmap, idx, nrec,
 									(uint4 *)dst);
 			BENCH_CUOK(cudaDeviceSynchronize());
-			zc_s = now_s() - t0;
+			zc_s = bench_now_s() - t0;
 			zc_ok = dev_sum(dst, nrec, acc) == want;
 		}
 		cudaHostUnregister(map);
