@@ -623,6 +623,14 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 	const char *rs = getenv("VC_GPUFS_RING");
 	if (rs)
 		gc.ring_slots = (uint32_t)strtoul(rs, NULL, 0);
+	/* VC_GPUFS_DIRECT=off, VC_GPUFS_ADMIT=off: without direct reads, or
+	 * without their hints (for A/B runs on the GPU). */
+	const char *dv = getenv("VC_GPUFS_DIRECT"), *av = getenv("VC_GPUFS_ADMIT");
+	const bool no_direct = dv && strcmp(dv, "off") == 0;
+	if (no_direct)
+		gc.flags |= VC_GPUFS_NO_DIRECT;
+	if (av && strcmp(av, "off") == 0)
+		gc.flags |= VC_GPUFS_NO_ADMIT;
 	vc_gpufs *g;
 	GM_CHECK(vc_gpufs_create(c, &gc, &g) == 0);
 	int fc = vc_gpufs_open(g, a->path_c, VC_GO_RDWR);
@@ -792,8 +800,9 @@ static int gm_main(const struct gm_env *env, unsigned nwarps, unsigned ops, unsi
 			"loaded\n",
 		(unsigned long long)st.direct_files, (unsigned long long)st.direct_reads,
 		(unsigned long long)st.admitted);
-	GM_CHECK(env->device != VC_DEVICE_EMU || st.direct_files == 4);
-	GM_CHECK(st.direct_files == 0 || (st.direct_reads > 0 && (st.admitted > 0 || !cfg.gpu_bytes)));
+	GM_CHECK(env->device != VC_DEVICE_EMU || st.direct_files == (no_direct ? 0 : 4));
+	GM_CHECK(st.direct_files == 0 ||
+		 (st.direct_reads > 0 && (st.admitted > 0 || !cfg.gpu_bytes || (gc.flags & VC_GPUFS_NO_ADMIT))));
 	GM_CHECK(vc_gpufs_release(g) == 0);
 	GM_CHECK(vc_gpufs_stats(g, &st) == 0 && st.held == 0);
 	GM_CHECK(vc_gpufs_close(g, fc) == 0 && vc_gpufs_close(g, fa) == 0);
