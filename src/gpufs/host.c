@@ -435,9 +435,13 @@ static void *svc_main(void *arg)
 			atomic_fetch_add(&g->busy, 1);
 		pthread_mutex_unlock(&g->mu);
 		if (!n) {
-			if (gfs_admit(g)) /* nothing to serve: load hinted pages */
+			/* Idle past the quick polls: load hinted pages (an
+			 * admission holds this thread for a load round, which
+			 * requests arriving meanwhile must not wait behind while
+			 * they keep coming). */
+			if (++idle > 64 && gfs_admit(g))
 				continue;
-			if (++idle > 64)
+			if (idle > 64)
 				nap(SVC_NAP_NS);
 			else
 				sched_yield();
