@@ -1,8 +1,11 @@
 /* GPUfs's host half (docs/GPUFS.md): a front end over the public API and
  * the engine's GPUfs room (engine/gpufs.h).
  *
- *   host.c   the context: files, the request ring's service threads, the
- *            reaper (revoke passes), release, create and destroy
+ *   host.c   the context: create, release, destroy, stats, and the
+ *            request ring's service threads
+ *   files.c  the file table: opens by path (close-to-open), syncs, closes
+ *   revoke.c the reaper: the unpin ring's drains and the revoke passes
+ *   direct.c direct reads from the OS page cache, and hinted admissions
  *   emu.c    the emulated device's runner
  *
  * Lock rules. g->mu guards the ring's head (which tickets a service thread
@@ -19,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "vramcache.h"
 #include "vramcache/gpufs.h"
@@ -121,6 +125,50 @@ struct vc_gpufs {
 		_Atomic uint64_t pass_t0; /* the pass in progress's start (0: none), for stats */
 	} st;
 };
+
+/* Helpers of host.c and revoke.c. Sleep ns nanoseconds; a ring word read
+ * with acquire, written with release (the device's side of the ring pairs
+ * with them). */
+static inline void gfs_nap(long ns)
+{
+	struct timespec ts = { 0, ns };
+	nanosleep(&ts, NULL);
+}
+
+static inline uint64_t gfs_ld64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void gfs_st64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* files.c: the file table. Open: an open of path, as vc_gpufs_open or a
+ * kernel's vc_gopen asks; the fd or -errno, *out the file (also when a
+ * reopen failed to drop or resize: then the opens count is unchanged).
+ * Takes g->mu and f->rw itself (neither held by the caller) and may sleep
+ * in the engine (close-to-open drops). Restat: records f's stat as our own
+ * change (f->rw held, exclusive where the size changed). Sync: f's writes,
+ * durable; 0 or -errno (f->rw held shared). Of: the open file of fd, or
+ * NULL (takes g->mu). Close: one close, which flushes; the opens left or
+ * -errno (takes f->rw shared, then g->mu; neither held by the caller). */
+int gfs_file_open(struct vc_gpufs *g, const char *path, int flags, struct gfs_file **out);
+void gfs_file_restat(struct gfs_file *f);
+int gfs_file_sync(struct vc_gpufs *g, struct gfs_file *f);
+struct gfs_file *gfs_file_of(struct vc_gpufs *g, uint32_t fd);
+int gfs_file_close(struct vc_gpufs *g, struct gfs_file *f);
+
+/* revoke.c: the reaper. Main: the reaper thread (arg: the context) until
+ * g->stop; it takes revoke_mu for each look. Drain unpins: serves the
+ * unpin ring's published requests, dropping their pins (revoke_mu held;
+ * never sleeps in the engine). Pass settle: at release, after the user's
+ * kernels ended, leaves no revoke pass in progress and resets the pass
+ * words (revoke_mu held; waits for a fallback kernel still running). */
+void *gfs_reaper_main(void *arg);
+void gfs_drain_unpins(struct vc_gpufs *g);
+void gfs_pass_settle(struct vc_gpufs *g);
 
 /* direct.c: a file's direct reads. Open: maps and registers f (rw held
  * exclusive, between kernels) when the context allows and f is read-only,
