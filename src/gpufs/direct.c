@@ -50,27 +50,19 @@ int gfs_direct_open(struct vc_gpufs *g, struct gfs_file *f)
 	int r = bits ? d->ops->host_register(d, m, len, &dev) : -ENOMEM;
 	if (r == -ENOTSUP) { /* the device cannot: the cache serves every page */
 		vc_err_clear();
-		free(bits);
-		munmap(m, len);
-		return 0;
+		r = 0;
+		goto unmap;
 	}
-	if (r == 0 && (r = d->ops->mem_alloc(d, words * sizeof *bits, &res)) < 0)
-		d->ops->host_unregister(d, m);
-	if (r < 0) {
-		free(bits);
-		munmap(m, len);
-		return r;
-	}
+	if (r < 0)
+		goto unmap;
+	if ((r = d->ops->mem_alloc(d, words * sizeof *bits, &res)) < 0)
+		goto unregister;
 	for (uint64_t i = 0; i < len >> g->page_shift; i++)
 		if (eng_gfs_cached(f->v, i))
 			bits[i / 32] |= 1u << (i % 32);
-	r = d->ops->memcpy_sync(d, res, (uint64_t)(uintptr_t)bits, words * sizeof *bits);
-	if (r < 0) {
-		free(bits);
+	if ((r = d->ops->memcpy_sync(d, res, (uint64_t)(uintptr_t)bits, words * sizeof *bits)) < 0) {
 		d->ops->mem_free(d, res);
-		d->ops->host_unregister(d, m);
-		munmap(m, len);
-		return r;
+		goto unregister;
 	}
 	f->map = m;
 	f->map_len = len;
@@ -83,6 +75,12 @@ int gfs_direct_open(struct vc_gpufs *g, struct gfs_file *f)
 	f->dstale = false;
 	atomic_fetch_add_explicit(&g->st.direct_files, 1, memory_order_relaxed);
 	return 0;
+unregister:
+	d->ops->host_unregister(d, m);
+unmap:
+	free(bits);
+	munmap(m, len);
+	return r;
 }
 
 void gfs_direct_stale(struct vc_gpufs *g, struct gfs_file *f)
@@ -129,20 +127,14 @@ static void res_push(struct vc_gpufs *g, struct gfs_file *f, uint64_t w0, uint64
 #endif
 }
 
-static int cmp_key(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 #define ADMIT_BATCH 256
 
-/* The hints taken (up to ADMIT_BATCH, sorted, each file's pages
- * together), loaded into the GPU tier (eng_gfs_load skips cached pages),
- * and every one cached afterwards marked in res, one copy per file of the
- * words between its first and last page. Under admit_mu, with the hinted
- * files' rw held shared (no reopen drops their pages meanwhile). Cost:
- * the load (a backing read round and a batched move) and O(n log n). */
+/* The hints taken (up to ADMIT_BATCH), a file's at a time, loaded into the
+ * GPU tier (eng_gfs_load sorts them and skips cached pages), and every one
+ * cached afterwards marked in res, one copy per file of the words between
+ * its first and last page. Under admit_mu, with the hinted file's rw held
+ * shared (no reopen drops its pages meanwhile). Cost: the load (a backing
+ * read round and a batched move), O(n log n), and O(n) a hinted file. */
 bool gfs_admit(struct vc_gpufs *g)
 {
 	if (pthread_mutex_trylock(&g->admit_mu) != 0)
@@ -162,41 +154,44 @@ bool gfs_admit(struct vc_gpufs *g)
 		pthread_mutex_unlock(&g->admit_mu);
 		return false;
 	}
-	qsort(keys, n, sizeof *keys, cmp_key);
 	const uint64_t vol_mask = ~((1ull << VC_PNO_VOL_SHIFT) - 1);
-	for (uint32_t i = 0; i < n;) {
-		uint64_t base = keys[i] & vol_mask;
-		uint32_t j = i;
-		while (j < n && (keys[j] & vol_mask) == base)
-			j++;
+	while (n) {
+		/* This file's hints into grp, the others kept for the next. */
+		uint64_t base = keys[0] & vol_mask, grp[ADMIT_BATCH];
+		uint32_t m = 0, rest = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			if ((keys[k] & vol_mask) == base)
+				grp[m++] = keys[k];
+			else
+				keys[rest++] = keys[k];
+		}
+		n = rest;
 		struct gfs_file *f = NULL;
 		pthread_mutex_lock(&g->mu);
 		for (int k = 0; k < VC_GFS_MAX_FILES && !f; k++)
 			if (g->files[k].path && g->files[k].res_host && eng_gfs_base(g->files[k].v) == base)
 				f = &g->files[k];
 		pthread_mutex_unlock(&g->mu);
-		if (f && pthread_rwlock_tryrdlock(&f->rw) == 0) {
-			uint64_t pages = f->dlen >> g->page_shift;
-			uint32_t m = 0, rounds, loaded;
-			for (uint32_t k = i; k < j; k++)
-				if ((keys[k] & ~vol_mask) < pages)
-					list[m++] = keys[k];
-			eng_gfs_load(g->c, list, m, &rounds, &loaded);
-			atomic_fetch_add_explicit(&g->st.admitted, loaded, memory_order_relaxed);
-			uint64_t w0 = UINT64_MAX, w1 = 0;
-			for (uint32_t k = i; k < j; k++) {
-				uint64_t idx = keys[k] & ~vol_mask;
-				if (idx < pages && eng_gfs_cached(f->v, idx)) {
-					f->res_host[idx / 32] |= 1u << (idx % 32);
-					w0 = idx / 32 < w0 ? idx / 32 : w0;
-					w1 = idx / 32 > w1 ? idx / 32 : w1;
-				}
+		if (!f || pthread_rwlock_tryrdlock(&f->rw) != 0)
+			continue;
+		uint64_t pages = f->dlen >> g->page_shift, w0 = UINT64_MAX, w1 = 0;
+		uint32_t nl = 0, rounds, loaded;
+		for (uint32_t k = 0; k < m; k++)
+			if ((grp[k] & ~vol_mask) < pages)
+				list[nl++] = grp[k];
+		eng_gfs_load(g->c, list, nl, &rounds, &loaded);
+		atomic_fetch_add_explicit(&g->st.admitted, loaded, memory_order_relaxed);
+		for (uint32_t k = 0; k < m; k++) {
+			uint64_t idx = grp[k] & ~vol_mask;
+			if (idx < pages && eng_gfs_cached(f->v, idx)) {
+				f->res_host[idx / 32] |= 1u << (idx % 32);
+				w0 = idx / 32 < w0 ? idx / 32 : w0;
+				w1 = idx / 32 > w1 ? idx / 32 : w1;
 			}
-			if (w0 <= w1)
-				res_push(g, f, w0, w1);
-			pthread_rwlock_unlock(&f->rw);
 		}
-		i = j;
+		if (w0 <= w1)
+			res_push(g, f, w0, w1);
+		pthread_rwlock_unlock(&f->rw);
 	}
 	pthread_mutex_unlock(&g->admit_mu);
 	return true;

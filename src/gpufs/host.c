@@ -453,13 +453,12 @@ int vc_gpufs_ctx(const vc_gpufs *g, struct vc_gfs_ctx *out)
 	return 0;
 }
 
-/* The device's ticket counter (device memory). */
-static int read_tail(struct vc_gpufs *g, uint64_t *tail)
+/* One 8-byte control word that only user kernels write (ctl.tail,
+ * ctl.direct; device memory), not the reaper's pass words: a copy that
+ * waits for the legacy stream's kernels, so exact between kernels. */
+static int read_ctl_u64(struct vc_gpufs *g, size_t off, uint64_t *v)
 {
-	struct vc_gfs_ctl ctl;
-	int r = g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)&ctl, g->ctl_dev, sizeof ctl);
-	*tail = ctl.tail;
-	return r;
+	return g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)v, g->ctl_dev + off, sizeof *v);
 }
 
 int vc_gpufs_release(vc_gpufs *g)
@@ -469,8 +468,10 @@ int vc_gpufs_release(vc_gpufs *g)
 	/* Requests published before the kernels ended are served first (a
 	 * ticket claimed but never published, by a call that timed out, is
 	 * left: the ring is reset below). */
-	uint64_t tail;
-	int r = read_tail(g, &tail);
+	uint64_t tail, direct; /* the kernels ended: both are final */
+	int r = read_ctl_u64(g, offsetof(struct vc_gfs_ctl, tail), &tail);
+	if (r == 0)
+		r = read_ctl_u64(g, offsetof(struct vc_gfs_ctl, direct), &direct);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -494,12 +495,8 @@ int vc_gpufs_release(vc_gpufs *g)
 			eng_gfs_unpin(g->c, (uint32_t)id);
 	}
 	atomic_store(&g->ncached, 0);
-	uint64_t dn = 0;
-	r = g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)&dn,
-				     g->ctl_dev + offsetof(struct vc_gfs_ctl, direct), sizeof dn);
-	g->direct_done += dn;
-	if (r == 0)
-		r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
+	g->direct_done += direct;
+	r = dev_zero(g, g->tab_dev, (size_t)g->ntab * sizeof(struct vc_gfs_ent));
 	if (r == 0)
 		r = dev_zero(g, g->ctl_dev, sizeof(struct vc_gfs_ctl));
 	if (r == 0)
@@ -608,14 +605,12 @@ int vc_gpufs_stats(vc_gpufs *g, struct vc_gpufs_stats *st)
 		.direct_files = atomic_load(&g->st.direct_files),
 		.admitted = atomic_load(&g->st.admitted),
 	};
-	/* The device's count (a copy that waits for the legacy stream's
-	 * kernels: call it between kernels for an exact figure). */
-	uint64_t dn = 0;
-	int r = g->dev->ops->memcpy_sync(g->dev, (uint64_t)(uintptr_t)&dn,
-					 g->ctl_dev + offsetof(struct vc_gfs_ctl, direct), sizeof dn);
+	/* The device's count (call it between kernels for an exact figure). */
+	uint64_t direct;
+	int r = read_ctl_u64(g, offsetof(struct vc_gfs_ctl, direct), &direct);
 	if (r < 0)
 		return r;
-	st->direct_reads = g->direct_done + dn;
+	st->direct_reads = g->direct_done + direct;
 	uint64_t t0 = atomic_load(&g->st.pass_t0), t = vc_now_ns();
 	st->pass_age_ns = t0 && t > t0 ? t - t0 : 0;
 	return 0;
