@@ -93,7 +93,7 @@ enum vc_encrypt {
 
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 6
+#define VC_CONFIG_VERSION 7
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -185,7 +185,40 @@ struct vc_config {
 	uint32_t dedup_degree;
 	int dedup_algo;
 	uint32_t dedup_max_factor;
+
+	/* Version 7: the GPU tier over several GPUs (docs/MULTIGPU.md).
+	 * gpus: NULL (default) for one GPU, device_ordinal; else "all" (every
+	 * device of the kind: CUDA's count, or VC_EMU_DEVICES emulated ones)
+	 * or a list of parts "ORD[:WEIGHT],...", such as "0,1" or "0:2,1:1",
+	 * at most VC_GPUS_MAX. Each part is a share of the GPU tier with its
+	 * own log, cleaner, move queues and streams on device ORD; a device
+	 * may hold several parts ("0,0": one GPU cut in two, for testing).
+	 * gpu_bytes is the whole tier, split over the parts by WEIGHT
+	 * (default 1 each; a positive number). A page's part is chosen by a
+	 * stable hash of its page number over 64 KiB chunks, weighted by the
+	 * parts' shares (rendezvous hashing), so adding or losing a part
+	 * moves only that part's share. Not with dedup (one GPU only).
+	 * gpu_dirty: whether dirty pages (write-back) may live in the GPU
+	 * tier (enum vc_gpu_dirty). */
+	const char *gpus;
+	int gpu_dirty;
 };
+
+/* vc_config.gpu_dirty. A GPU that fails (a CUDA error on it) loses what it
+ * held: clean pages are read again from the store, dirty ones are gone. */
+enum vc_gpu_dirty {
+	VC_GPU_DIRTY_AUTO = 0,  /* KEEP with one GPU, CLEAN with several parts */
+	VC_GPU_DIRTY_KEEP = 1,  /* dirty pages go down as they are and are written back
+				   when evicted from the GPU tier or flushed: a failed GPU
+				   loses them (vc_stats.gpu_dirty_lost, reads of them then
+				   return the store's older bytes) */
+	VC_GPU_DIRTY_CLEAN = 2, /* a dirty page is written back as it goes down, so the
+				   GPU tier holds clean pages only and a failed GPU loses
+				   nothing acknowledged */
+};
+
+/* Parts of a GPU tier, at most. */
+#define VC_GPUS_MAX 16
 
 /* vc_config.dedup. */
 enum vc_dedup {
@@ -411,7 +444,7 @@ unsigned vc_aio_inflight(const vc_aio *q);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_LOCK_HIST 16 /* lock-hold buckets: [0, 1 us), [1, 2), [2, 4) ... [16 ms, inf) */
-#define VC_STATS_VERSION 6
+#define VC_STATS_VERSION 7
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -475,6 +508,13 @@ struct vc_stats {
 	double dedup_est_update_ratio; /* sampled writes / accesses, all volumes */
 	uint64_t dedup_volumes_on;   /* volumes deduplicating now */
 	uint64_t dedup_switches;     /* adaptive on/off changes */
+
+	/* Version 7: several GPUs (vc_config.gpus; vc_get_gpu_stats has each
+	 * part's figures). */
+	uint64_t gpus;            /* parts of the GPU tier (1 with one GPU, 0 without a tier) */
+	uint64_t gpus_failed;     /* parts lost to a device error */
+	uint64_t gpu_dirty_lost;  /* dirty pages a failed part held (VC_GPU_DIRTY_KEEP) */
+	uint64_t gpu_peer_pages;  /* pages moved between parts (rebalance, evacuation) */
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */
@@ -510,6 +550,46 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown);
  * a program asking for memory back names. */
 int vc_gpu_mem_info(vc_cache *c, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16]);
+
+/* ---- several GPUs (vc_config.gpus; docs/MULTIGPU.md) ----------------------
+ * Parts are numbered 0 .. vc_gpu_count() - 1 in the order vc_config.gpus
+ * names them. */
+unsigned vc_gpu_count(const vc_cache *c);
+
+#define VC_GPU_STATS_VERSION 1
+struct vc_gpu_stats {
+	uint32_t size; /* set by the caller: sizeof(struct vc_gpu_stats) */
+	uint32_t version;
+	int ordinal;              /* the part's device */
+	uint32_t failed;          /* 1: lost to a device error, holds nothing */
+	double weight;            /* its share of new pages now (0: evacuated) */
+	uint64_t pages_cached, pages_capacity; /* now */
+	uint64_t bytes;           /* device memory it holds now */
+	uint64_t hits;            /* reads served from it (pages) */
+	uint64_t h2d_bytes, d2h_bytes; /* host-facing moves to and from it */
+	uint64_t evictions;       /* pages evicted from it */
+	uint64_t gc_runs, gc_pages_moved;
+	uint64_t peer_in, peer_out; /* pages moved to and from other parts */
+	uint64_t peer_direct;     /* of peer_in, pages that came GPU to GPU (P2P) */
+	char desc[128];           /* the device, as vc_device_desc */
+};
+/* Fills *st for part `gpu`: 0, or -EINVAL (no such part). */
+int vc_get_gpu_stats(vc_cache *c, unsigned gpu, struct vc_gpu_stats *st);
+
+/* A part's share of new pages: weight > 0 (or 0: none; its pages stay
+ * until moved or evicted). Pages already in the tier stay where they are
+ * until vc_gpu_rebalance. -EINVAL: no such part, a failed one, or a weight
+ * that is negative, not finite, or would leave no part a share. */
+int vc_gpu_set_weight(vc_cache *c, unsigned gpu, double weight);
+/* Moves every page that is not on the part its placement names now to
+ * that part: GPU to GPU where the devices reach each other (P2P), else
+ * through host memory; a page whose part has no room is evicted as usual
+ * (dirty ones written back first). Reads and writes go on meanwhile.
+ * *moved (may be NULL): pages moved. */
+int vc_gpu_rebalance(vc_cache *c, uint64_t *moved);
+/* Empties part `gpu` into the others: its weight goes to 0 and its pages
+ * move (vc_gpu_rebalance). vc_gpu_set_weight gives it a share again. */
+int vc_gpu_evacuate(vc_cache *c, unsigned gpu, uint64_t *moved);
 
 /* ---- GPUfs: a file API for GPU kernels over this cache ---------------------
  * (docs/GPUFS.md; the device half is include/vramcache/gpufs.h, and

@@ -249,17 +249,54 @@ struct vc_device_ops {
 	/* The device's UUID (CUDA's cuDeviceGetUuid; the emulated device's
 	 * is fixed): what a program asking for memory back names. */
 	int (*uuid)(struct vc_device *d, unsigned char out[16]);
+
+	/* Several GPUs (docs/MULTIGPU.md). Callers use the vc_device_*
+	 * wrappers below, which handle the ops' absence.
+	 *
+	 * peer_enable: moves submitted to d may from now on read and write
+	 * device memory of `peer` (P2P: CUDA peer access both ways, and every
+	 * part of peer's chunked memory, mapped now or later, made accessible
+	 * to d, and d's to peer). Where both are the same GPU (two handles on
+	 * one ordinal), 0 at once. -ENOTSUP (nothing changed) where the
+	 * devices cannot reach each other (no P2P path) or belong to
+	 * different backends. NULL: the backend's device memory is host
+	 * memory (emu), reachable by any device of the backend. */
+	int (*peer_enable)(struct vc_device *d, struct vc_device *peer);
+	/* Test hook: the device fails from now on, as a GPU whose context
+	 * died does: batches in flight and later, queue moves, cleaning,
+	 * fingerprint and compare jobs, copies and maps all return
+	 * -VC_EDEVICE (waiters are released, never left hanging). CUDA: a
+	 * kernel that traps is launched on the device, so the failure is the
+	 * driver's own sticky error, seen by every later call on that GPU's
+	 * context (other handles on the same ordinal fail with it; other
+	 * GPUs go on). emu: a flag every entry point checks. */
+	int (*fault)(struct vc_device *d);
 };
 
 struct vc_device {
 	const struct vc_device_ops *ops;
 	char desc[128]; /* "NVIDIA H200 (sm_90, 132 SMs)" or "emulated" */
 	uint64_t map_granularity; /* of mem_reserve/map/unmap: a power of two */
+	int ordinal; /* CUDA's device number; emu: the number it was opened as */
 };
 
 /* Opens a backend: kind is enum vc_device_kind. AUTO tries CUDA, then emu. */
 int vc_device_open(int kind, int ordinal, struct vc_device **out);
 void vc_device_close(struct vc_device *d);
+
+/* Devices of a kind the process can open: CUDA's device count (0 when
+ * none is usable or CUDA is not built), VC_EMU_DEVICES for emu, and for
+ * AUTO the CUDA count, or emu's when there is no GPU. */
+#define VC_EMU_DEVICES 4
+int vc_device_count(int kind);
+/* Whether a and b are handles on one physical device (two logical parts
+ * of one GPU): same backend and, on CUDA, same ordinal. */
+bool vc_device_same(const struct vc_device *a, const struct vc_device *b);
+/* ops->peer_enable where the backend has it, else 0 for two devices of
+ * the same backend; -ENOTSUP across backends. */
+int vc_device_peer_enable(struct vc_device *d, struct vc_device *peer);
+/* ops->fault; -ENOTSUP where the backend has none. */
+int vc_device_fault(struct vc_device *d);
 
 /* Backends. vc_cuda_open returns -VC_ENOTBUILT when CUDA was not compiled
  * in and -VC_ENODEVICE when no device is usable. */
