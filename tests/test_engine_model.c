@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "device/device.h"
 #include "engine/debug.h"
 #include "policy/policy.h"
 #include "testutil.h"
@@ -40,6 +41,10 @@ struct run {
 	int ops;
 	int write_mode;
 	atomic_int stop;
+	atomic_int done_ops; /* the workers' operations so far */
+	int fault;           /* several GPUs: fail part fault - 1 a third into the run (0: none) */
+	bool shuffle;        /* several GPUs: evacuate, re-weight and rebalance parts meanwhile */
+	uint64_t evacuations;
 };
 
 struct worker {
@@ -84,6 +89,7 @@ static void *worker_main(void *arg)
 			CHECK((uint64_t)n == len);
 			memcpy(r->shadow + off, buf, len);
 		} else {
+			atomic_fetch_add(&r->done_ops, 1);
 			memset(buf, 0xEE, len);
 			ssize_t n = vc_read(r->c, buf, len, off);
 			CHECK_OK(n);
@@ -110,6 +116,44 @@ static void *chaos_main(void *arg)
 {
 	struct run *r = arg;
 	t_chaos(r->c, r->size, 99, &r->stop);
+	return NULL;
+}
+
+/* Several GPUs: a third into the run one part's device fails (the engine
+ * must go on with the rest, every byte right), and/or parts are emptied
+ * into the others, given their share back and rebalanced, over and over
+ * (pages move between parts under the workers' reads and writes). */
+static void *parts_main(void *arg)
+{
+	struct run *r = arg;
+	const int third = r->ops * NTHREADS / 3;
+	bool faulted = r->fault == 0;
+	const unsigned n = vc_gpu_count(r->c);
+	for (unsigned i = 0; !atomic_load(&r->stop); i++) {
+		if (!faulted && atomic_load(&r->done_ops) >= third) {
+			CHECK_OK(eng_debug_gpu_fault(r->c, (unsigned)r->fault - 1));
+			faulted = true;
+		}
+		if (r->shuffle && faulted) {
+			unsigned k = i % n;
+			struct vc_gpu_stats gs = { .size = sizeof gs };
+			CHECK_OK(vc_get_gpu_stats(r->c, k, &gs));
+			if (!gs.failed) {
+				uint64_t moved = 0;
+				int e = vc_gpu_evacuate(r->c, k, &moved);
+				/* The last part that takes pages may not be emptied. */
+				CHECK(e == 0 || e == -EINVAL);
+				if (e == 0) {
+					CHECK_OK(vc_get_gpu_stats(r->c, k, &gs));
+					CHECK(gs.pages_cached == 0 && gs.weight == 0);
+					r->evacuations++;
+					CHECK_OK(vc_gpu_set_weight(r->c, k, 1));
+				}
+				CHECK_OK(vc_gpu_rebalance(r->c, &moved));
+			}
+		}
+		usleep(2000);
+	}
 	return NULL;
 }
 
@@ -165,7 +209,56 @@ struct extra {
 	int dedup;          /* enum vc_dedup: the run's file repeats (t_pool_byte) */
 	uint32_t degree;
 	bool collide;       /* every fingerprint equal (eng_debug_dedup_collide) */
+	const char *gpus;   /* vc_config.gpus: the GPU tier over several parts */
+	int fault;          /* fail part fault - 1 mid-run (0: none) */
+	bool shuffle;       /* evacuate and rebalance parts meanwhile */
+	int gpu_dirty;      /* vc_config.gpu_dirty */
+	bool no_p2p;        /* moves between parts through host memory (VC_GPU_P2P=off) */
 };
+
+/* A run over several parts: each part's figures add up to the tier's,
+ * every part that did not fail served hits, a failed part lost nothing
+ * acknowledged, and moves between parts happened where asked. */
+static void check_parts(struct run *r, const struct extra *x, const struct vc_stats *st)
+{
+	const unsigned n = vc_gpu_count(r->c);
+	uint64_t cached = 0, cap = 0, peer = 0;
+	fprintf(stderr, "  %u parts (%s):", n, x->gpus);
+	for (unsigned k = 0; k < n; k++) {
+		struct vc_gpu_stats gs = { .size = sizeof gs };
+		CHECK_OK(vc_get_gpu_stats(r->c, k, &gs));
+		CHECK(gs.version == VC_GPU_STATS_VERSION);
+		fprintf(stderr, " [%u%s: %llu/%llu pages, hits %llu, h2d %llu MiB, evicted %llu, "
+				"peer in %llu (direct %llu) out %llu]",
+			k, gs.failed ? " failed" : "", (unsigned long long)gs.pages_cached,
+			(unsigned long long)gs.pages_capacity, (unsigned long long)gs.hits,
+			(unsigned long long)(gs.h2d_bytes >> 20), (unsigned long long)gs.evictions,
+			(unsigned long long)gs.peer_in, (unsigned long long)gs.peer_direct,
+			(unsigned long long)gs.peer_out);
+		cached += gs.pages_cached;
+		cap += gs.pages_capacity;
+		peer += gs.peer_in;
+		CHECK(gs.failed == (x->fault == (int)k + 1));
+		if (!gs.failed && r->ops >= 1000)
+			CHECK(gs.hits > 0 && gs.h2d_bytes > 0);
+		if (x->no_p2p)
+			CHECK(gs.peer_direct == 0);
+	}
+	fprintf(stderr, "\n");
+	CHECK(st->gpus == n);
+	CHECK(cached == st->pages_cached[VC_TIER_GPU] && cap == st->pages_capacity[VC_TIER_GPU]);
+	CHECK(st->gpus_failed == (x->fault ? 1u : 0u));
+	CHECK(st->gpu_dirty_lost == 0); /* clean-down or write-through: nothing dirty was lost */
+	CHECK(st->gpu_peer_pages == peer);
+	if (x->shuffle && r->ops >= 1000)
+		CHECK(r->evacuations > 0 && peer > 0);
+	if (x->shuffle && !x->no_p2p && r->ops >= 1000)
+		for (unsigned k = 0; k < n; k++) {
+			struct vc_gpu_stats gs = { .size = sizeof gs };
+			CHECK_OK(vc_get_gpu_stats(r->c, k, &gs));
+			CHECK(gs.peer_in == 0 || gs.peer_direct > 0);
+		}
+}
 
 static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
 		      const char *policy, const struct extra *x)
@@ -204,8 +297,15 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 		cfg.gpu_hits = x->gpu_hits;
 		cfg.dedup = x->dedup;
 		cfg.dedup_degree = x->degree;
+		cfg.gpus = x->gpus;
+		cfg.gpu_dirty = x->gpu_dirty;
+		r.fault = x->fault;
+		r.shuffle = x->shuffle;
 	}
+	if (x && x->no_p2p)
+		setenv("VC_GPU_P2P", "off", 1);
 	int e = vc_open(&cfg, &r.c);
+	unsetenv("VC_GPU_P2P");
 	if (e == -VC_ENOTBUILT) {
 		fprintf(stderr, "SKIP: %s\n", vc_last_error());
 		exit(77);
@@ -222,10 +322,16 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 		CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
 	}
 	CHECK(pthread_create(&chaos, NULL, chaos_main, &r) == 0);
+	pthread_t parts;
+	const bool with_parts = r.fault || r.shuffle;
+	if (with_parts)
+		CHECK(pthread_create(&parts, NULL, parts_main, &r) == 0);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	atomic_store(&r.stop, 1);
 	pthread_join(chaos, NULL);
+	if (with_parts)
+		pthread_join(parts, NULL);
 
 	if (write_mode == VC_WRITE_THROUGH)
 		t_check_file(path, r.shadow, size); /* no flush needed */
@@ -280,7 +386,9 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 		CHECK(st.pages_cached[VC_TIER_GPU] <= st.pages_capacity[VC_TIER_GPU]);
 	}
 	CHECK(st.gpu_segments_evicted > 0 && st.gpu_segments_free <= st.gpu_segments);
-	CHECK(st.gpu_segments * (gv->seg_pages ? gv->seg_pages : 4) == st.pages_capacity[VC_TIER_GPU]);
+	if (!(x && x->gpus)) /* parts size their default segments to their own share */
+		CHECK(st.gpu_segments * (gv->seg_pages ? gv->seg_pages : 4) ==
+		      st.pages_capacity[VC_TIER_GPU]);
 	if (gv->policy == VC_GC_OFF)
 		CHECK(st.gc_runs == 0 && st.gc_pages_moved == 0);
 	/* Short runs (memcheck's) may not get that far. */
@@ -291,6 +399,8 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	if (write_mode == VC_WRITE_BACK)
 		CHECK(st.writebacks > 0);
 	CHECK(strcmp(vc_device_name(r.c), kind == VC_DEVICE_CUDA ? "cuda" : "emu") == 0);
+	if (x && x->gpus)
+		check_parts(&r, x, &st);
 
 	CHECK_OK(vc_flush(r.c));
 	t_check_file(path, r.shadow, size);
@@ -317,6 +427,49 @@ static void one_run(int kind, int write_mode, uint32_t page_size, int ops, const
 	one_run_x(kind, write_mode, page_size, ops, gv, policy, NULL);
 }
 
+/* The GPU tier over several parts (vc_config.gpus): on emu, 2 and 3
+ * emulated devices; on CUDA the GPUs there are (VC_TEST_GPUS2 and
+ * VC_TEST_GPUS3 override), a GPU cut in logical parts where there is one.
+ * A part fails mid-run only where it is alone on its device (a CUDA fault
+ * kills every handle on that GPU). */
+static void gpu_runs(int kind, int ops, const struct gcv *forced)
+{
+	int ngpu = kind == VC_DEVICE_CUDA ? vc_device_count(VC_DEVICE_CUDA) : 3;
+	if (ngpu <= 0)
+		return; /* one_run_x skips with the reason */
+	const char *two = getenv("VC_TEST_GPUS2"), *three = getenv("VC_TEST_GPUS3");
+	if (!two)
+		two = ngpu >= 2 ? "0,1" : "0,0";
+	if (!three)
+		three = ngpu >= 3 ? "0,1,2" : ngpu == 2 ? "0,0,1" : "0,0,0";
+	/* The part that fails: alone on its device (emu: every part is). */
+	const int fault = kind != VC_DEVICE_CUDA ? 2 : ngpu >= 2 ? 3 : 0;
+	if (!fault)
+		fprintf(stderr, "multi-GPU: one GPU, cut in parts: no part fails alone, the "
+				"failure runs are left out\n");
+	const struct extra two_wt = { .gpus = two };
+	const struct extra three_w = { .gpus = three };
+	const struct extra three_fault = { .gpus = three, .fault = fault };
+	const struct extra two_shuffle = { .gpus = two, .shuffle = true };
+	const struct extra two_shuffle_host = { .gpus = two, .shuffle = true, .no_p2p = true };
+	const struct extra two_enc_shuffle = { .gpus = two, .shuffle = true,
+					       .encrypt = VC_ENCRYPT_XTS_GMAC };
+	const struct extra two_keep = { .gpus = two, .gpu_dirty = VC_GPU_DIRTY_KEEP };
+	const struct extra weighted = { .gpus = kind == VC_DEVICE_CUDA && ngpu < 2 ? "0:2,0:1"
+										   : "0:2,1:1" };
+	for (int wm = 0; wm < 2; wm++) {
+		one_run_x(kind, wm, 4096, ops, &gc_default, NULL, &two_wt);
+		one_run_x(kind, wm, 512, ops / 2, &forced[1], NULL, &three_w);
+		if (fault)
+			one_run_x(kind, wm, 4096, ops, &forced[0], NULL, &three_fault);
+	}
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &two_shuffle);
+	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops / 2, &gc_default, NULL, &two_shuffle_host);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[1], NULL, &two_enc_shuffle);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[2], NULL, &two_keep);
+	one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &gc_default, NULL, &weighted);
+}
+
 int main(void)
 {
 	int kind = t_device_kind();
@@ -326,9 +479,16 @@ int main(void)
 		{ "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25, 0.01 },
 		{ "off", 2, VC_GC_OFF, 4, 0.2, 0.0 },
 	};
+	/* VC_MODEL_GPUS_ONLY=1: only the runs over several GPUs. */
+	if (getenv("VC_MODEL_GPUS_ONLY")) {
+		gpu_runs(kind, ops, forced);
+		fprintf(stderr, "engine model: all runs match\n");
+		return 0;
+	}
 	/* VC_MODEL_DEDUP_ONLY=1: only the dedup runs (sanitizer builds). */
 	if (getenv("VC_MODEL_DEDUP_ONLY"))
 		goto dedup;
+	gpu_runs(kind, ops, forced);
 	for (int wm = 0; wm < 2; wm++) {
 		one_run(kind, wm, 4096, ops, &gc_default, NULL);
 		one_run(kind, wm, 512, ops, &gc_default, NULL);

@@ -79,6 +79,15 @@ static void serve_usage(FILE *f)
 	      "  --dedup-hash H         the blocks' fingerprint: lanes (default: computed\n"
 	      "                         in the move), murmur3 or md5 (a device job)\n"
 	      "  --device auto|cuda|emu device backend (default auto)\n"
+	      "  --gpus LIST            the GPU tier over several GPUs: \"all\", or\n"
+	      "                         ORDINAL[:WEIGHT],... (e.g. 0,1 or 0:2,1:1); --gpu-bytes\n"
+	      "                         is split over them by weight, pages are placed by\n"
+	      "                         a hash of their number, and a GPU that fails drops\n"
+	      "                         out while the others go on\n"
+	      "  --gpu-dirty auto|keep|clean  whether dirty pages (--write-back) may live\n"
+	      "                         in the GPU tier: clean writes them back as they go\n"
+	      "                         down, so a failed GPU loses nothing (auto: keep with\n"
+	      "                         one GPU, clean with several)\n"
 	      "  --write-back           write-back instead of write-through\n"
 	      "  --readonly             refuse writes\n"
 	      "  --export NAME          the export's name when there is one BACKING\n"
@@ -410,7 +419,7 @@ int cmd_serve(int argc, char **argv)
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
 	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG,
-	       O_DEDUP, O_DDEG, O_DALGO };
+	       O_DEDUP, O_DDEG, O_DALGO, O_GPUS, O_GDIRTY };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -444,6 +453,8 @@ int cmd_serve(int argc, char **argv)
 		{ "dedup", required_argument, 0, O_DEDUP },
 		{ "dedup-degree", required_argument, 0, O_DDEG },
 		{ "dedup-hash", required_argument, 0, O_DALGO },
+		{ "gpus", required_argument, 0, O_GPUS },
+		{ "gpu-dirty", required_argument, 0, O_GDIRTY },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -468,6 +479,17 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_DEV:
 			if ((cfg.device = vc_device_parse(optarg)) < 0)
+				goto bad;
+			break;
+		case O_GPUS: cfg.gpus = optarg; break; /* vc_open checks it, and says why */
+		case O_GDIRTY:
+			if (strcmp(optarg, "auto") == 0)
+				cfg.gpu_dirty = VC_GPU_DIRTY_AUTO;
+			else if (strcmp(optarg, "keep") == 0)
+				cfg.gpu_dirty = VC_GPU_DIRTY_KEEP;
+			else if (strcmp(optarg, "clean") == 0)
+				cfg.gpu_dirty = VC_GPU_DIRTY_CLEAN;
+			else
 				goto bad;
 			break;
 		case O_WB: cfg.write_mode = VC_WRITE_BACK; break;

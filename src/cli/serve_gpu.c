@@ -129,6 +129,11 @@ int serve_gpu_start(vc_cache *c, const struct serve_gpu_config *cfg, struct serv
 		fprintf(stderr, "vramcache serve: --gpu-keep-free and --release-socket need a GPU tier\n");
 		return -EINVAL;
 	}
+	if (vc_gpu_count(c) > 1) {
+		fprintf(stderr, "vramcache serve: --gpu-keep-free and --release-socket work on a GPU "
+				"tier of one GPU; --gpus names %u\n", vc_gpu_count(c));
+		return -EINVAL;
+	}
 	struct serve_gpu *g = calloc(1, sizeof *g);
 	if (!g)
 		return -ENOMEM;

@@ -170,6 +170,11 @@ struct vc_page *eng_pin_fast(struct vc_cache *c, uint64_t pno, bool gpu, int *ti
 	if (!p || !hold_fast(c, p, pno, ACQ_READ, VC_ST_HOST | (gpu ? VC_ST_GPU : 0)))
 		return NULL;
 	*tier = st_of(p) & VC_ST_GPU ? GPU : HOST;
+	/* A failed part's pages are never read: the locked path drops them. */
+	if (*tier == GPU && atomic_load_explicit(&gpu_of(c, p)->off, memory_order_acquire)) {
+		eng_unpin(c, p);
+		return NULL;
+	}
 	return p;
 }
 
@@ -258,6 +263,16 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				eng_wait_page(c, p, st);
 				continue;
 			}
+			if (p->tier == GPU && atomic_load(&gpu_of(c, p)->off)) {
+				/* Its part failed: it leaves the tier, and this
+				 * access misses (dirty: lost, VC_GPU_DIRTY_KEEP). */
+				if (!vc_page_claim(p, VC_ST_BUSY, 0)) {
+					eng_wait_page(c, p, st_of(p));
+					continue;
+				}
+				eng_gpu_lost(c, p);
+				continue;
+			}
 			if (p->tier == HOST) {
 				if (!eng_grab(p, mode, VC_ST_HOST)) {
 					eng_wait_page(c, p, st_of(p));
@@ -292,9 +307,11 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 				}
 				pol_hit(c, p);
 				c->st.hits[GPU] += count;
+				gpu_of(c, p)->n_hits += count;
 				*out = p;
 				break;
 			}
+			const uint32_t part = p->gpu;
 			r = eng_promote(c, p);
 			if (r == -EAGAIN) {
 				/* p pinned (a reader, or a GPUfs grant), or no victim. */
@@ -309,6 +326,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 			if (r < 0)
 				break;
 			c->st.hits[GPU] += count;
+			c->gpus[part].n_hits += count;
 			count = false;
 			if (!eng_grab(p, mode, VC_ST_HOST)) { /* a lock-free reader came first */
 				eng_wait_page(c, p, st_of(p));
@@ -405,6 +423,36 @@ size_t eng_piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t 
 /* GPU pages in a run from which it is split over two rings. */
 #define SPLIT_MIN 8
 
+/* The GPU pages of a run that lie in several parts: each part's moves in
+ * one add, every add before the first wait (the parts' links at once).
+ * mpp is 1 here (dedup has one part). perr[k]: part k's status. */
+static int run_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *gp, uint32_t ng,
+		   int *perr)
+{
+	struct vc_move sm[RUN_MAX];
+	struct vc_ticket st[RUN_MAX];
+	uint32_t at[VC_GPUS_MAX], cnt[VC_GPUS_MAX], m = 0;
+	int err = 0;
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		at[k] = m;
+		cnt[k] = 0;
+		perr[k] = 0;
+		for (uint32_t i = 0; i < ng; i++)
+			if (gp[i] == k)
+				sm[m + cnt[k]++] = mv[i];
+		m += cnt[k];
+		if (cnt[k])
+			perr[k] = vc_batcher_add_n(c->gpus[k].bat, sm + at[k], cnt[k], st + at[k]);
+	}
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		if (cnt[k] && perr[k] == 0)
+			perr[k] = vc_batcher_wait_n(c->gpus[k].bat, st + at[k], cnt[k]);
+		if (perr[k] && !err)
+			err = perr[k];
+	}
+	return err;
+}
+
 static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t len, uint64_t off)
 {
 	struct vc_cache *c = v->c;
@@ -414,8 +462,10 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	const uint32_t mpp = eng_mpp(c);
 	uint32_t in[RUN_MAX], n = 0, ng = 0;
 	int gi[RUN_MAX];
+	uint8_t gp[RUN_MAX]; /* each GPU page's part */
+	bool mixed = false;  /* the GPU pages lie in more than one part */
 	size_t k[RUN_MAX], done = 0;
-	const uint32_t gmax = c->gpu.serve && t && t->idx < c->gpu.bounce_threads ? c->gpu.bounce_per : 0;
+	const uint32_t gmax = c->gt.serve && t && t->idx < c->gt.bounce_threads ? c->gt.bounce_per : 0;
 	while (done < len && n < RUN_MAX) {
 		uint64_t pno;
 		int tier;
@@ -425,36 +475,46 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 			break;
 		gi[n] = -1;
 		if (tier == GPU) {
-			eng_mv_page(c, p, vc_tier_addr(c->gpu.bounce, bounce_slot(c, t, ng)), true,
+			eng_mv_page(c, p, vc_tier_addr(c->gt.bounce, bounce_slot(c, t, ng)), true,
 				    mv + (size_t)ng * mpp);
+			gp[ng] = p->gpu; /* stable while pinned */
+			mixed |= gp[ng] != gp[0];
 			gi[n] = (int)ng++;
 		}
 		pin[n] = p;
 		done += k[n++];
 	}
-	/* A long run goes to two rings, whose servers move their halves at
-	 * once; the first half is copied out while the second is in flight.
+	/* One part: a long run goes to two rings, whose servers move their
+	 * halves at once; the first half is copied out while the second is in
+	 * flight. Several parts: every part's moves at once, all waited for.
 	 * Whatever was submitted is waited for before returning: the bounce
 	 * pages are this thread's next read's. */
-	const uint32_t half = ng >= SPLIT_MIN ? ng / 2 : ng;
-	int r1 = 0, r2 = 0, r = 0;
-	if (ng) {
-		r1 = vc_batcher_add_n(c->gpu.bat, mv, half * mpp, tk);
+	struct vc_gpu *g = ng ? &c->gpus[gp[0]] : NULL;
+	const uint32_t half = ng >= SPLIT_MIN && !mixed ? ng / 2 : ng;
+	int r1 = 0, r2 = 0, r = 0, perr[VC_GPUS_MAX] = { 0 };
+	if (ng && mixed) {
+		r = run_fan(c, mv, gp, ng, perr);
+	} else if (ng) {
+		r1 = vc_batcher_add_n(g->bat, mv, half * mpp, tk);
 		if (r1 == 0 && half < ng)
-			r2 = vc_batcher_add_n_on(c->gpu.bat, 1, mv + half * mpp, (ng - half) * mpp,
+			r2 = vc_batcher_add_n_on(g->bat, 1, mv + half * mpp, (ng - half) * mpp,
 						 tk + half * mpp);
-		r = r1 ? r1 : vc_batcher_wait_n(c->gpu.bat, tk, half * mpp);
+		r = r1 ? r1 : vc_batcher_wait_n(g->bat, tk, half * mpp);
 		if (r == 0)
 			r = r2;
-		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
 	}
-	bool second = !(r1 == 0 && r2 == 0 && half < ng); /* true: nothing left to wait for */
+	if (ng) {
+		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
+		for (uint32_t i = 0; i < ng; i++)
+			atomic_fetch_add_explicit(&t->gpu_hits[gp[i]], 1, memory_order_relaxed);
+	}
+	bool second = mixed || !(r1 == 0 && r2 == 0 && half < ng); /* true: nothing left to wait for */
 	size_t pos = 0;
 	struct vc_page *bad = NULL; /* failed its integrity check: dropped once unpinned */
 	uint64_t bad_pno = 0, bad_nonce = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!second && gi[i] >= (int)half) {
-			int e = vc_batcher_wait_n(c->gpu.bat, tk + half * mpp, (ng - half) * mpp);
+			int e = vc_batcher_wait_n(g->bat, tk + half * mpp, (ng - half) * mpp);
 			if (r == 0)
 				r = e;
 			second = true;
@@ -462,7 +522,7 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 		if (r == 0) {
 			const unsigned char *src =
 				gi[i] < 0 ? host_data(c, pin[i])
-					  : vc_tier_host(c->gpu.bounce, bounce_slot(c, t, (uint32_t)gi[i]));
+					  : vc_tier_host(c->gt.bounce, bounce_slot(c, t, (uint32_t)gi[i]));
 			if (gi[i] >= 0 && eng_integ(c) &&
 			    (r = eng_check(c, pin[i], src, &bad_nonce)) < 0) {
 				bad = pin[i];
@@ -477,9 +537,20 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 		eng_unpin(c, pin[i]);
 	}
 	if (!second)
-		(void)vc_batcher_wait_n(c->gpu.bat, tk + half * mpp, (ng - half) * mpp);
+		(void)vc_batcher_wait_n(g->bat, tk + half * mpp, (ng - half) * mpp);
 	if (bad)
 		eng_integ_drop_unlocked(c, bad, bad_pno, bad_nonce);
+	if (eng_dev_err(r)) {
+		/* A part failed under us: it is failed for everyone, its pages
+		 * leave the tier, and the caller reads on by the locked path
+		 * (misses now, from the store). Nothing of this run counts. */
+		if (!mixed)
+			perr[gp[0]] = r;
+		for (uint32_t p = 0; p < c->ngpus; p++)
+			if (eng_dev_err(perr[p]))
+				eng_gpu_fail_unlocked(c, &c->gpus[p], perr[p]);
+		return 0;
+	}
 	return r < 0 ? r : (ssize_t)done;
 }
 
@@ -503,7 +574,7 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		eng_dd_note(v, v->base + (off >> c->pshift),
 			    ((off + len - 1) >> c->pshift) - (off >> c->pshift) + 1, false);
 	struct tstate *t = eng_tstate(c);
-	const bool serve = c->gpu.serve && t && t->idx < c->gpu.bounce_threads;
+	const bool serve = c->gt.serve && t && t->idx < c->gt.bounce_threads;
 	size_t done = 0;
 	while (done < len) {
 		ssize_t got = read_run(v, t, (char *)buf + done, len - done, off + done);
@@ -537,13 +608,15 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		const unsigned char *src = NULL;
 		uint64_t nonce = 0;
 		bool bad = false;
+		struct vc_gpu *g = NULL;
 		if (p->tier == HOST) { /* stable while pinned */
 			src = host_data(c, p);
 		} else {
 			uint32_t b = bounce_slot(c, t, 0);
-			r = eng_move_up(c, p, vc_tier_addr(c->gpu.bounce, b));
+			g = gpu_of(c, p);
+			r = eng_move_up(c, p, vc_tier_addr(c->gt.bounce, b));
 			atomic_fetch_add_explicit(&t->d2h, c->page_size, memory_order_relaxed);
-			src = vc_tier_host(c->gpu.bounce, b);
+			src = vc_tier_host(c->gt.bounce, b);
 			if (r == 0 && eng_integ(c))
 				bad = (r = eng_check(c, p, src, &nonce)) < 0;
 		}
@@ -552,6 +625,10 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		eng_unpin(c, p);
 		if (bad)
 			eng_integ_drop_unlocked(c, p, pno, nonce);
+		if (g && eng_dev_err(r)) { /* its part failed: read the piece again */
+			eng_gpu_fail_unlocked(c, g, r);
+			continue;
+		}
 		if (r < 0)
 			return r;
 		done += k;

@@ -44,6 +44,7 @@ struct dreq {
 	struct vc_aio_req *req;
 	struct dreq *next;
 	uint32_t n, ng; /* pages, and those in the GPU tier */
+	uint8_t gpu;    /* the part its GPU pages are in (one: else a helper reads it) */
 	struct vc_ticket *tk; /* ng tickets, after pg[] */
 	struct dpage {
 		struct vc_page *p; /* pinned GPU page, or NULL (host: copied) */
@@ -183,10 +184,10 @@ int vc_aio_open(vc_cache *c, unsigned depth, unsigned helpers, vc_aio **out)
 	q->c = c;
 	q->depth = depth;
 	q->maxhelpers = helpers ? helpers : AIO_HELPERS_DEFAULT;
-	if (c->gpu.serve) {
+	if (c->gt.serve) {
 		uint64_t nb = (uint64_t)depth * VC_AIO_FAST_PAGES;
 		nb = nb < AIO_BOUNCE_MIN ? AIO_BOUNCE_MIN : nb > AIO_BOUNCE_MAX ? AIO_BOUNCE_MAX : nb;
-		int r = vc_tier_open(c->gpu.dev, HOST, nb, c->page_size, &q->bounce);
+		int r = vc_tier_open(c->gpus[0].dev, HOST, nb, c->page_size, &q->bounce);
 		if (r == 0 && !(q->bfree = malloc(nb * sizeof *q->bfree)))
 			r = vc_err(-ENOMEM, "out of memory");
 		if (r < 0) {
@@ -255,9 +256,16 @@ static bool try_fast(struct vc_aio *q, struct tstate *t, struct vc_aio_req *r, s
 			ok = false;
 			break;
 		}
+		if (tier == GPU && d->ng && p->gpu != d->gpu) {
+			/* Pages in two parts: the helper's read fans out. */
+			eng_unpin(c, p);
+			ok = false;
+			break;
+		}
 		struct dpage *g = &d->pg[d->n++];
 		*g = (struct dpage){ .p = p, .in = in, .k = (uint32_t)k };
 		if (tier == GPU) {
+			d->gpu = p->gpu;
 			g->bounce = q->bfree[--q->nbfree];
 			moves[(*nm)++] = eng_mv_up(c, slot_addr_gpu(c, p),
 						   vc_tier_addr(q->bounce, g->bounce), pno);
@@ -320,8 +328,20 @@ static void dreq_finish(struct vc_aio *q, struct tstate *t, struct dreq *d, int 
 			eng_note_hit_fast(c, t, g->p, GPU);
 		}
 	}
-	if (t)
+	if (eng_dev_err(err)) {
+		/* Its part failed: failed for everyone, and a helper reads the
+		 * request again (misses now, from the store). */
+		struct vc_aio_req *r = d->req;
+		struct vc_gpu *gp = &c->gpus[d->gpu];
+		dreq_release(q, d);
+		eng_gpu_fail_unlocked(c, gp, err);
+		to_helper(q, r);
+		return;
+	}
+	if (t) {
 		atomic_fetch_add_explicit(&t->d2h, (uint64_t)d->ng * c->page_size, memory_order_relaxed);
+		atomic_fetch_add_explicit(&t->gpu_hits[d->gpu], d->ng, memory_order_relaxed);
+	}
 	if (err < 0)
 		d->req->result = err;
 	push(&q->ready, &q->ready_tail, d->req);
@@ -356,15 +376,37 @@ static void dev_submit(struct vc_aio *q, struct tstate *t, const struct vc_move 
 {
 	if (nd == 0)
 		return;
+	(void)nm; /* the requests' ng add up to it */
 	struct vc_ticket tk[AIO_BATCH_MOVES];
-	int e = vc_batcher_add_n(q->c->gpu.bat, moves, nm, tk);
-	for (uint32_t i = 0, m = 0; i < nd; m += batch[i++]->ng) {
+	struct vc_move pm[AIO_BATCH_MOVES];
+	int perr[VC_GPUS_MAX] = { 0 };
+	uint32_t at[AIO_BATCH_MOVES]; /* request i's first move in moves[] */
+	for (uint32_t i = 0, m = 0; i < nd; m += batch[i++]->ng)
+		at[i] = m;
+	/* One submission per part, of its requests' moves in order. */
+	for (uint32_t k = 0; k < q->c->ngpus; k++) {
+		uint32_t km = 0;
+		for (uint32_t i = 0; i < nd; i++)
+			if (batch[i]->gpu == k) {
+				memcpy(pm + km, moves + at[i], batch[i]->ng * sizeof *pm);
+				km += batch[i]->ng;
+			}
+		if (km == 0)
+			continue;
+		perr[k] = vc_batcher_add_n(q->c->gpus[k].bat, pm, km, tk);
+		for (uint32_t i = 0, m = 0; perr[k] == 0 && i < nd; i++)
+			if (batch[i]->gpu == k) {
+				memcpy(batch[i]->tk, tk + m, batch[i]->ng * sizeof *tk);
+				m += batch[i]->ng;
+			}
+	}
+	for (uint32_t i = 0; i < nd; i++) {
 		struct dreq *d = batch[i];
+		int e = perr[d->gpu];
 		if (e < 0) {
 			dreq_finish(q, t, d, e);
 			continue;
 		}
-		memcpy(d->tk, tk + m, d->ng * sizeof *tk);
 		d->next = NULL;
 		if (q->dev_tail)
 			q->dev_tail->next = d;
@@ -434,7 +476,7 @@ static void progress(struct vc_aio *q, struct tstate *t)
 	for (struct dreq **pp = &q->dev, *prev = NULL; *pp;) {
 		struct dreq *d = *pp;
 		int err;
-		if (!vc_batcher_poll_n(q->c->gpu.bat, d->tk, d->ng, ask, &err)) {
+		if (!vc_batcher_poll_n(q->c->gpus[d->gpu].bat, d->tk, d->ng, ask, &err)) {
 			prev = d;
 			pp = &d->next;
 			continue;

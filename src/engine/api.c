@@ -26,31 +26,31 @@ void vc_config_init(struct vc_config *cfg)
 	cfg->gpu_hits = VC_GPU_HITS_SERVE;
 }
 
-/* The GPU log's segment size: the configured one, or 4 MiB halved until
- * the tier has 16 segments (not below one page). */
-static uint32_t seg_bytes(const struct vc_config *cfg)
+/* The GPU log's segment size for a part of `bytes`: the configured one,
+ * or 4 MiB halved until the part has 16 segments (not below one page). */
+static uint32_t seg_bytes(const struct vc_config *cfg, uint64_t bytes)
 {
 	if (cfg->seg_bytes)
 		return cfg->seg_bytes;
 	uint32_t sb = 4u << 20;
-	while (sb > cfg->page_size && cfg->gpu_bytes / sb < 16)
+	while (sb > cfg->page_size && bytes / sb < 16)
 		sb >>= 1;
 	return sb < cfg->page_size ? cfg->page_size : sb;
 }
 
-/* The GPU tier's chunk: the configured size, or 256 MiB halved until the
- * tier has 4 chunks, not below a segment or the device's mapping
- * granularity (whichever is larger; 0 where the device cannot map: one
- * allocation). */
-static uint64_t chunk_bytes(const struct vc_config *cfg, const struct vc_device *dev)
+/* A part's chunk: the configured size, or 256 MiB halved until the part
+ * has 4 chunks, not below a segment or the device's mapping granularity
+ * (whichever is larger; 0 where the device cannot map: one allocation). */
+static uint64_t chunk_bytes(const struct vc_config *cfg, const struct vc_device *dev,
+			    uint64_t bytes)
 {
 	uint64_t g = dev->map_granularity;
 	if (!g || !dev->ops->mem_reserve)
 		return 0;
 	if (cfg->gpu_chunk_bytes)
 		return cfg->gpu_chunk_bytes;
-	uint64_t unit = g > seg_bytes(cfg) ? g : seg_bytes(cfg), cb = 256ull << 20;
-	while (cb > unit && cfg->gpu_bytes / cb < 4)
+	uint64_t unit = g > seg_bytes(cfg, bytes) ? g : seg_bytes(cfg, bytes), cb = 256ull << 20;
+	while (cb > unit && bytes / cb < 4)
 		cb >>= 1;
 	return cb < unit ? unit : cb;
 }
@@ -93,11 +93,13 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "no backing store: set backing_path or backing_fd");
 	if (!vc_policy_find(cfg->policy))
 		return vc_err(-EINVAL, "unknown replacement policy \"%s\"", cfg->policy);
-	uint32_t sb = seg_bytes(cfg);
+	uint32_t sb = seg_bytes(cfg, cfg->gpu_bytes);
 	if (cfg->gpu_bytes && (sb < ps || (sb & (sb - 1)) || cfg->gpu_bytes / sb < 2))
 		return vc_err(-EINVAL, "GPU tier of %llu bytes in segments of %u bytes: segments must "
 				       "be a power of two >= the page size, and the tier must hold "
 				       "at least 2", (unsigned long long)cfg->gpu_bytes, sb);
+	if (cfg->gpu_dirty < VC_GPU_DIRTY_AUTO || cfg->gpu_dirty > VC_GPU_DIRTY_CLEAN)
+		return vc_err(-EINVAL, "unknown gpu_dirty mode %d", cfg->gpu_dirty);
 	if ((cfg->host_bytes + cfg->gpu_bytes) / ps >= UINT32_MAX)
 		return vc_err(-EINVAL, "tiers of %llu pages: at most 2^32 - 2 pages in all",
 			      (unsigned long long)((cfg->host_bytes + cfg->gpu_bytes) / ps));
@@ -166,12 +168,12 @@ static int vol_open(struct vc_cache *c, uint32_t id, const char *path, int fd,
 	v->size = vc_backing_size(v->bk);
 	/* Pages, and with encryption the cipher's units (engine.h's
 	 * page_tweak), are numbered in 48 bits. */
-	const uint64_t units = (v->size >> c->pshift) * (c->gpu.cipher ? c->gpu.units_per_page : 1);
+	const uint64_t units = (v->size >> c->pshift) * (c->gt.cipher ? c->gt.units_per_page : 1);
 	if (units > VC_PNO_INDEX_MASK || v->size >> c->pshift > VC_PNO_INDEX_MASK) {
 		unsigned long long sz = v->size;
 		vol_free(v);
 		return vc_err(-EFBIG, "backing store of %llu bytes: more than 2^%d pages%s", sz,
-			      VC_PNO_VOL_SHIFT, c->gpu.cipher ? " or cipher units" : "");
+			      VC_PNO_VOL_SHIFT, c->gt.cipher ? " or cipher units" : "");
 	}
 	eng_lock(c);
 	c->vols[id] = v;
@@ -192,19 +194,90 @@ static int key_open(struct vc_cache *c, const struct vc_config *cfg)
 {
 	if (cfg->encrypt == VC_ENCRYPT_OFF || !cfg->gpu_bytes)
 		return 0;
-	c->gpu.units_per_page = c->page_size > VC_XTS_UNIT_MAX ? c->page_size / VC_XTS_UNIT_MAX : 1;
-	int r = cfg->key_file ? vc_secret_load(cfg->key_file, VC_XTS_KEY_BYTES, &c->gpu.key)
-			      : vc_secret_random(VC_XTS_KEY_BYTES, &c->gpu.key);
+	c->gt.units_per_page = c->page_size > VC_XTS_UNIT_MAX ? c->page_size / VC_XTS_UNIT_MAX : 1;
+	int r = cfg->key_file ? vc_secret_load(cfg->key_file, VC_XTS_KEY_BYTES, &c->gt.key)
+			      : vc_secret_random(VC_XTS_KEY_BYTES, &c->gt.key);
 	if (r < 0)
 		return r;
-	c->gpu.xkey = (const struct vc_xts_key *)c->gpu.key->bytes;
-	r = vc_xts_check(c->gpu.xkey, move_size(c) < VC_XTS_UNIT_MAX ? move_size(c) : VC_XTS_UNIT_MAX);
+	c->gt.xkey = (const struct vc_xts_key *)c->gt.key->bytes;
+	r = vc_xts_check(c->gt.xkey, move_size(c) < VC_XTS_UNIT_MAX ? move_size(c) : VC_XTS_UNIT_MAX);
 	if (r < 0 && cfg->key_file) {
 		char why[256];
 		snprintf(why, sizeof why, "%s", vc_last_error());
 		return vc_err(r, "key file %s: %s", cfg->key_file, why);
 	}
-	c->gpu.cipher = r == 0;
+	c->gt.cipher = r == 0;
+	return r;
+}
+
+/* Part i's device: the configured kind for part 0, then part 0's backend
+ * for the others (AUTO must not open CUDA for one part and fall back to
+ * emu for another). */
+static int part_dev_open(struct vc_cache *c, int kind, uint32_t i, int ord)
+{
+	if (i > 0)
+		kind = strcmp(c->gpus[0].dev->ops->name, "cuda") == 0 ? VC_DEVICE_CUDA : VC_DEVICE_EMU;
+	return vc_device_open(kind, ord, &c->gpus[i].dev);
+}
+
+/* Which parts each part's moves reach (vc_gpu.peers): itself, parts on
+ * the same device, and parts whose devices enabled peer access. A pair
+ * that cannot is not an error: moves between them go through host memory. */
+static void parts_link(struct vc_cache *c)
+{
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		c->gpus[i].peers |= 1u << i;
+	/* VC_GPU_P2P=off: every move between parts through host memory (for
+	 * tests and measuring one path against the other). */
+	const char *p2p = getenv("VC_GPU_P2P");
+	if (p2p && strcmp(p2p, "off") == 0)
+		return;
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		for (uint32_t j = i + 1; j < c->ngpus; j++) {
+			struct vc_gpu *a = &c->gpus[i], *b = &c->gpus[j];
+			if (vc_device_same(a->dev, b->dev) || vc_device_peer_enable(a->dev, b->dev) == 0) {
+				a->peers |= 1u << j;
+				b->peers |= 1u << i;
+			}
+		}
+}
+
+/* Part g's share of the tier: its log store (`bytes`), staging pages,
+ * move queue and cleaning scratch. *pages: the log's capacity. */
+static int part_open(struct vc_cache *c, const struct vc_config *cfg, struct vc_gpu *g,
+		     uint64_t bytes, uint32_t owners, uint64_t *pages)
+{
+	uint32_t sb = seg_bytes(cfg, bytes);
+	if (bytes && bytes / sb < 2)
+		return vc_err(-EINVAL, "GPU part %u of %llu bytes holds fewer than 2 segments of %u "
+				       "bytes: give the tier more bytes or the part more weight",
+			      g->idx, (unsigned long long)bytes, sb);
+	struct vc_ls_config lc = { .page_size = move_size(c),
+				   .seg_bytes = sb,
+				   .total_bytes = bytes,
+				   .free_watermark = cfg->gc_watermark,
+				   .early_release = cfg->early_release,
+				   /* page ids: the pool's (every part's where[] covers
+				    * every page id); or block ids: a block a slot */
+				   .owners = owners,
+				   .chunk_bytes = chunk_bytes(cfg, g->dev, bytes) };
+	int r = bytes ? vc_ls_open(g->dev, &lc, &g->ls) : 0; /* no tier: staging and moves still */
+	if (r == 0)
+		*pages = g->ls ? vc_ls_capacity(g->ls) : 0;
+	if (r == 0)
+		r = vc_tier_open(g->dev, HOST, WB_STAGING_PAGES, c->page_size, &g->stage_wb);
+	if (r == 0)
+		r = vc_tier_open(g->dev, HOST, cfg->batch_pages, c->page_size, &g->stage_bulk);
+	if (r == 0)
+		r = vc_batcher_create(g->dev, move_size(c), cfg->batch_pages, cfg->batch_timeout_us,
+				      c->gt.xkey, &g->bat);
+	if (r == 0 && g->ls) {
+		uint64_t held = (uint64_t)c->gt.gc_segments * vc_ls_slots_per_seg(g->ls);
+		/* With dedup a segment's blocks have any number of pages:
+		 * eng_dd_claim allocates for each step instead. */
+		if (!(g->gc_held = malloc(held * sizeof *g->gc_held)))
+			r = vc_err(-ENOMEM, "out of memory");
+	}
 	return r;
 }
 
@@ -218,11 +291,20 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		return r;
 	if (!out)
 		return vc_err(-EINVAL, "out is NULL");
+	uint32_t nparts = 0;
+	int ord[VC_GPUS_MAX];
+	double w[VC_GPUS_MAX], wsum = 0;
+	if ((r = eng_gpus_parse(cfg.gpus, cfg.device, cfg.device_ordinal, &nparts, ord, w)) < 0)
+		return r;
+	if (nparts > 1 && cfg.dedup)
+		return vc_err(-VC_ECONFIG, "dedup stores blocks on one GPU: it does not span %u parts "
+					   "(vc_config.gpus)", nparts);
+	for (uint32_t i = 0; i < nparts; i++)
+		wsum += w[i];
 	struct vc_cache *c = calloc(1, sizeof *c);
 	if (!c)
 		return vc_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_mutex_init(&c->gpu.resize_mu, NULL);
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
@@ -232,84 +314,80 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->write_mode = cfg.write_mode;
 	c->latency_ns = cfg.backing_latency_ns;
 	c->batch_pages = cfg.batch_pages;
-	c->gpu.gc_policy = cfg.gc_policy;
-	c->gpu.gc_segments = cfg.gc_segments;
-	c->gpu.gc_frag = cfg.gc_fragmentation;
+	c->gt.gc_policy = cfg.gc_policy;
+	c->gt.gc_segments = cfg.gc_segments;
+	c->gt.gc_frag = cfg.gc_fragmentation;
+	c->gt.clean_down = cfg.write_mode == VC_WRITE_BACK &&
+			   (cfg.gpu_dirty == VC_GPU_DIRTY_CLEAN ||
+			    (cfg.gpu_dirty == VC_GPU_DIRTY_AUTO && nparts > 1));
+	c->ngpus = nparts;
+	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
+	const bool prof = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
+	for (uint32_t i = 0; i < nparts; i++) {
+		struct vc_gpu *g = &c->gpus[i];
+		g->idx = i;
+		g->weight = w[i];
+		g->profile = prof;
+		pthread_mutex_init(&g->resize_mu, NULL);
+	}
 	if (cfg.dedup && cfg.gpu_bytes) { /* the degree for move_size; eng_dd_open the rest */
 		c->dd.mode = cfg.dedup;
 		c->dd.D = eng_dd_degree(c->page_size, cfg.dedup_degree);
 	}
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
-	uint64_t gpu_pages = cfg.gpu_bytes >> c->pshift;
+	uint64_t gpu_pages = 0;
 
 	r = key_open(c, &cfg);
 	if (r == 0)
 		r = vol_open(c, 0, cfg.backing_path, cfg.backing_path ? -1 : cfg.backing_fd, NULL,
 			     cfg.flags);
-	if (r == 0)
-		r = vc_device_open(cfg.device, cfg.device_ordinal, &c->gpu.dev);
+	for (uint32_t i = 0; r == 0 && i < nparts; i++)
+		r = part_dev_open(c, cfg.device, i, ord[i]);
 	/* The emulated device encrypts with OpenSSL, which a build may lack:
 	 * a cipher call of no pages says so. */
-	if (r == 0 && c->gpu.cipher && strcmp(c->gpu.dev->ops->name, "emu") == 0)
-		r = vc_emu_xts_pages(c->gpu.xkey, NULL, NULL, 0, move_size(c) < VC_XTS_UNIT_MAX ?
+	if (r == 0 && c->gt.cipher && strcmp(c->gpus[0].dev->ops->name, "emu") == 0)
+		r = vc_emu_xts_pages(c->gt.xkey, NULL, NULL, 0, move_size(c) < VC_XTS_UNIT_MAX ?
 							 move_size(c) : VC_XTS_UNIT_MAX, 1);
 	if (r == 0)
-		r = vc_tier_open(c->gpu.dev, HOST, host_pages, c->page_size, &c->host);
+		parts_link(c);
+	/* Pinned host memory comes from part 0's device; it is portable
+	 * (every device reaches it at the same address). */
+	if (r == 0)
+		r = vc_tier_open(c->gpus[0].dev, HOST, host_pages, c->page_size, &c->host);
+	const uint32_t owners = (uint32_t)(c->dd.mode ? cfg.gpu_bytes / move_size(c)
+						      : host_pages + (cfg.gpu_bytes >> c->pshift));
+	for (uint32_t i = 0; r == 0 && i < nparts; i++) {
+		uint64_t bytes = (uint64_t)((double)cfg.gpu_bytes * (w[i] / wsum));
+		uint64_t pages = 0;
+		r = part_open(c, &cfg, &c->gpus[i], bytes, owners, &pages);
+		gpu_pages += pages;
+	}
 	if (r == 0 && cfg.gpu_bytes) {
-		struct vc_ls_config lc = { .page_size = move_size(c),
-					   .seg_bytes = seg_bytes(&cfg),
-					   .total_bytes = cfg.gpu_bytes,
-					   .free_watermark = cfg.gc_watermark,
-					   .early_release = cfg.early_release,
-					   /* page ids: the pool, sized below; or
-					    * block ids: a block a slot */
-					   .owners = (uint32_t)(c->dd.mode ? cfg.gpu_bytes / move_size(c)
-									  : host_pages + gpu_pages),
-					   .chunk_bytes = chunk_bytes(&cfg, c->gpu.dev) };
-		r = vc_ls_open(c->gpu.dev, &lc, &c->gpu.ls);
-		if (r == 0)
-			gpu_pages = vc_ls_capacity(c->gpu.ls);
-		if (r == 0)
-			r = eng_dd_open(c, &cfg, host_pages);
+		r = eng_dd_open(c, &cfg, host_pages);
 		if (r == 0 && eng_dd(c))
 			gpu_pages = c->dd.page_cap; /* logical pages: the pool's share */
 	}
-	if (r == 0)
-		r = vc_tier_open(c->gpu.dev, HOST, WB_STAGING_PAGES, c->page_size, &c->gpu.stage_wb);
-	if (r == 0)
-		r = vc_tier_open(c->gpu.dev, HOST, cfg.batch_pages, c->page_size, &c->gpu.stage_bulk);
-	if (r == 0)
-		r = vc_batcher_create(c->gpu.dev, move_size(c), cfg.batch_pages, cfg.batch_timeout_us,
-				      c->gpu.xkey, &c->gpu.bat);
-	c->gpu.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && c->gpu.ls;
-	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
+	c->gt.serve = cfg.gpu_hits == VC_GPU_HITS_SERVE && cfg.gpu_bytes;
 	/* VC_MISS_PATH=locked: misses and writes take the engine lock as
 	 * before the lock-free path (for measuring one against the other). */
 	const char *lp = getenv("VC_LOCK_PROFILE");
 	c->lock_prof_ns = lp ? strtoull(lp, NULL, 10) * 1000 : 0;
-	c->gpu.profile = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	const char *mp = getenv("VC_MISS_PATH");
 	c->miss_fast = !(mp && strcmp(mp, "locked") == 0);
-	if (r == 0 && c->gpu.serve) {
-		c->gpu.bounce_per = BOUNCE_BYTES / c->page_size ? BOUNCE_BYTES / c->page_size : 1;
-		uint64_t threads = BOUNCE_TOTAL / ((uint64_t)c->gpu.bounce_per * c->page_size);
-		c->gpu.bounce_threads = threads < 16 ? 16 : threads > MAX_QUEUE_THREADS ? MAX_QUEUE_THREADS
+	if (r == 0 && c->gt.serve) {
+		c->gt.bounce_per = BOUNCE_BYTES / c->page_size ? BOUNCE_BYTES / c->page_size : 1;
+		uint64_t threads = BOUNCE_TOTAL / ((uint64_t)c->gt.bounce_per * c->page_size);
+		c->gt.bounce_threads = threads < 16 ? 16 : threads > MAX_QUEUE_THREADS ? MAX_QUEUE_THREADS
 										 : (uint32_t)threads;
-		r = vc_tier_open(c->gpu.dev, HOST, (uint64_t)c->gpu.bounce_threads * c->gpu.bounce_per,
-				 c->page_size, &c->gpu.bounce);
-	}
-	if (r == 0 && c->gpu.ls) {
-		uint64_t held = (uint64_t)c->gpu.gc_segments * vc_ls_slots_per_seg(c->gpu.ls);
-		/* With dedup a segment's blocks have any number of pages:
-		 * eng_dd_claim allocates for each step instead. */
-		if (!(c->gpu.gc_held = malloc(held * sizeof *c->gpu.gc_held)))
-			r = vc_err(-ENOMEM, "out of memory");
+		r = vc_tier_open(c->gpus[0].dev, HOST,
+				 (uint64_t)c->gt.bounce_threads * c->gt.bounce_per, c->page_size,
+				 &c->gt.bounce);
 	}
 	for (uint32_t i = 0; i < MAX_QUEUE_THREADS; i++)
 		c->ts[i].idx = i;
 	if (r == 0)
 		r = vc_index_init(&c->ix, host_pages + gpu_pages);
-	if (r == 0 && c->gpu.cipher && cfg.encrypt == VC_ENCRYPT_XTS_GMAC)
+	if (r == 0 && c->gt.cipher && cfg.encrypt == VC_ENCRYPT_XTS_GMAC)
 		r = eng_integ_open(c, host_pages + gpu_pages);
 	if (r == 0) {
 		uint64_t cap[VC_TIER_COUNT] = { host_pages, gpu_pages };
@@ -369,8 +447,9 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
-	if (c->gpu.ls)
-		eng_gpu_resize_fini(c); /* a shrink's drops, still running */
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		if (c->gpus[i].ls)
+			eng_gpu_resize_fini(c, &c->gpus[i]); /* a shrink's drops, still running */
 	if (c->lk && c->ndirty)
 		r = vc_flush(c);
 	if (c->lock_prof_ns)
@@ -385,16 +464,26 @@ int vc_close(vc_cache *c)
 		c->pol->ops->destroy(c->pol);
 	if (c->ix.pool)
 		vc_index_fini(&c->ix);
-	vc_batcher_destroy(c->gpu.bat);
-	vc_tier_close(c->gpu.bounce);
-	free(c->gpu.gc_held);
-	vc_tier_close(c->gpu.stage_bulk);
-	vc_tier_close(c->gpu.stage_wb);
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		vc_batcher_destroy(c->gpus[i].bat);
+	vc_tier_close(c->gt.bounce);
 	eng_dd_close(c);
-	vc_ls_close(c->gpu.ls);
+	for (uint32_t i = 0; i < c->ngpus; i++) {
+		struct vc_gpu *g = &c->gpus[i];
+		free(g->gc_held);
+		vc_tier_close(g->stage_bulk);
+		vc_tier_close(g->stage_wb);
+		vc_ls_close(g->ls);
+	}
 	vc_tier_close(c->host);
-	vc_device_close(c->gpu.dev);
-	vc_secret_free(c->gpu.key);
+	/* Part 0's device last: it holds the host tier's memory (closed
+	 * above) and, on CUDA, others share its context where they share its
+	 * ordinal. */
+	for (uint32_t i = c->ngpus; i-- > 0;) {
+		vc_device_close(c->gpus[i].dev);
+		pthread_mutex_destroy(&c->gpus[i].resize_mu);
+	}
+	vc_secret_free(c->gt.key);
 	eng_integ_close(c);
 	for (uint32_t i = 0; i < VC_VOLUMES_MAX; i++)
 		if (c->vols[i])
@@ -404,7 +493,6 @@ int vc_close(vc_cache *c)
 	for (int b = 0; b < PW_BUCKETS; b++)
 		pthread_cond_destroy(&c->pw_cv[b]);
 	pthread_mutex_destroy(&c->mu);
-	pthread_mutex_destroy(&c->gpu.resize_mu);
 	free(c);
 	return r;
 }
@@ -480,12 +568,12 @@ uint32_t vc_page_size(const vc_cache *c)
 
 const char *vc_device_name(const vc_cache *c)
 {
-	return c->gpu.dev->ops->name;
+	return c->gpus[0].dev->ops->name;
 }
 
 const char *vc_device_desc(const vc_cache *c)
 {
-	return c->gpu.dev->desc;
+	return c->gpus[0].dev->desc;
 }
 
 /* Under c->mu: the dedup figures (vc_stats v6); blocks: live slots. */
@@ -524,8 +612,17 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	memset(&st, 0, sizeof st);
 	st.size = out->size < sizeof st ? out->size : (uint32_t)sizeof st;
 	st.version = VC_STATS_VERSION;
-	struct vc_batcher_stats bs;
-	vc_batcher_get_stats(c->gpu.bat, &bs);
+	for (uint32_t i = 0; i < c->ngpus; i++) {
+		struct vc_batcher_stats bs;
+		vc_batcher_get_stats(c->gpus[i].bat, &bs);
+		st.batches += bs.batches;
+		/* The batcher counts moves of its unit, a block with dedup:
+		 * pages are D of them. */
+		st.batch_pages += bs.pages * move_size(c) / c->page_size;
+		for (int h = 0; h < VC_BATCH_HIST; h++)
+			st.batch_hist[h] += bs.hist[h];
+		st.batch_wait_ns += bs.wait_ns;
+	}
 	eng_lock(c);
 	for (int t = 0; t < VC_TIER_COUNT; t++) {
 		st.hits[t] = c->st.hits[t];
@@ -535,25 +632,51 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	}
 	st.pages_cached[HOST] = vc_tier_used(c->host);
 	st.pages_capacity[HOST] = vc_tier_capacity(c->host);
-	if (c->gpu.ls) {
+	for (uint32_t i = 0; i < c->ngpus && c->gpus[i].ls; i++) {
+		const struct vc_gpu *g = &c->gpus[i];
 		struct vc_ls_stats ls;
-		vc_ls_get_stats(c->gpu.ls, &ls);
-		st.pages_cached[GPU] = eng_dd(c) ? c->dd.pages : ls.slots_live;
-		st.pages_capacity[GPU] = vc_ls_capacity(c->gpu.ls) / eng_mpp(c);
+		vc_ls_get_stats(g->ls, &ls);
+		st.gpus++;
+		st.pages_cached[GPU] += eng_dd(c) ? c->dd.pages : ls.slots_live;
+		st.pages_capacity[GPU] += vc_ls_capacity(g->ls) / eng_mpp(c);
 		if (eng_dd(c))
 			dd_stats(c, ls.slots_live, &st);
-		st.gpu_segments = ls.segs_total;
-		st.gpu_segments_free = ls.segs_free;
-		st.gpu_fragmentation = ls.fragmentation;
-		st.gc_runs = ls.gc_runs;
-		st.gc_pages_moved = ls.gc_pages_moved;
-		st.gc_ns = c->gpu.gc_ns;
-		st.gpu_segments_evicted = ls.segs_evicted;
-		st.early_releases = ls.early_releases;
-		st.gpu_bytes = vc_ls_bytes(c->gpu.ls);
-		st.gpu_bytes_max = vc_ls_bytes_max(c->gpu.ls);
-		st.gpu_chunk_bytes = vc_ls_nchunks(c->gpu.ls) ? vc_ls_chunk_bytes(c->gpu.ls, 0) : 0;
+		st.gpu_segments += ls.segs_total;
+		st.gpu_segments_free += ls.segs_free;
+		st.gc_runs += ls.gc_runs;
+		st.gc_pages_moved += ls.gc_pages_moved;
+		st.gc_ns += g->gc_ns;
+		st.gpu_segments_evicted += ls.segs_evicted;
+		st.early_releases += ls.early_releases;
+		st.gpu_bytes += vc_ls_bytes(g->ls);
+		st.gpu_bytes_max += vc_ls_bytes_max(g->ls);
+		st.gpu_chunk_bytes = vc_ls_nchunks(g->ls) ? vc_ls_chunk_bytes(g->ls, 0) : 0;
+		st.gpu_peer_pages += g->n_peer_in;
+		/* The tier's fragmentation: dead slots over used ones, all parts. */
+		st.gpu_fragmentation += ls.fragmentation * (double)(ls.slots_live + ls.slots_dead);
+		st.gpu_chunks_released += atomic_load(&g->rs.chunks_released);
+		st.gpu_chunks_regained += atomic_load(&g->rs.chunks_regained);
+		st.gpu_bytes_released += atomic_load(&g->rs.bytes_released);
+		st.gpu_bytes_released_requested += atomic_load(&g->rs.bytes_released_req);
+		st.gpu_shrink_pages_moved += atomic_load(&g->rs.pages_moved);
+		st.gpu_shrinks += atomic_load(&g->rs.shrinks);
+		st.gpu_shrink_ns_total += atomic_load(&g->rs.shrink_ns_total);
+		uint64_t mx = atomic_load(&g->rs.shrink_ns_max);
+		st.gpu_shrink_ns_max = mx > st.gpu_shrink_ns_max ? mx : st.gpu_shrink_ns_max;
+		st.gpu_shrink_ns_last = atomic_load(&g->rs.shrink_ns_last);
+		st.gpu_shrink_drop_ns_total += atomic_load(&g->rs.drop_ns_total);
 	}
+	if (st.gpus) {
+		uint64_t used = 0;
+		for (uint32_t i = 0; i < c->ngpus; i++) {
+			struct vc_ls_stats ls;
+			vc_ls_get_stats(c->gpus[i].ls, &ls);
+			used += ls.slots_live + ls.slots_dead;
+		}
+		st.gpu_fragmentation = used ? st.gpu_fragmentation / (double)used : 0;
+	}
+	st.gpus_failed = c->gt.failed;
+	st.gpu_dirty_lost = c->gt.dirty_lost;
 	st.misses = c->st.misses;
 	st.writebacks = c->st.writebacks;
 	st.h2d_bytes = c->st.h2d;
@@ -575,25 +698,9 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 		if (c->vols[i])
 			st.backing_wait_ns += vc_backing_wait_ns(c->vols[i]->bk);
 	eng_unlock(c);
-	st.batches = bs.batches;
-	/* The batcher counts moves of its unit, a block with dedup: pages
-	 * are D of them. */
-	st.batch_pages = bs.pages * move_size(c) / c->page_size;
-	memcpy(st.batch_hist, bs.hist, sizeof st.batch_hist);
-	st.batch_wait_ns = bs.wait_ns;
-	st.gpu_chunks_released = atomic_load(&c->gpu.rs.chunks_released);
-	st.gpu_chunks_regained = atomic_load(&c->gpu.rs.chunks_regained);
-	st.gpu_bytes_released = atomic_load(&c->gpu.rs.bytes_released);
-	st.gpu_bytes_released_requested = atomic_load(&c->gpu.rs.bytes_released_req);
-	st.gpu_shrink_pages_moved = atomic_load(&c->gpu.rs.pages_moved);
-	st.gpu_shrinks = atomic_load(&c->gpu.rs.shrinks);
-	st.gpu_shrink_ns_total = atomic_load(&c->gpu.rs.shrink_ns_total);
-	st.gpu_shrink_ns_max = atomic_load(&c->gpu.rs.shrink_ns_max);
-	st.gpu_shrink_ns_last = atomic_load(&c->gpu.rs.shrink_ns_last);
-	st.gpu_shrink_drop_ns_total = atomic_load(&c->gpu.rs.drop_ns_total);
-	st.integrity_failures = atomic_load(&c->gpu.integ_failures);
-	st.integrity_drops = atomic_load(&c->gpu.integ_drops);
-	st.integrity_dirty_lost = atomic_load(&c->gpu.integ_dirty_lost);
+	st.integrity_failures = atomic_load(&c->gt.integ_failures);
+	st.integrity_drops = atomic_load(&c->gt.integ_drops);
+	st.integrity_dirty_lost = atomic_load(&c->gt.integ_dirty_lost);
 	memcpy(out, &st, st.size);
 	return 0;
 }

@@ -9,25 +9,25 @@ int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len)
 {
 	*out = NULL;
 	*len = 0;
-	if (!c->gpu.ls)
+	if (!c->gpus[0].ls)
 		return vc_err(-ENODEV, "no GPU tier to dump");
-	struct vc_device *d = c->gpu.dev;
+	struct vc_device *d = c->gpus[0].dev;
 	void *bounce;
 	uint64_t bounce_dev;
 	int r = d->ops->host_alloc(d, DUMP_BOUNCE, &bounce, &bounce_dev);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&c->gpu.resize_mu);
-	const uint64_t total = vc_ls_bytes(c->gpu.ls);
+	pthread_mutex_lock(&c->gpus[0].resize_mu);
+	const uint64_t total = vc_ls_bytes(c->gpus[0].ls);
 	unsigned char *buf = malloc(total ? total : 1);
 	if (!buf)
 		r = vc_err(-ENOMEM, "out of memory for a %llu-byte dump", (unsigned long long)total);
 	uint64_t at = 0;
-	for (uint32_t ch = 0; r == 0 && ch < vc_ls_nchunks(c->gpu.ls); ch++) {
-		if (vc_ls_chunk_state(c->gpu.ls, ch) == VC_LS_CHUNK_OFF)
+	for (uint32_t ch = 0; r == 0 && ch < vc_ls_nchunks(c->gpus[0].ls); ch++) {
+		if (vc_ls_chunk_state(c->gpus[0].ls, ch) == VC_LS_CHUNK_OFF)
 			continue;
 		uint64_t addr, n;
-		vc_ls_chunk_range(c->gpu.ls, ch, &addr, &n);
+		vc_ls_chunk_range(c->gpus[0].ls, ch, &addr, &n);
 		for (uint64_t o = 0; r == 0 && o < n && at < total; o += DUMP_BOUNCE) {
 			uint64_t k = n - o < DUMP_BOUNCE ? n - o : DUMP_BOUNCE;
 			if (k > total - at)
@@ -38,7 +38,7 @@ int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len)
 			at += k;
 		}
 	}
-	pthread_mutex_unlock(&c->gpu.resize_mu);
+	pthread_mutex_unlock(&c->gpus[0].resize_mu);
 	d->ops->host_free(d, bounce);
 	if (r < 0) {
 		free(buf);
@@ -52,7 +52,7 @@ int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len)
 int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask)
 {
 	struct vc_cache *c = v->c;
-	struct vc_device *d = c->gpu.dev;
+	struct vc_device *d = c->gpus[0].dev;
 	if (off >= v->size)
 		return vc_err(-EINVAL, "poke at %llu: past the end", (unsigned long long)off);
 	const uint64_t pno = v->base + (off >> c->pshift);
@@ -74,11 +74,12 @@ int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask)
 	uint64_t addr = 0;
 	if (r == 0 && eng_dd(c)) {
 		uint32_t b = c->dd.res[(uint64_t)page_id(c, p) * c->dd.D + at / c->dd.bsize];
-		addr = vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+		addr = vc_ls_addr(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 		len = c->dd.bsize;
 		at %= c->dd.bsize;
 	} else if (r == 0) {
 		addr = slot_addr_gpu(c, p);
+		d = gpu_of(c, p)->dev; /* host memory from part 0's reaches it too (portable) */
 	}
 	eng_unlock(c);
 	if (r == 0) {
@@ -91,8 +92,15 @@ int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask)
 		eng_wake(c);
 		eng_unlock(c);
 	}
-	d->ops->host_free(d, bounce);
+	c->gpus[0].dev->ops->host_free(c->gpus[0].dev, bounce);
 	return r;
+}
+
+int eng_debug_gpu_fault(vc_cache *c, unsigned gpu)
+{
+	if (!c || gpu >= c->ngpus || !c->gpus[gpu].ls)
+		return vc_err(-EINVAL, "fault: no GPU part %u", gpu);
+	return vc_device_fault(c->gpus[gpu].dev);
 }
 
 int eng_debug_dedup_collide(vc_cache *c, bool on)

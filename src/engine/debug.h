@@ -26,6 +26,12 @@ int eng_debug_gpu_dump(vc_cache *c, unsigned char **out, size_t *len);
  * not settled in the GPU tier, -EBUSY when it is in use. */
 int eng_debug_gpu_poke(vc_volume *v, uint64_t off, unsigned char mask);
 
+/* A failing GPU, as a device error on it would be: vc_device_fault on
+ * part `gpu`'s device (CUDA: a kernel that traps, so the driver's own
+ * sticky error; emu: every later call on it fails). The engine finds out
+ * at its next call there. -EINVAL: no such part. */
+int eng_debug_gpu_fault(vc_cache *c, unsigned gpu);
+
 /* Dedup's collision hook: while on, every block's fingerprint is the same
  * (zero), so every block going down matches a stored one and only the
  * byte compare keeps unequal blocks apart (tests/test_dedup.c). -EINVAL

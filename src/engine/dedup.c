@@ -171,7 +171,7 @@ void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 	if (k->pins > 0)
 		return; /* a trip compares against it: its last unpin frees it */
 	if (slotted)
-		vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+		vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 	d->free_ids[d->nfree++] = b;
 }
 
@@ -201,7 +201,8 @@ void dd_use_unplace(struct vc_cache *c, uint64_t u)
 	c->dd.resv++;
 }
 
-int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
+int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
+		   struct vc_page *const *pages)
 {
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
@@ -209,28 +210,34 @@ int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
 		/* Nothing is appended yet: eng_dd_down appends only the blocks
 		 * that are not duplicates. The room is the caller's (made under
 		 * this hold), so the reservation holds it for them. */
-		if (d->pages + n > d->page_cap || eng_gpu_free(c) < (uint64_t)n * d->D)
+		if (d->pages + n > d->page_cap || eng_gpu_free(c, g) < (uint64_t)n * d->D)
 			return -ENOSPC;
 		d->pages += n;
 		d->resv += (uint64_t)n * d->D;
+		for (uint32_t i = 0; i < n; i++)
+			pages[i]->gpu = (uint8_t)g->idx;
 		return 0;
 	}
-	uint32_t *key = malloc((n ? n : 1) * 2 * sizeof *key);
+	uint32_t *key = calloc((size_t)(n ? n : 1) * 2, sizeof *key);
 	if (!key)
 		return vc_err(-ENOMEM, "out of memory");
-	uint32_t *g = key + n;
+	uint32_t *slots = key + n;
 	for (uint32_t i = 0; i < n; i++)
 		key[i] = page_id(c, pages[i]);
-	int r = vc_ls_append(c->gpu.ls, n, key, ++c->gpu.clock, g);
+	int r = vc_ls_append(g->ls, n, key, ++g->clock, slots);
 	free(key);
-	return r < 0 ? -ENOSPC : 0;
+	if (r < 0)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < n; i++)
+		pages[i]->gpu = (uint8_t)g->idx;
+	return 0;
 }
 
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 {
 	eng_assert_locked(c);
 	if (!eng_dd(c)) {
-		vc_ls_orphan(c->gpu.ls, gpu_slot(c, p));
+		vc_ls_orphan(gpu_of(c, p)->ls, gpu_slot(c, p));
 		return;
 	}
 	struct eng_dedup *d = &c->dd;
@@ -255,7 +262,8 @@ uint32_t eng_mv_page(const struct vc_cache *c, const struct vc_page *p, uint64_t
 	const struct eng_dedup *d = &c->dd;
 	for (uint32_t j = 0; j < d->D; j++) {
 		uint32_t b = d->res[(uint64_t)page_id(c, p) * d->D + j];
-		uint64_t g = vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+		const struct vc_ls *ls = c->gpus[0].ls; /* dedup: one part */
+		uint64_t g = vc_ls_addr(ls, vc_ls_where(ls, b));
 		uint64_t h = host + (uint64_t)j * d->bsize;
 		mv[j] = up ? eng_mv_up(c, g, h, p->pno) : eng_mv_down(c, h, g, p->pno);
 		mv[j].tweak = d->blk[b].tweak; /* the stored block's, not the page's */
@@ -280,7 +288,7 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 {
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
-	const uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	const uint32_t per = vc_ls_slots_per_seg(c->gpus[0].ls);
 	uint32_t nh = 0, cap = per;
 	struct vc_page **h = malloc(cap * sizeof *h);
 	bool ok = h != NULL;
@@ -290,7 +298,7 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 	}
 	for (uint32_t i = 0; ok && i < n; i++)
 		for (uint32_t s = 0; ok && s < per; s++) {
-			uint32_t b = vc_ls_key(c->gpu.ls, segs[i] * per + s);
+			uint32_t b = vc_ls_key(c->gpus[0].ls, segs[i] * per + s);
 			if (b == VC_LS_DEAD)
 				continue;
 			if (d->blk[b].pins) { /* a trip reads it unlocked: no moving it now */
@@ -334,9 +342,9 @@ void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg)
 {
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
-	const uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	const uint32_t per = vc_ls_slots_per_seg(c->gpus[0].ls);
 	for (uint32_t s = 0; s < per; s++) {
-		uint32_t b = vc_ls_key(c->gpu.ls, seg * per + s);
+		uint32_t b = vc_ls_key(c->gpus[0].ls, seg * per + s);
 		if (b != VC_LS_DEAD && d->blk[b].indexed)
 			tab_remove(d, b);
 	}
@@ -361,15 +369,15 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * VC_DD_CIPHER_FP=0 (for measuring) takes the encrypted path back to
 	 * step 5's: the host hashes, unique blocks move once. */
 	d->fp_move = d->algo == VC_FP_LANES &&
-		     (!c->gpu.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
+		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */
-	d->dev_cmp = c->gpu.cipher && d->bsize >= VC_CMP_XTS_LEN_MIN &&
+	d->dev_cmp = c->gt.cipher && d->bsize >= VC_CMP_XTS_LEN_MIN &&
 		     (d->bsize & (d->bsize - 1)) == 0 && vc_env_u32("VC_DD_DEV_CMP", 1, 0, 1) != 0;
 	d->max_sms = DD_MAX_SMS;
-	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpu.ls);
+	d->nblocks = (uint32_t)vc_ls_capacity_max(c->gpus[0].ls);
 	/* Logical pages: up to max_factor x the tier's pages, so the tier
 	 * can hold as many pages as the data's repetition allows up to that
 	 * bound; the page entries are allocated for it up front (the pool

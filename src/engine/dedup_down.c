@@ -165,7 +165,7 @@ static struct down *down_alloc(uint32_t cap)
  * and move once, only if unique, from the plaintext. */
 static bool stage_moves(const struct vc_cache *c)
 {
-	return !c->gpu.cipher || c->dd.fp_move;
+	return !c->gt.cipher || c->dd.fp_move;
 }
 
 /* With encryption, the region after the results: the device compare's
@@ -178,7 +178,7 @@ static uint64_t cipher_len(const struct eng_dedup *d)
 static uint64_t scratch_len(const struct vc_cache *c)
 {
 	const uint64_t m = c->dd.scr_blocks;
-	return m * 41 + 64 + (c->gpu.cipher ? cipher_len(&c->dd) : 0);
+	return m * 41 + 64 + (c->gt.cipher ? cipher_len(&c->dd) : 0);
 }
 
 static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scratch *sc)
@@ -203,9 +203,9 @@ static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scra
 static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
 {
 	if (sc->stage)
-		c->gpu.dev->ops->mem_free(c->gpu.dev, sc->stage);
+		c->gpus[0].dev->ops->mem_free(c->gpus[0].dev, sc->stage);
 	if (sc->mem)
-		c->gpu.dev->ops->host_free(c->gpu.dev, sc->mem);
+		c->gpus[0].dev->ops->host_free(c->gpus[0].dev, sc->mem);
 	down_free(sc->g);
 	free(sc);
 }
@@ -215,7 +215,7 @@ static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
 static struct dd_scratch *scratch_new(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	struct vc_device *dev = c->gpu.dev;
+	struct vc_device *dev = c->gpus[0].dev;
 	struct dd_scratch *sc = calloc(1, sizeof *sc);
 	if (!sc)
 		return NULL;
@@ -254,7 +254,7 @@ static void scratch_put(struct vc_cache *c, struct dd_scratch *sc)
 
 static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 {
-	return vc_ls_addr(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+	return vc_ls_addr(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 }
 
 /* Under c->mu: a trip is done comparing against block b. The last unpin
@@ -265,7 +265,7 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
 	struct eng_dedup *d = &c->dd;
 	if (--d->blk[b].pins > 0 || d->blk[b].refs > 0)
 		return;
-	vc_ls_orphan(c->gpu.ls, vc_ls_where(c->gpu.ls, b));
+	vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 	d->free_ids[d->nfree++] = b;
 }
 
@@ -331,11 +331,11 @@ static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *
 		       uint32_t nmv)
 {
 	const struct eng_dedup *d = &c->dd;
-	if (c->gpu.cipher && !d->fp_move)
+	if (c->gt.cipher && !d->fp_move)
 		return 0;
 	if (d->fp_move) {
 		if (nmv)
-			vc_batcher_fp_n(c->gpu.bat, g->tk, nmv, g->dfp, g->ok);
+			vc_batcher_fp_n(c->gpus[0].bat, g->tk, nmv, g->dfp, g->ok);
 		for (uint32_t k = 0; k < g->m; k++) {
 			const uint32_t t = g->tix[k];
 			if (g->ok[t])
@@ -349,7 +349,7 @@ static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *
 		return 0;
 	struct vc_fp_job job = { .blocks_dev = g->s.addr_dev, .out_dev = g->s.fp_dev, .n = g->m,
 				 .block_size = d->bsize, .algo = d->algo, .max_sms = d->max_sms };
-	int r = vc_fp_run(c->gpu.dev, &job);
+	int r = vc_fp_run(c->gpus[0].dev, &job);
 	if (r == 0)
 		memcpy(g->fp, g->s.fp, (size_t)g->m * sizeof *g->fp);
 	return r;
@@ -392,19 +392,19 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], b = dd_blk_new(d);
 		d->blk[b].fp = g->fp[k];
-		if (c->gpu.cipher && stage_moves(c))
+		if (c->gt.cipher && stage_moves(c))
 			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
 		dd_use_place(d, use_of(c, g, pages, k), b);
 		g->blk[k] = g->key[t] = b;
 	}
-	int r = g->nu ? vc_ls_append(c->gpu.ls, g->nu, g->key, ++c->gpu.clock, g->slot) : 0;
+	int r = g->nu ? vc_ls_append(c->gpus[0].ls, g->nu, g->key, ++c->gpus[0].clock, g->slot) : 0;
 	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
 		dd_use_unplace(c, use_of(c, g, pages, g->uk[t]));
 	if (r < 0)
 		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint64_t dst = vc_ls_addr(c->gpu.ls, g->slot[t]);
+		const uint64_t dst = vc_ls_addr(c->gpus[0].ls, g->slot[t]);
 		if (!stage_moves(c)) {
 			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
 			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
@@ -451,7 +451,7 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 		if (o != DD_NIL) {
 			d->blk[o].pins++;
 			g->local[g->np] = false;
-			g->s.pair[2 * g->np] = c->gpu.cipher ? d->blk[o].tweak
+			g->s.pair[2 * g->np] = c->gt.cipher ? d->blk[o].tweak
 					     : g->dir[k]     ? blk_addr(c, g->blk[k]) /* ours: BUSY */
 							     : g->s.stage + (uint64_t)k * d->bsize;
 			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
@@ -521,8 +521,8 @@ static int compare_dev(struct vc_cache *c, struct down *g, const unsigned char *
 		g->xq[nx++] = q;
 	}
 	const struct vc_cmp_job job = { .pairs_dev = s->xpair_dev, .out_dev = s->xeq_dev, .n = nx,
-					.len = d->bsize, .key = c->gpu.xkey, .tweaks_dev = s->xtw_dev };
-	int r = nx ? vc_cmp_run(c->gpu.dev, &job) : 0;
+					.len = d->bsize, .key = c->gt.xkey, .tweaks_dev = s->xtw_dev };
+	int r = nx ? vc_cmp_run(c->gpus[0].dev, &job) : 0;
 	for (uint32_t t = 0; r == 0 && t < nx; t++)
 		s->eq[g->xq[t]] = s->xeq[t];
 	return r;
@@ -543,10 +543,10 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	const struct scratch *s = &g->s;
 	struct vc_move *mv = g->mv + busy; /* the first `busy` moves are in flight */
 	struct vc_ticket *tk = g->tk + busy;
-	if (!c->gpu.cipher) {
+	if (!c->gt.cipher) {
 		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = g->np,
 					  .len = d->bsize };
-		return vc_cmp_run(c->gpu.dev, &job);
+		return vc_cmp_run(c->gpus[0].dev, &job);
 	}
 	if (d->dev_cmp)
 		return compare_dev(c, g, plain, src);
@@ -557,9 +557,9 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 							.dst = s->buf_dev + (uint64_t)q * d->bsize,
 							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
 							.tweak = s->pair[2 * q] };
-	int r = nm ? vc_batcher_add_n(c->gpu.bat, mv, nm, tk) : 0;
+	int r = nm ? vc_batcher_add_n(c->gpus[0].bat, mv, nm, tk) : 0;
 	if (r == 0 && nm)
-		r = vc_batcher_wait_n(c->gpu.bat, tk, nm);
+		r = vc_batcher_wait_n(c->gpus[0].bat, tk, nm);
 	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
 		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
 						     : s->buf + (uint64_t)q * d->bsize;
@@ -670,7 +670,7 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 			dd_use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
 			g->key[nk++] = b;
 		}
-	if (nk && vc_ls_append(c->gpu.ls, nk, g->key, ++c->gpu.clock, g->slot) < 0) {
+	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
 		for (uint32_t i = 0; i < g->n; i++)
 			for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++)
 				dd_use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
@@ -700,7 +700,7 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 		if (!stage_moves(c))
 			continue;
 		g->mv[nm] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, g->s.addr[k], pages[i]->pno);
-		if (c->gpu.cipher)
+		if (c->gt.cipher)
 			g->mv[nm].tweak = g->tw[k] = ++d->tweak_next; /* a serial, never reused */
 		g->mv[nm++].op |= d->fp_move ? VC_MOVE_FP : 0;
 	}
@@ -739,10 +739,10 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 		    const unsigned char *const *plain, bool hash)
 {
 	const struct eng_dedup *d = &c->dd;
-	int r = n ? vc_batcher_add_n(c->gpu.bat, g->mv, n, g->tk) : 0;
+	int r = n ? vc_batcher_add_n(c->gpus[0].bat, g->mv, n, g->tk) : 0;
 	for (uint32_t k = 0; r == 0 && hash && k < g->m; k++)
 		vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
-	return r == 0 && n ? vc_batcher_wait_n(c->gpu.bat, g->tk, n) : r;
+	return r == 0 && n ? vc_batcher_wait_n(c->gpus[0].bat, g->tk, n) : r;
 }
 
 /* One trip (eng_dd_down), n <= scr_blocks / D pages. The staged trip, in
@@ -797,7 +797,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	eng_unlock(c);
 	dd_prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)
-		r = move_all(c, g, nmv, plain, c->gpu.cipher && !d->fp_move);
+		r = move_all(c, g, nmv, plain, c->gt.cipher && !d->fp_move);
 	dd_prof_mark(&pf, DDP_MOVE);
 	if (r == 0)
 		r = fingerprint(c, g, plain, nmv);
@@ -826,10 +826,10 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	 * (leaders have no pair; a local pair reads the leader's staging
 	 * block, which the placement only reads). */
 	const uint32_t nlead = g->nu;
-	int rp = nlead ? vc_batcher_add_n(c->gpu.bat, g->mv, nlead, g->tk) : 0;
+	int rp = nlead ? vc_batcher_add_n(c->gpus[0].bat, g->mv, nlead, g->tk) : 0;
 	int rc = g->np ? compare(c, g, plain, src, rp == 0 ? nlead : 0) : 0;
 	if (rp == 0 && nlead)
-		rp = vc_batcher_wait_n(c->gpu.bat, g->tk, nlead);
+		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nlead);
 	dd_prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
 	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv);

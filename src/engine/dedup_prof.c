@@ -51,8 +51,8 @@ void dd_prof_print(struct vc_cache *c, const char *what)
 		return;
 	fprintf(stderr, "dedup trips (%s): %llu, %llu blocks selected, D = %u, %s%s%s\n", what,
 		(unsigned long long)trips, (unsigned long long)blocks, d->D,
-		c->gpu.cipher ? "XTS" : "plain", d->fp_move ? ", fingerprints in the moves" : "",
-		!c->gpu.cipher ? "" : d->dev_cmp ? ", compares on the device" : ", compares on the host");
+		c->gt.cipher ? "XTS" : "plain", d->fp_move ? ", fingerprints in the moves" : "",
+		!c->gt.cipher ? "" : d->dev_cmp ? ", compares on the device" : ", compares on the host");
 	for (int i = 0; i < DDP_N; i++) {
 		const uint64_t ns = atomic_exchange(&d->prof_ns[i], 0);
 		const uint64_t k = i == DDP_BEGIN ? trips : atomic_exchange(&d->prof_n[i], 0);

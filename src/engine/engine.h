@@ -189,34 +189,46 @@ struct tstate {
 	_Atomic uint64_t misses, rd_bytes;    /* lock-free misses, bytes they loaded */
 	_Atomic uint64_t wr_bytes;            /* lock-free writes' bytes to the store */
 	_Atomic uint64_t d2h;    /* bytes read in place from the GPU tier */
+	_Atomic uint64_t gpu_hits[VC_GPUS_MAX]; /* of those, pages by part */
 };
 
-/* A GPU's share of the engine: its device, its tier (the log), its move
- * path and what lives in its pinned memory. Fields are under c->mu unless
- * said. */
+/* One part of the GPU tier (vc_config.gpus; docs/MULTIGPU.md): a device's
+ * share, with its own log, cleaner, move queues and streams, staging and
+ * counters. c->gpus[0 .. c->ngpus) in the order the configuration names
+ * them; a page in the GPU tier is in part p->gpu. Fields are under c->mu
+ * unless said. */
 struct vc_gpu {
-	struct vc_device *dev;     /* also allocates the host tier's pinned memory */
+	struct vc_device *dev;     /* part 0's also allocates the host tier's pinned memory */
 	struct vc_batcher *bat;    /* page moves: the device queue (thread safe) */
-	struct vc_ls *ls;          /* the GPU tier; NULL when it is disabled */
-	bool off;                  /* the device failed while cleaning: no more demotions */
+	struct vc_ls *ls;          /* the part's log; NULL when the GPU tier is disabled */
+	uint32_t idx;              /* its place in c->gpus */
+	/* The part failed (a device error: eng_gpu_fail): no more pages go
+	 * there, and its pages leave the tier as they are found (atomic:
+	 * lock-free readers test it after pinning). */
+	_Atomic bool off;
 	bool reclaiming;           /* a thread is releasing early */
+	/* Placement weight (vc_gpu_set_weight): its share of new pages; 0
+	 * takes none. Read by placement under c->mu or with a pinned page's
+	 * tier known (never torn: written under c->mu, read as a whole). */
+	double weight;
 	/* Quiet mode (eng_gfs_quiet; atomic, read without c->mu): while
 	 * nonzero the engine runs nothing on the device's SMs: cleaning
 	 * defers to tail eviction, a shrink evicts instead of moving, and
 	 * moves use the copy engines (vc_batcher_set_dma). A count: GPUfs
 	 * contexts each hold one for their life. */
 	_Atomic uint32_t quiet;
-	uint64_t clock;            /* demotion stamps: the GPU tier's LRU order */
-	int gc_policy;
-	uint32_t gc_segments;
-	double gc_frag;
+	uint64_t clock;            /* demotion stamps: the part's LRU order */
 	uint64_t gc_ns;            /* in cleaning steps under c->mu, attempts included */
 	struct vc_page **gc_held;  /* pages a cleaning step claimed: gc_segments x per segment */
 	struct vc_tiermem *stage_wb;   /* see WB_STAGING_PAGES */
-	struct vc_tiermem *stage_bulk; /* flush and GPU prefetch; batch_pages pages */
-	bool serve;                /* GPU-tier reads served in place (VC_GPU_HITS_SERVE); set at open */
-	struct vc_tiermem *bounce; /* bounce_threads x bounce_per pinned pages; set at open */
-	uint32_t bounce_per, bounce_threads;
+	struct vc_tiermem *stage_bulk; /* flush, GPU prefetch, moves between parts; batch_pages pages */
+	/* Parts whose memory this part's moves reach (P2P, or one device):
+	 * bit j for part j; set at open (vc_device_peer_enable). */
+	uint32_t peers;
+	/* Its figures (vc_get_gpu_stats): under c->mu but for the atomics,
+	 * which lock-free paths add to. */
+	_Atomic uint64_t n_h2d, n_d2h; /* pages moved host -> part, part -> host */
+	uint64_t n_hits, n_evicted, n_peer_in, n_peer_out, n_peer_direct;
 	/* Shrinking and growing (gpusize.c): one at a time, under resize_mu
 	 * (taken before c->mu); the counters are atomics. */
 	pthread_mutex_t resize_mu;
@@ -230,9 +242,25 @@ struct vc_gpu {
 	pthread_t dropper;
 	void *dropper_job;
 	bool profile; /* VC_GPU_SHRINK_PROFILE: phases to stderr; set at open */
-	/* Encryption of the GPU tier (vc_config.encrypt; set at open): the
-	 * key in locked host memory (base/secret.h) for the cache's life,
-	 * xkey pointing into it; cipher when on. */
+};
+
+/* What the GPU tier's parts share: settings, the read bounce pages, the
+ * cipher and the integrity mode (set at open unless said). */
+struct eng_gtier {
+	int gc_policy;
+	uint32_t gc_segments;
+	double gc_frag;
+	bool serve;                /* GPU-tier reads served in place (VC_GPU_HITS_SERVE) */
+	struct vc_tiermem *bounce; /* bounce_threads x bounce_per pinned pages (portable) */
+	uint32_t bounce_per, bounce_threads;
+	/* Dirty pages are written back as they go down (VC_GPU_DIRTY_CLEAN):
+	 * no GPU page is ever dirty, so a failed part loses nothing. */
+	bool clean_down;
+	/* Encryption of the GPU tier (vc_config.encrypt): the key in locked
+	 * host memory (base/secret.h) for the cache's life, xkey pointing
+	 * into it; cipher when on. One key for every part: ciphertext is
+	 * bound to its page (the tweak), not to a slot or a device, so it
+	 * moves between parts as it is. */
 	bool cipher;
 	uint32_t units_per_page; /* cipher data units per page (tweak stride) */
 	struct vc_secret *key;
@@ -244,6 +272,8 @@ struct vc_gpu {
 	struct eng_seal *seals;  /* [pool entries] */
 	_Atomic uint64_t nonce;  /* the last nonce given out */
 	_Atomic uint64_t integ_failures, integ_drops, integ_dirty_lost;
+	/* Parts lost, dirty pages they took (under c->mu). */
+	uint64_t failed, dirty_lost;
 };
 
 /* Block deduplication of the GPU tier (vc_config.dedup; dedup.c, which
@@ -359,7 +389,11 @@ struct vc_cache {
 	 * (vc_volume_close drops its pages first, waiting for busy ones). */
 	struct vc_volume *vols[VC_VOLUMES_MAX];
 	struct vc_tiermem *host;
-	struct vc_gpu gpu; /* one GPU now; an array of them later */
+	/* The GPU tier: ngpus parts (0 without one), and what they share.
+	 * ngpus is set at open. */
+	struct vc_gpu gpus[VC_GPUS_MAX];
+	uint32_t ngpus;
+	struct eng_gtier gt;
 	struct eng_dedup dd;
 	struct vc_policy *pol;
 	struct vc_index ix;
@@ -410,6 +444,9 @@ struct bulk {
 	struct vc_bio *bios;
 	struct vc_move *moves;
 	struct vc_ticket *tickets;
+	uint8_t *mpart;           /* each move's part (eng_fan) */
+	int perr[VC_GPUS_MAX];    /* the last eng_bulk_move's status by part */
+	bool lost;                /* a flush met dirty pages of a failed part */
 	unsigned n;
 };
 
@@ -530,27 +567,41 @@ static inline uint32_t page_id(const struct vc_cache *c, const struct vc_page *p
 	return (uint32_t)(p - c->ix.pool);
 }
 
-/* A GPU-tier page's slot in the log: kept by the log store (where[]), which
- * the device cleaner updates in place, so cleaning costs the engine no
- * work per moved page. */
+/* The part that holds GPU page p (in the GPU tier, or going down with its
+ * slot appended: eng_gpu_append set p->gpu). */
+static inline struct vc_gpu *gpu_of(struct vc_cache *c, const struct vc_page *p)
+{
+	return &c->gpus[p->gpu];
+}
+
+static inline const struct vc_gpu *gpu_ofc(const struct vc_cache *c, const struct vc_page *p)
+{
+	return &c->gpus[p->gpu];
+}
+
+/* A GPU-tier page's slot in its part's log: kept by the log store
+ * (where[]), which the device cleaner updates in place, so cleaning costs
+ * the engine no work per moved page. */
 static inline uint32_t gpu_slot(const struct vc_cache *c, const struct vc_page *p)
 {
-	return vc_ls_where(c->gpu.ls, page_id(c, p));
+	return vc_ls_where(gpu_ofc(c, p)->ls, page_id(c, p));
 }
 
 static inline uint64_t slot_addr(const struct vc_cache *c, const struct vc_page *p)
 {
-	return p->tier == GPU ? vc_ls_addr(c->gpu.ls, gpu_slot(c, p)) : vc_tier_addr(c->host, p->slot);
+	return p->tier == GPU ? vc_ls_addr(gpu_ofc(c, p)->ls, gpu_slot(c, p))
+			      : vc_tier_addr(c->host, p->slot);
 }
 
 /* A GPU-tier page's device address; for a pinned page without the lock
  * (cleaning and eviction claim the pages whose slots they change). */
 static inline uint64_t slot_addr_gpu(const struct vc_cache *c, const struct vc_page *p)
 {
-	return vc_ls_addr(c->gpu.ls, gpu_slot(c, p));
+	return vc_ls_addr(gpu_ofc(c, p)->ls, gpu_slot(c, p));
 }
 
-/* Dedup on (the GPU tier stores blocks; dedup.c). */
+/* Dedup on (the GPU tier stores blocks; dedup.c). Only with one part,
+ * c->gpus[0] (vc_open refuses more). */
 static inline bool eng_dd(const struct vc_cache *c)
 {
 	return c->dd.mode != 0;
@@ -563,13 +614,13 @@ static inline uint32_t eng_mpp(const struct vc_cache *c)
 	return eng_dd(c) ? c->dd.D : 1;
 }
 
-/* Free slots at the GPU log's head that nobody has promised: with dedup,
+/* Free slots at part g's log head that nobody has promised: with dedup,
  * the pages on their way down hold dd.resv of them (eng_gpu_append)
  * until their blocks are placed, and a shrink about to drain chunks holds
  * their room (dd.hold). Under c->mu. */
-static inline uint64_t eng_gpu_free(const struct vc_cache *c)
+static inline uint64_t eng_gpu_free(const struct vc_cache *c, const struct vc_gpu *g)
 {
-	uint64_t r = vc_ls_room(c->gpu.ls), p = c->dd.resv + c->dd.hold;
+	uint64_t r = vc_ls_room(g->ls), p = c->dd.resv + c->dd.hold;
 	return r > p ? r - p : 0;
 }
 
@@ -577,11 +628,11 @@ static inline uint64_t eng_gpu_free(const struct vc_cache *c)
  * dedup): where the tail eviction looks for its segment. */
 static inline uint32_t gpu_slot0(const struct vc_cache *c, const struct vc_page *p)
 {
-	return eng_dd(c) ? vc_ls_where(c->gpu.ls, c->dd.res[(uint64_t)page_id(c, p) * c->dd.D])
+	return eng_dd(c) ? vc_ls_where(c->gpus[0].ls, c->dd.res[(uint64_t)page_id(c, p) * c->dd.D])
 			 : gpu_slot(c, p);
 }
 
-/* Moves between the tiers (device.h). With encryption on (c->gpu.cipher)
+/* Moves between the tiers (device.h). With encryption on (c->gt.cipher)
  * the GPU tier holds ciphertext only: a move down (host memory to a GPU
  * slot) encrypts, a move up (a GPU slot to host memory: a host slot, a
  * bounce or a staging page) decrypts, under the cache's key, with the
@@ -594,14 +645,14 @@ static inline uint32_t gpu_slot0(const struct vc_cache *c, const struct vc_page 
 static inline uint64_t page_tweak(const struct vc_cache *c, uint64_t pno)
 {
 	return (pno & ~VC_PNO_INDEX_MASK) |
-	       ((vc_pno_index(pno) * c->gpu.units_per_page) & VC_PNO_INDEX_MASK);
+	       ((vc_pno_index(pno) * c->gt.units_per_page) & VC_PNO_INDEX_MASK);
 }
 
 static inline struct vc_move eng_mv_down(const struct vc_cache *c, uint64_t host, uint64_t gpu,
 					 uint64_t pno)
 {
 	return (struct vc_move){ .src = host, .dst = gpu,
-				 .op = VC_MOVE_COPY | (c->gpu.cipher ? VC_MOVE_ENCRYPT : 0),
+				 .op = VC_MOVE_COPY | (c->gt.cipher ? VC_MOVE_ENCRYPT : 0),
 				 .tweak = page_tweak(c, pno) };
 }
 
@@ -609,7 +660,7 @@ static inline struct vc_move eng_mv_up(const struct vc_cache *c, uint64_t gpu, u
 				       uint64_t pno)
 {
 	return (struct vc_move){ .src = gpu, .dst = host,
-				 .op = VC_MOVE_COPY | (c->gpu.cipher ? VC_MOVE_DECRYPT : 0),
+				 .op = VC_MOVE_COPY | (c->gt.cipher ? VC_MOVE_DECRYPT : 0),
 				 .tweak = page_tweak(c, pno) };
 }
 
@@ -645,10 +696,10 @@ static inline void pol_hit(struct vc_cache *c, struct vc_page *p)
 }
 
 /* Bounce page i of thread state t: where GPU-tier pages it reads in place
- * land. Only threads with idx < c->gpu.bounce_threads have them. */
+ * land. Only threads with idx < c->gt.bounce_threads have them. */
 static inline uint32_t bounce_slot(const struct vc_cache *c, const struct tstate *t, uint32_t i)
 {
-	return t->idx * c->gpu.bounce_per + i;
+	return t->idx * c->gt.bounce_per + i;
 }
 
 /* ---- the engine lock ------------------------------------------------------
@@ -733,7 +784,16 @@ bool eng_unevictable(const struct vc_pnode *n, void *arg);
 void eng_page_forget(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop_drained(struct vc_cache *c, struct vc_page *p, bool drained);
 void eng_page_drop(struct vc_cache *c, struct vc_page *p);
-int eng_move1(struct vc_cache *c, struct vc_move m);
+/* Unlocked: one move on part g's queue, waited for. */
+int eng_move1(struct vc_cache *c, struct vc_gpu *g, struct vc_move m);
+/* Unlocked: n moves, move i on part part[i]'s queue (tk: n tickets of
+ * room), fanned out: each part's moves in one add, every add before the
+ * first wait, so the parts' links work at once. perr[k] gets part k's
+ * status (0 for parts without moves); returns the first error. */
+int eng_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, uint32_t n,
+	    struct vc_ticket *tk, int *perr);
+/* Under c->mu: fails the parts whose status in perr is a device error. */
+void eng_fail_parts(struct vc_cache *c, const int *perr);
 /* Unlocked: GPU page p (pinned or BUSY) up to host address `host`, as one
  * or D moves (eng_mv_page), waited for. */
 int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host);
@@ -744,7 +804,7 @@ int eng_promote(struct vc_cache *c, struct vc_page *p);
 /* --- seal.c: the integrity mode (VC_ENCRYPT_XTS_GMAC) ---
  * Every move down (host memory to a GPU slot) seals the page: a fresh
  * nonce and the GMAC tag of its plaintext, kept in host memory under its
- * id (c->gpu.seals); every move up (to a host slot, a bounce or a staging
+ * id (c->gt.seals); every move up (to a host slot, a bounce or a staging
  * page) checks the plaintext it brought against the seal before anything
  * uses it. A seal is written only by the holder of the page's BUSY claim
  * before the page settles in the GPU tier (release), and read by holders
@@ -761,7 +821,7 @@ struct eng_seal {
 
 static inline bool eng_integ(const struct vc_cache *c)
 {
-	return c->gpu.mac != NULL;
+	return c->gt.mac != NULL;
 }
 
 /* Set by eng_check when a check fails on this thread: tells a caller that
@@ -800,7 +860,8 @@ void eng_dd_close(struct vc_cache *c);
  * n x D slots promised (dd.resv), which eng_dd_down turns into blocks.
  * The caller made the room under this hold. 0, or -ENOSPC with nothing
  * reserved. */
-int eng_gpu_append(struct vc_cache *c, uint32_t n, struct vc_page *const *pages);
+int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
+		   struct vc_page *const *pages);
 /* Under c->mu: page p leaves the GPU tier (or never reached it): its
  * slot is orphaned, or with dedup its uses released (a block left with
  * none is freed and its slot orphaned) and its unplaced uses' reserved
@@ -845,29 +906,79 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
-int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding);
-int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted);
-bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page **held,
-		    uint32_t *nheld);
+int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holding);
+int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted);
+bool eng_segs_claim(struct vc_cache *c, struct vc_gpu *g, uint32_t n, const uint32_t *segs,
+		    struct vc_page **held, uint32_t *nheld);
 /* Under c->mu: a cleaning job over the segments whose live pages are
  * held[0..n) (all of them, claimed) failed on the device: which copy is
  * current is unknown, so the pages are forgotten (dirty data in them is
  * lost, as in promote; with dedup their blocks die with them) and the GPU
  * tier takes no more demotions. */
-void eng_clean_failed(struct vc_cache *c, struct vc_page *const *held, uint32_t n);
+void eng_clean_failed(struct vc_cache *c, struct vc_gpu *g, struct vc_page *const *held,
+		      uint32_t n, int err);
 
 /* --- gpusize.c: the GPU tier's size --- */
-/* Waits for a shrink's page drops still running (close). */
-void eng_gpu_resize_fini(struct vc_cache *c);
+/* Waits for part g's shrink's page drops still running (close). */
+void eng_gpu_resize_fini(struct vc_cache *c, struct vc_gpu *g);
 
-/* The GPU tier takes demotions: it exists, the device works, and some of
- * it is mapped (a shrink may have given every chunk back). Under c->mu. */
-static inline bool eng_gpu_usable(const struct vc_cache *c)
+/* Part g takes pages: it exists, its device works, some of it is mapped
+ * (a shrink may have given every chunk back) and its weight is not 0. */
+static inline bool eng_part_usable(const struct vc_gpu *g)
 {
-	return c->gpu.ls && !c->gpu.off && vc_ls_capacity(c->gpu.ls) > 0;
+	return g->ls && !atomic_load_explicit(&g->off, memory_order_relaxed) && g->weight > 0 &&
+	       vc_ls_capacity(g->ls) > 0;
 }
 
+/* The GPU tier takes demotions: some part does. Under c->mu. */
+static inline bool eng_gpu_usable(const struct vc_cache *c)
+{
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		if (eng_part_usable(&c->gpus[i]))
+			return true;
+	return false;
+}
+
+/* --- place.c: which part a page goes to --- */
+/* Pages of one placement chunk (64 KiB of them, at least one) go to the
+ * same part: a 128 KiB read meets at most three parts. */
+#define PLACE_CHUNK_BYTES (64u << 10)
+/* Under c->mu (or with the weights stable): the part page pno goes to,
+ * by weighted rendezvous hashing of its chunk over the usable parts, or
+ * -1 when none is. O(parts). Stable: a part's weight or loss moves only
+ * the chunks whose best score was, or becomes, that part's. */
+int eng_home(const struct vc_cache *c, uint64_t pno);
+/* The same over an explicit weight list (tests and the simulator):
+ * w[i] <= 0 excludes part i. */
+int eng_place(uint64_t chunk, const double *w, uint32_t n);
+/* Parses vc_config.gpus ("all" or "ORD[:WEIGHT],..."; NULL: one part on
+ * `ordinal`) for device kind `kind`: *n parts, ord[i] and w[i]. 0, or
+ * -VC_ECONFIG with a message naming what is wrong. */
+int eng_gpus_parse(const char *spec, int kind, int ordinal, uint32_t *n, int *ord, double *w);
+
+/* --- multigpu.c: failures, moves between parts --- */
+/* Under c->mu: part g failed with device error err (a move, cleaning or
+ * copy on it returned -VC_EDEVICE). From now on it takes no pages, and
+ * every page it holds leaves the tier: those nobody holds are dropped
+ * now (clean ones are read again from the store; dirty ones, possible
+ * only with VC_GPU_DIRTY_KEEP, are lost and counted), the others by
+ * whoever finds them next unheld (eng_gpu_lost). Idempotent. O(its live
+ * pages), in DROP_CHUNK pieces with pauses of the lock. */
+void eng_gpu_fail(struct vc_cache *c, struct vc_gpu *g, int err);
+/* Unlocked form: takes c->mu. Returns err, for tail calls. */
+int eng_gpu_fail_unlocked(struct vc_cache *c, struct vc_gpu *g, int err);
+/* Whether err is a device's failure (not a store's, nor a full tier). */
+static inline bool eng_dev_err(int err)
+{
+	return err == -VC_EDEVICE;
+}
+/* Under c->mu: p, claimed (BUSY) by the caller, is in a failed part: it
+ * leaves the tier (dirty: lost and counted). */
+void eng_gpu_lost(struct vc_cache *c, struct vc_page *p);
+
 /* --- writeback.c: write-back --- */
+/* Under c->mu: a write-back of p (len bytes) completed: p is clean. */
+void eng_note_written(struct vc_cache *c, struct vc_page *p, uint32_t len);
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p);
 int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last);
 int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done);

@@ -5,10 +5,13 @@
 
 int eng_gfs_check(vc_cache *c)
 {
+	if (c->ngpus > 1)
+		return vc_err(-ENOTSUP, "gpufs: not with a GPU tier over %u parts (vc_config.gpus): "
+					"kernels read the pages of one GPU in place", c->ngpus);
 	if (eng_dd(c))
 		return vc_err(-ENOTSUP, "gpufs: not with dedup on (vc_config.dedup): a GPU-tier page "
 					"is blocks in scattered slots, which kernels cannot read in place");
-	if (c->gpu.cipher)
+	if (c->gt.cipher)
 		return vc_err(-ENOTSUP, "gpufs: not with encryption on (vc_config.encrypt): the GPU "
 					"tier holds ciphertext and the key never leaves host memory");
 	return 0;
@@ -16,7 +19,7 @@ int eng_gfs_check(vc_cache *c)
 
 struct vc_device *eng_gfs_device(vc_cache *c)
 {
-	return c->gpu.dev;
+	return c->gpus[0].dev;
 }
 
 uint64_t eng_gfs_base(vc_volume *v)
@@ -64,7 +67,8 @@ int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *a
 		/* Not cached (or busy, owned, racing): into the GPU tier when it
 		 * works, else (or after two tries) through the ordinary path,
 		 * which waits for the page and leaves it pinned in the host tier. */
-		if (round < 2 && !host && c->gpu.ls && !c->gpu.off && !vc_index_peek(&c->ix, pno)) {
+		if (round < 2 && !host && c->gpus[0].ls && !atomic_load(&c->gpus[0].off) &&
+		    !vc_index_peek(&c->ix, pno)) {
 			int r = vc_volume_prefetch(v, idx << c->pshift, c->page_size, GPU);
 			if (r < 0 && r != -ENOSPC)
 				return r;
@@ -88,7 +92,7 @@ static int cmp_u64(const void *a, const void *b)
 void eng_gfs_load(vc_cache *c, uint64_t *list, uint32_t n, uint32_t *rounds, uint32_t *loaded)
 {
 	*rounds = *loaded = 0;
-	if (!n || !c->gpu.ls || c->gpu.off)
+	if (!n || !c->gpus[0].ls || atomic_load(&c->gpus[0].off))
 		return;
 	/* Cached pages leave the list first, lock-free: a batch of hits
 	 * costs no engine lock. */
@@ -109,10 +113,10 @@ void eng_gfs_load(vc_cache *c, uint64_t *list, uint32_t n, uint32_t *rounds, uin
 void eng_gfs_quiet(vc_cache *c, bool on)
 {
 	if (on)
-		atomic_fetch_add(&c->gpu.quiet, 1);
+		atomic_fetch_add(&c->gpus[0].quiet, 1);
 	else
-		atomic_fetch_sub(&c->gpu.quiet, 1);
-	vc_batcher_set_dma(c->gpu.bat, on);
+		atomic_fetch_sub(&c->gpus[0].quiet, 1);
+	vc_batcher_set_dma(c->gpus[0].bat, on);
 }
 
 void eng_gfs_unpin(vc_cache *c, uint32_t id)

@@ -46,7 +46,7 @@
  * write-back batch per segment with dirty pages, where the fast path
  * writes every dirty page back in one pass and drops after the unmap.
  *
- * Lock rules: c->gpu.resize_mu serialises shrinks and grows (taken before
+ * Lock rules: c->gpus[0].resize_mu serialises shrinks and grows (taken before
  * c->mu, never inside it); the counters are atomics, read by
  * vc_get_stats without either lock.
  * Cost: O(live pages of the chunks) host work (claims, drops, stamps) plus
@@ -63,7 +63,7 @@
 static uint32_t chunk_seg_max(const struct vc_cache *c)
 {
 	uint32_t first;
-	return vc_ls_chunk_segs(c->gpu.ls, 0, &first);
+	return vc_ls_chunk_segs(c->gpus[0].ls, 0, &first);
 }
 
 /* Under c->mu: moves the live pages of sealed segment seg (in a draining
@@ -74,19 +74,20 @@ static uint32_t chunk_seg_max(const struct vc_cache *c)
  * dedup eng_dd_claim allocates its own). */
 static bool move_seg(struct vc_cache *c, uint32_t seg, struct vc_page **held, uint64_t *pages)
 {
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	if (vc_ls_take(ls, seg) < 0)
 		return false;
 	uint32_t nh = 0;
 	struct vc_page **h = held;
-	if (eng_dd(c) ? !eng_dd_claim(c, 1, &seg, &h, &nh) : !eng_segs_claim(c, 1, &seg, h, &nh)) {
+	if (eng_dd(c) ? !eng_dd_claim(c, 1, &seg, &h, &nh)
+		      : !eng_segs_claim(c, &c->gpus[0], 1, &seg, h, &nh)) {
 		vc_ls_unpick(ls, 1, &seg);
 		return false;
 	}
 	int r = vc_ls_clean(ls, 1, &seg);
 	if (r < 0 && r != -ENOSPC) {
 		/* The device failed mid-job (as in a cleaning step). */
-		eng_clean_failed(c, h, nh);
+		eng_clean_failed(c, &c->gpus[0], h, nh, r);
 		if (h != held)
 			free(h);
 		return true; /* the segment is released either way */
@@ -139,8 +140,8 @@ static void dd_hold_drain(struct vc_cache *c, const uint32_t *chs, uint32_t n)
 	for (;;) {
 		uint64_t in = 0;
 		for (uint32_t i = 0; i < n; i++)
-			in += vc_ls_chunk_room(c->gpu.ls, chs[i]);
-		if (vc_ls_room(c->gpu.ls) - in >= c->dd.resv)
+			in += vc_ls_chunk_room(c->gpus[0].ls, chs[i]);
+		if (vc_ls_room(c->gpus[0].ls) - in >= c->dd.resv)
 			break;
 		c->dd.hold = in;
 		eng_wait_cv(c);
@@ -152,9 +153,12 @@ static int resizable(struct vc_cache *c, const char *what)
 {
 	if (!c)
 		return vc_err(-EINVAL, "%s: NULL cache", what);
-	if (!c->gpu.ls)
+	if (!c->gpus[0].ls)
 		return vc_err(-EINVAL, "%s: the cache has no GPU tier", what);
-	if (!vc_ls_resizable(c->gpu.ls))
+	if (c->ngpus > 1)
+		return vc_err(-EOPNOTSUPP, "%s: the GPU tier spans %u parts; shrinking one is not "
+					   "built yet (vc_gpu_evacuate empties a part)", what, c->ngpus);
+	if (!vc_ls_resizable(c->gpus[0].ls))
 		return vc_err(-EOPNOTSUPP, "%s: the device cannot map memory by chunks (no virtual "
 					   "memory management), so the GPU tier has a fixed size", what);
 	return 0;
@@ -194,7 +198,7 @@ struct claim {
 static void claim_seg(struct claim *cl, uint32_t i)
 {
 	struct vc_cache *c = cl->c;
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	const uint32_t g0 = cl->segs[i] * cl->per;
 	struct vc_page **out = cl->held + (size_t)i * cl->per;
 	uint32_t n = 0, nd = 0;
@@ -251,7 +255,7 @@ static void claim_all(struct claim *cl)
 	for (uint32_t w = 1; w < nw; w++)
 		if (pthread_create(&th[started], NULL, claim_main, cl) == 0)
 			started++;
-	if (cl->c->gpu.profile)
+	if (cl->c->gpus[0].profile)
 		fprintf(stderr, "vc_gpu_shrink: %u claim threads\n", started + 1);
 	claim_main(cl);
 	for (uint32_t w = 0; w < started; w++)
@@ -292,14 +296,14 @@ static void drop_claimed(struct drop_job *j)
 				vc_opq_drain(c->opq);
 			}
 		}
-		vc_ls_release(c->gpu.ls, cl->segs[i], true);
+		vc_ls_release(c->gpus[0].ls, cl->segs[i], true);
 	}
 	for (uint32_t i = 0; i < j->nch; i++)
-		vc_ls_chunk_gone(c->gpu.ls, j->chs[i]);
+		vc_ls_chunk_gone(c->gpus[0].ls, j->chs[i]);
 	c->st.evictions[GPU] += dropped;
 	eng_wake(c);
 	eng_unlock(c);
-	atomic_fetch_add(&c->gpu.rs.drop_ns_total, vc_now_ns() - t0);
+	atomic_fetch_add(&c->gpus[0].rs.drop_ns_total, vc_now_ns() - t0);
 }
 
 static void drop_job_free(struct drop_job *j)
@@ -323,18 +327,20 @@ static void *dropper_main(void *arg)
 /* Under resize_mu: waits for the last shrink's dropper. */
 static void dropper_join(struct vc_cache *c)
 {
-	if (c->gpu.dropper_job) {
-		pthread_join(c->gpu.dropper, NULL);
-		drop_job_free(c->gpu.dropper_job);
-		c->gpu.dropper_job = NULL;
+	if (c->gpus[0].dropper_job) {
+		pthread_join(c->gpus[0].dropper, NULL);
+		drop_job_free(c->gpus[0].dropper_job);
+		c->gpus[0].dropper_job = NULL;
 	}
 }
 
-void eng_gpu_resize_fini(struct vc_cache *c)
+void eng_gpu_resize_fini(struct vc_cache *c, struct vc_gpu *g)
 {
-	pthread_mutex_lock(&c->gpu.resize_mu);
+	if (g != &c->gpus[0]) /* shrinks run on part 0 alone (resizable) */
+		return;
+	pthread_mutex_lock(&g->resize_mu);
 	dropper_join(c);
-	pthread_mutex_unlock(&c->gpu.resize_mu);
+	pthread_mutex_unlock(&g->resize_mu);
 }
 
 /* Under c->mu: moves live pages of the draining chunks' sealed segments,
@@ -344,15 +350,15 @@ void eng_gpu_resize_fini(struct vc_cache *c)
 static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs,
 			 struct vc_page **held)
 {
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	const uint32_t per = vc_ls_slots_per_seg(ls);
 	uint64_t moved = 0;
 	/* Quiet mode: moving is a cleaning job (kernels); evict instead. */
-	for (uint32_t i = 0; i < n && !c->gpu.off && !atomic_load(&c->gpu.quiet); i++) {
+	for (uint32_t i = 0; i < n && !c->gpus[0].off && !atomic_load(&c->gpus[0].quiet); i++) {
 		int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
 		for (int j = 0; j < k; j++) {
 			uint32_t live = vc_ls_seg_live(ls, segs[j]);
-			uint64_t room = eng_gpu_free(c), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
+			uint64_t room = eng_gpu_free(c, &c->gpus[0]), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
 			if (!live || room <= keep || room - keep < live)
 				return moved;
 			move_seg(c, segs[j], held, &moved);
@@ -368,7 +374,7 @@ static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, ui
  * stays). */
 static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs)
 {
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	for (;;) {
 		bool empty = true, progress = false;
 		for (uint32_t i = 0; i < n; i++) {
@@ -382,7 +388,7 @@ static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint3
 				if (eng_dd(c))
 					eng_dd_unindex_seg(c, segs[j]);
 				uint64_t ev = 0;
-				int r = eng_evict_seg(c, segs[j], &ev);
+				int r = eng_evict_seg(c, &c->gpus[0], segs[j], &ev);
 				if (r == 0)
 					progress = true;
 				else if (r != -EAGAIN)
@@ -403,7 +409,7 @@ static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint3
  * segments that are ready: every live page claimed and clean. */
 static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, struct claim *cl)
 {
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	const uint32_t per = vc_ls_slots_per_seg(ls), max = chunk_seg_max(c);
 	uint32_t *segs = malloc((size_t)n * max * sizeof *segs), ns = 0;
 	if (!segs)
@@ -426,7 +432,7 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	}
 	const uint64_t t0 = vc_now_ns();
 	claim_all(cl);
-	if (c->gpu.profile)
+	if (c->gpus[0].profile)
 		fprintf(stderr, "vc_gpu_shrink: claimed %u segments in %.2f ms\n", ns,
 			(vc_now_ns() - t0) / 1e6);
 	/* Dirty pages of the claimed segments: written back all together,
@@ -444,7 +450,7 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	bool *done = malloc(((size_t)nd + 1) * sizeof *done);
 	struct vc_tiermem *stage = NULL;
 	if (!seg_ok || !dirty || !dseg || !done ||
-	    (nd && vc_tier_open(c->gpu.dev, HOST, nd < SHRINK_STAGE_PAGES ? nd : SHRINK_STAGE_PAGES,
+	    (nd && vc_tier_open(c->gpus[0].dev, HOST, nd < SHRINK_STAGE_PAGES ? nd : SHRINK_STAGE_PAGES,
 				c->page_size, &stage) < 0)) {
 		err = vc_err(-ENOMEM, "out of memory for a shrink's write-back");
 		for (uint32_t i = 0; i < ns; i++)
@@ -506,7 +512,7 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		return vc_err(-EINVAL, "vc_gpu_shrink: unknown flags %#x", flags);
 	if (bytes == 0)
 		return 0;
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	const uint32_t nch = vc_ls_nchunks(ls);
 	struct drop_job *j = calloc(1, sizeof *j);
 	uint32_t *chs = malloc(nch * sizeof *chs);
@@ -519,7 +525,7 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		free(held);
 		return vc_err(-ENOMEM, "out of memory");
 	}
-	pthread_mutex_lock(&c->gpu.resize_mu);
+	pthread_mutex_lock(&c->gpus[0].resize_mu);
 	dropper_join(c);
 	const uint64_t t0 = vc_now_ns();
 	eng_lock(c);
@@ -568,34 +574,34 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 			vc_ls_chunk_range(ls, chs[i], &addr[i], &addr[nback + i]);
 			gone += addr[nback + i];
 		}
-		int e2 = nback ? c->gpu.dev->ops->mem_unmap_n(c->gpu.dev, addr, addr + nback, nback) : 0;
+		int e2 = nback ? c->gpus[0].dev->ops->mem_unmap_n(c->gpus[0].dev, addr, addr + nback, nback) : 0;
 		r = r ? r : e2;
 		free(addr);
 	}
 	const uint64_t ns = vc_now_ns() - t0;
-	if (c->gpu.profile)
+	if (c->gpus[0].profile)
 		fprintf(stderr, "vc_gpu_shrink: %u chunks, %.2f ms: choose and move %.2f, claim %.2f, "
 				"unmap %.2f\n", nback, ns / 1e6, (t_claim - t0) / 1e6,
 			(t1 - t_claim) / 1e6, (vc_now_ns() - t1) / 1e6);
 	/* The memory is back; the pages' entries go on the dropper thread. */
 	j->chs = chs;
 	j->nch = nback;
-	if (pthread_create(&c->gpu.dropper, NULL, dropper_main, j) == 0) {
-		c->gpu.dropper_job = j;
+	if (pthread_create(&c->gpus[0].dropper, NULL, dropper_main, j) == 0) {
+		c->gpus[0].dropper_job = j;
 	} else {
 		drop_claimed(j);
 		drop_job_free(j);
 	}
-	atomic_fetch_add(&c->gpu.rs.chunks_released, nback);
-	atomic_fetch_add(&c->gpu.rs.bytes_released, gone);
+	atomic_fetch_add(&c->gpus[0].rs.chunks_released, nback);
+	atomic_fetch_add(&c->gpus[0].rs.bytes_released, gone);
 	if (flags & VC_SHRINK_REQUESTED)
-		atomic_fetch_add(&c->gpu.rs.bytes_released_req, gone);
-	atomic_fetch_add(&c->gpu.rs.pages_moved, moved);
-	atomic_fetch_add(&c->gpu.rs.shrinks, 1);
-	atomic_fetch_add(&c->gpu.rs.shrink_ns_total, ns);
-	atomic_store(&c->gpu.rs.shrink_ns_last, ns);
-	stat_max(&c->gpu.rs.shrink_ns_max, ns);
-	pthread_mutex_unlock(&c->gpu.resize_mu);
+		atomic_fetch_add(&c->gpus[0].rs.bytes_released_req, gone);
+	atomic_fetch_add(&c->gpus[0].rs.pages_moved, moved);
+	atomic_fetch_add(&c->gpus[0].rs.shrinks, 1);
+	atomic_fetch_add(&c->gpus[0].rs.shrink_ns_total, ns);
+	atomic_store(&c->gpus[0].rs.shrink_ns_last, ns);
+	stat_max(&c->gpus[0].rs.shrink_ns_max, ns);
+	pthread_mutex_unlock(&c->gpus[0].resize_mu);
 	free(segs);
 	free(held);
 	if (released)
@@ -610,9 +616,9 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 		*grown = 0;
 	if (r < 0)
 		return r;
-	struct vc_ls *ls = c->gpu.ls;
+	struct vc_ls *ls = c->gpus[0].ls;
 	uint64_t got = 0;
-	pthread_mutex_lock(&c->gpu.resize_mu);
+	pthread_mutex_lock(&c->gpus[0].resize_mu);
 	dropper_join(c); /* its chunks are gone once it is done */
 	/* Chunks given back, lowest first. (A chunk that a failed write-back
 	 * left drained is not one: the next shrink empties it.) */
@@ -624,7 +630,7 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 			continue;
 		uint64_t addr, len;
 		vc_ls_chunk_range(ls, ch, &addr, &len);
-		r = c->gpu.dev->ops->mem_map(c->gpu.dev, addr, len);
+		r = c->gpus[0].dev->ops->mem_map(c->gpus[0].dev, addr, len);
 		if (r < 0)
 			break;
 		eng_lock(c);
@@ -632,9 +638,9 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 		eng_wake(c);
 		eng_unlock(c);
 		got += len;
-		atomic_fetch_add(&c->gpu.rs.chunks_regained, 1);
+		atomic_fetch_add(&c->gpus[0].rs.chunks_regained, 1);
 	}
-	pthread_mutex_unlock(&c->gpu.resize_mu);
+	pthread_mutex_unlock(&c->gpus[0].resize_mu);
 	if (grown)
 		*grown = got;
 	if (r == -ENOMEM && got > 0)
@@ -646,16 +652,16 @@ int vc_gpu_mem_info(vc_cache *c, uint64_t *free_bytes, uint64_t *total_bytes)
 {
 	if (!c || !free_bytes || !total_bytes)
 		return vc_err(-EINVAL, "vc_gpu_mem_info: NULL argument");
-	if (!c->gpu.dev->ops->mem_info)
+	if (!c->gpus[0].dev->ops->mem_info)
 		return vc_err(-EOPNOTSUPP, "vc_gpu_mem_info: the device cannot say");
-	return c->gpu.dev->ops->mem_info(c->gpu.dev, free_bytes, total_bytes);
+	return c->gpus[0].dev->ops->mem_info(c->gpus[0].dev, free_bytes, total_bytes);
 }
 
 int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16])
 {
 	if (!c || !uuid)
 		return vc_err(-EINVAL, "vc_gpu_uuid: NULL argument");
-	if (!c->gpu.dev->ops->uuid)
+	if (!c->gpus[0].dev->ops->uuid)
 		return vc_err(-EOPNOTSUPP, "vc_gpu_uuid: the device has none");
-	return c->gpu.dev->ops->uuid(c->gpu.dev, uuid);
+	return c->gpus[0].dev->ops->uuid(c->gpus[0].dev, uuid);
 }

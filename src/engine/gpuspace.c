@@ -31,56 +31,74 @@
  * written back in batches first. -EAGAIN when there is no victim, its
  * segment is taken, or one of its pages is in flight (the caller waits,
  * or, holding busy pages of its own, gives up); *evicted counts pages. */
-static int evict_tail(struct vc_cache *c, uint64_t *evicted)
+/* With several parts the policy's GPU victim must be in part g: others
+ * are passed over (one policy orders the whole tier; each part makes its
+ * own room). Placement spreads pages evenly, so the walk passes over about
+ * ngpus - 1 pages per victim. */
+struct part_skip {
+	struct vc_cache *c;
+	uint32_t idx;
+};
+
+static bool other_part(const struct vc_pnode *n, void *arg)
 {
-	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
+	const struct part_skip *ps = arg;
+	const struct vc_page *p = (const struct vc_page *)n;
+	return eng_unevictable(n, NULL) || p->gpu != ps->idx;
+}
+
+static int evict_tail(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
+{
+	struct part_skip ps = { c, g->idx };
+	struct vc_opq_node *n = c->ngpus > 1 ? vc_opq_victim(c->opq, GPU, other_part, &ps)
+					     : vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
 	if (!n)
 		return -EAGAIN;
-	uint32_t seg = gpu_slot0(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(c->gpu.ls);
-	if (vc_ls_take(c->gpu.ls, seg) < 0)
+	uint32_t seg = gpu_slot0(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(g->ls);
+	if (vc_ls_take(g->ls, seg) < 0)
 		return -EAGAIN;
-	return eng_evict_seg(c, seg, evicted);
+	return eng_evict_seg(c, g, seg, evicted);
 }
 
 /* Evicts taken segment seg (see evict_tail; a shrink's too). Every live
  * page is claimed (BUSY) first, so no reader is copying one out in place;
  * a page that cannot be claimed makes it -EAGAIN with nothing changed. */
-int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
+int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted)
 {
-	uint32_t per = vc_ls_slots_per_seg(c->gpu.ls), n = 0, nh = 0, nd = 0;
+	uint32_t per = vc_ls_slots_per_seg(g->ls), n = 0, nh = 0, nd = 0;
 	struct vc_page **held = NULL;
 	if (eng_dd(c)) {
 		/* Every page of every block here, each once, in one hold:
 		 * O(uses of the segment's blocks). */
 		if (!eng_dd_claim(c, 1, &seg, &held, &nh)) {
-			vc_ls_unpick(c->gpu.ls, 1, &seg);
+			vc_ls_unpick(g->ls, 1, &seg);
 			return -EAGAIN;
 		}
 		per = nh > per ? nh : per;
 	}
-	uint32_t *g = malloc(per * sizeof *g);
+	uint32_t *sl = malloc(per * sizeof *sl);
 	struct vc_page **dirty = malloc(per * sizeof *dirty);
 	if (!held)
 		held = malloc(per * sizeof *held);
 	bool *done = malloc(per * sizeof *done);
-	if (!g || !dirty || !held || !done) {
+	if (!sl || !dirty || !held || !done) {
 		while (eng_dd(c) && nh > 0)
 			st_clear(c, held[--nh], VC_ST_BUSY);
-		vc_ls_unpick(c->gpu.ls, 1, &seg);
-		free(g);
+		vc_ls_unpick(g->ls, 1, &seg);
+		free(sl);
 		free(dirty);
 		free(held);
 		free(done);
 		return vc_err(-ENOMEM, "out of memory");
 	}
 	if (!eng_dd(c))
-		n = vc_ls_live(c->gpu.ls, seg, g, per);
+		n = vc_ls_live(g->ls, seg, sl, per);
 	int r = 0;
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		/* Read now, not when listed: across a pause the page may have
 		 * left (a drop orphans its slot) or been swapped for another
 		 * (a GRAM swap rekeys the slot); a live key names a live page. */
-		uint32_t k = vc_ls_key(c->gpu.ls, g[i]);
+		uint32_t k = vc_ls_key(g->ls, sl[i]);
 		if (k == VC_LS_DEAD)
 			continue;
 		struct vc_page *p = &c->ix.pool[k];
@@ -105,6 +123,7 @@ int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 			eng_page_drop_drained(c, p, true);
 			(*evicted)++;
 			c->st.evictions[GPU]++;
+			g->n_evicted++;
 		}
 		if ((i + 1) % DROP_CHUNK == 0)
 			eng_lock_pause(c);
@@ -117,18 +136,19 @@ int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
 				eng_page_drop_drained(c, dirty[i], true);
 				(*evicted)++;
 				c->st.evictions[GPU]++;
+				g->n_evicted++;
 			} else {
 				st_clear(c, dirty[i], VC_ST_BUSY);
 			}
 		}
 	}
 	/* Pages whose write-back failed keep the segment. */
-	if (vc_ls_seg_live(c->gpu.ls, seg) == 0) {
-		vc_ls_release(c->gpu.ls, seg, true);
+	if (vc_ls_seg_live(g->ls, seg) == 0) {
+		vc_ls_release(g->ls, seg, true);
 	} else {
-		vc_ls_unpick(c->gpu.ls, 1, &seg);
+		vc_ls_unpick(g->ls, 1, &seg);
 	}
-	free(g);
+	free(sl);
 	free(dirty);
 	free(held);
 	free(done);
@@ -140,14 +160,14 @@ int eng_evict_seg(struct vc_cache *c, uint32_t seg, uint64_t *evicted)
  * flight or being read in place while the device moves it; on the first
  * that cannot be claimed, gives back those claimed and returns false.
  * held[] gets the claimed pages (room: n x slots per segment). O(live). */
-bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct vc_page **held,
-		    uint32_t *nheld)
+bool eng_segs_claim(struct vc_cache *c, struct vc_gpu *g, uint32_t n, const uint32_t *segs,
+		    struct vc_page **held, uint32_t *nheld)
 {
-	const uint32_t per = vc_ls_slots_per_seg(c->gpu.ls);
+	const uint32_t per = vc_ls_slots_per_seg(g->ls);
 	uint32_t nh = 0;
 	for (uint32_t i = 0; i < n; i++)
 		for (uint32_t s = 0; s < per; s++) {
-			uint32_t k = vc_ls_key(c->gpu.ls, segs[i] * per + s);
+			uint32_t k = vc_ls_key(g->ls, segs[i] * per + s);
 			if (k == VC_LS_DEAD)
 				continue;
 			struct vc_page *p = &c->ix.pool[k];
@@ -162,15 +182,18 @@ bool eng_segs_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct
 	return true;
 }
 
-void eng_clean_failed(struct vc_cache *c, struct vc_page *const *held, uint32_t n)
+void eng_clean_failed(struct vc_cache *c, struct vc_gpu *g, struct vc_page *const *held,
+		      uint32_t n, int err)
 {
 	vc_opq_drain(c->opq);
 	for (uint32_t i = 0; i < n; i++) {
 		if (eng_dd(c)) /* their blocks die with them: no block lives past the device's fault */
 			eng_gpu_release(c, held[i]);
+		if (held[i]->dirty)
+			c->gt.dirty_lost++;
 		eng_page_forget(c, held[i], true);
 	}
-	c->gpu.off = true;
+	eng_gpu_fail(c, g, err);
 	eng_wake(c);
 }
 
@@ -178,55 +201,55 @@ void eng_clean_failed(struct vc_cache *c, struct vc_page *const *held, uint32_t 
  * cleaning them frees space (else -EAGAIN) and none of their pages is in
  * flight (else -EBUSY). Runs under c->mu: the pause is one device job over those
  * segments' live pages, plus the check that none is in flight. */
-static int gc_step_locked(struct vc_cache *c)
+static int gc_step_locked(struct vc_cache *c, struct vc_gpu *g)
 {
 	uint32_t segs[64];
-	uint32_t max = c->gpu.gc_segments < 64 ? c->gpu.gc_segments : 64;
-	uint32_t n = vc_ls_pick(c->gpu.ls, c->gpu.gc_policy == VC_GC_OLDEST ? VC_LS_CLEAN_OLDEST
+	uint32_t max = c->gt.gc_segments < 64 ? c->gt.gc_segments : 64;
+	uint32_t n = vc_ls_pick(g->ls, c->gt.gc_policy == VC_GC_OLDEST ? VC_LS_CLEAN_OLDEST
 								   : VC_LS_CLEAN_COST_BENEFIT,
 				max, segs);
 	/* The best segments first: drop the worst ones until cleaning the
 	 * rest fits the free space and frees some. */
-	while (n > 0 && vc_ls_clean_gain(c->gpu.ls, n, segs) <= 0)
-		vc_ls_unpick(c->gpu.ls, 1, &segs[--n]);
+	while (n > 0 && vc_ls_clean_gain(g->ls, n, segs) <= 0)
+		vc_ls_unpick(g->ls, 1, &segs[--n]);
 	if (n == 0)
 		return -EAGAIN;
 	uint32_t nheld = 0;
-	struct vc_page **held = c->gpu.gc_held;
+	struct vc_page **held = g->gc_held;
 	if (eng_dd(c) ? !eng_dd_claim(c, n, segs, &held, &nheld)
-		      : !eng_segs_claim(c, n, segs, held, &nheld)) {
-		vc_ls_unpick(c->gpu.ls, n, segs);
+		      : !eng_segs_claim(c, g, n, segs, held, &nheld)) {
+		vc_ls_unpick(g->ls, n, segs);
 		return -EBUSY; /* a page in flight: cleaning them will gain once it settles */
 	}
-	int r = vc_ls_clean(c->gpu.ls, n, segs);
+	int r = vc_ls_clean(g->ls, n, segs);
 	if (r == -ENOSPC) {
 		for (uint32_t i = 0; i < nheld; i++)
 			st_clear(c, held[i], VC_ST_BUSY);
-		vc_ls_unpick(c->gpu.ls, n, segs);
-		if (held != c->gpu.gc_held)
+		vc_ls_unpick(g->ls, n, segs);
+		if (held != g->gc_held)
 			free(held);
 		return -EAGAIN;
 	}
 	if (r < 0) {
-		eng_clean_failed(c, held, nheld);
-		if (held != c->gpu.gc_held)
+		eng_clean_failed(c, g, held, nheld, r);
+		if (held != g->gc_held)
 			free(held);
 		return r;
 	}
 	for (uint32_t i = 0; i < nheld; i++)
 		st_clear(c, held[i], VC_ST_BUSY); /* moved: where[] has their new slots */
-	if (held != c->gpu.gc_held)
+	if (held != g->gc_held)
 		free(held);
 	eng_wake(c);
 	return 0;
 }
 
 /* The step's time, whatever its outcome, is GC time (vc_stats.gc_ns). */
-static int gc_step(struct vc_cache *c)
+static int gc_step(struct vc_cache *c, struct vc_gpu *g)
 {
 	uint64_t t0 = vc_now_ns();
-	int r = gc_step_locked(c);
-	c->gpu.gc_ns += vc_now_ns() - t0;
+	int r = gc_step_locked(c, g);
+	g->gc_ns += vc_now_ns() - t0;
 	return r;
 }
 
@@ -242,17 +265,17 @@ static int gc_step(struct vc_cache *c)
  * past gc_fragmentation and cleaning gains (never in quiet mode: a
  * cleaning job is kernels), else the tail segment's eviction. -EAGAIN:
  * nothing can be freed now. */
-static int reclaim(struct vc_cache *c, uint64_t *evicted)
+static int reclaim(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
 {
-	const double frag = vc_ls_fragmentation(c->gpu.ls);
-	if (c->gpu.gc_policy != VC_GC_OFF && !atomic_load(&c->gpu.quiet) && frag >= c->gpu.gc_frag) {
-		int r = gc_step(c);
+	const double frag = vc_ls_fragmentation(g->ls);
+	if (c->gt.gc_policy != VC_GC_OFF && !atomic_load(&g->quiet) && frag >= c->gt.gc_frag) {
+		int r = gc_step(c, g);
 		if (r == -EBUSY && eng_dd(c) && frag >= DD_CLEAN_FIRST)
 			return -EAGAIN;
 		if (r != -EAGAIN && r != -EBUSY)
 			return r;
 	}
-	return evict_tail(c, evicted);
+	return evict_tail(c, g, evicted);
 }
 
 /* Makes room for `need` slots at the GPU log's head; may sleep and drop
@@ -260,21 +283,21 @@ static int reclaim(struct vc_cache *c, uint64_t *evicted)
  * to early_release of the live pages, or until the watermark is met.
  * `holding`: the caller has busy pages of its own in flight, so it must
  * not sleep for pages to settle: -EAGAIN instead. */
-int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
+int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holding)
 {
 	eng_assert_locked(c);
-	if (vc_ls_low(c->gpu.ls) && !c->gpu.reclaiming) {
-		c->gpu.reclaiming = true;
-		uint64_t budget = vc_ls_early_budget(c->gpu.ls), released = 0;
+	if (vc_ls_low(g->ls) && !g->reclaiming) {
+		g->reclaiming = true;
+		uint64_t budget = vc_ls_early_budget(g->ls), released = 0;
 		int r = 0;
-		while (vc_ls_low(c->gpu.ls) && released <= budget && r == 0) {
+		while (vc_ls_low(g->ls) && released <= budget && r == 0) {
 			uint64_t ev = 0;
-			r = reclaim(c, &ev);
+			r = reclaim(c, g, &ev);
 			released += ev;
 			eng_lock_pause(c); /* a segment per hold, not a tenth of the tier */
 		}
-		vc_ls_note_early_release(c->gpu.ls, released);
-		c->gpu.reclaiming = false;
+		vc_ls_note_early_release(g->ls, released);
+		g->reclaiming = false;
 		if (r < 0 && r != -EAGAIN)
 			return r;
 	}
@@ -282,17 +305,17 @@ int eng_gpu_room(struct vc_cache *c, uint32_t need, bool holding)
 	 * pages on their way down (a duplicate gives its slot back), and
 	 * page entries. */
 	const uint64_t slots = (uint64_t)need * eng_mpp(c);
-	while (eng_gpu_free(c) < slots ||
+	while (eng_gpu_free(c, g) < slots ||
 	       (eng_dd(c) && c->dd.pages + need > c->dd.page_cap)) {
-		if (vc_ls_capacity(c->gpu.ls) < slots)
+		if (vc_ls_capacity(g->ls) < slots)
 			return -ENOSPC; /* shrunk below it: nothing to wait for */
 		uint64_t ev = 0;
 		/* Short only of slots promised to trips down in flight (dedup):
 		 * those give back every slot a duplicate does not take, and wake
 		 * us; evicting now would drop pages for room that is coming. */
-		bool promised = eng_dd(c) && vc_ls_room(c->gpu.ls) >= slots &&
+		bool promised = eng_dd(c) && vc_ls_room(g->ls) >= slots &&
 				c->dd.pages + need <= c->dd.page_cap;
-		int r = promised ? -EAGAIN : reclaim(c, &ev);
+		int r = promised ? -EAGAIN : reclaim(c, g, &ev);
 		if (r == -EAGAIN) {
 			if (holding)
 				return r;

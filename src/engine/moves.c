@@ -65,21 +65,83 @@ void eng_page_drop(struct vc_cache *c, struct vc_page *p)
 	eng_page_drop_drained(c, p, false);
 }
 
-/* One page move, unlocked: add to the open batch and wait for it. */
-int eng_move1(struct vc_cache *c, struct vc_move m)
+/* One page move on part g, unlocked: add to the open batch and wait for it. */
+int eng_move1(struct vc_cache *c, struct vc_gpu *g, struct vc_move m)
 {
+	(void)c;
 	struct vc_ticket t;
-	int r = vc_batcher_add(c->gpu.bat, &m, &t);
-	return r < 0 ? r : vc_batcher_wait(c->gpu.bat, &t);
+	int r = vc_batcher_add(g->bat, &m, &t);
+	return r < 0 ? r : vc_batcher_wait(g->bat, &t);
 }
 
 int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host)
 {
 	struct vc_move mv[DD_DEGREE_MAX];
 	struct vc_ticket tk[DD_DEGREE_MAX];
+	struct vc_gpu *g = gpu_of(c, p);
 	uint32_t k = eng_mv_page(c, p, host, true, mv);
-	int r = vc_batcher_add_n(c->gpu.bat, mv, k, tk);
-	return r < 0 ? r : vc_batcher_wait_n(c->gpu.bat, tk, k);
+	int r = vc_batcher_add_n(g->bat, mv, k, tk);
+	if (r == 0)
+		r = vc_batcher_wait_n(g->bat, tk, k);
+	atomic_fetch_add_explicit(&g->n_d2h, 1, memory_order_relaxed);
+	return r;
+}
+
+int eng_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, uint32_t n,
+	    struct vc_ticket *tk, int *perr)
+{
+	for (uint32_t k = 0; k < c->ngpus; k++)
+		perr[k] = 0;
+	uint32_t used = 0; /* parts with moves: bit k */
+	for (uint32_t i = 0; i < n; i++)
+		used |= 1u << part[i];
+	if (used == 0)
+		return 0;
+	/* One part: the moves as they are, one add. */
+	if ((used & (used - 1)) == 0) {
+		struct vc_gpu *g = &c->gpus[part[0]];
+		int r = vc_batcher_add_n(g->bat, mv, n, tk);
+		if (r == 0)
+			r = vc_batcher_wait_n(g->bat, tk, n);
+		return perr[part[0]] = r;
+	}
+	struct vc_move *sm = malloc((size_t)n * sizeof *sm);
+	struct vc_ticket *st = malloc((size_t)n * sizeof *st);
+	if (!sm || !st) {
+		free(sm);
+		free(st);
+		return vc_err(-ENOMEM, "out of memory");
+	}
+	/* Grouped by part: every part's add before the first wait. */
+	uint32_t at[VC_GPUS_MAX], cnt[VC_GPUS_MAX], m = 0;
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		at[k] = m;
+		cnt[k] = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (part[i] == k)
+				sm[m + cnt[k]++] = mv[i];
+		m += cnt[k];
+		if (cnt[k])
+			perr[k] = vc_batcher_add_n(c->gpus[k].bat, sm + at[k], cnt[k], st + at[k]);
+	}
+	int err = 0;
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		if (cnt[k] && perr[k] == 0)
+			perr[k] = vc_batcher_wait_n(c->gpus[k].bat, st + at[k], cnt[k]);
+		if (perr[k] && !err)
+			err = perr[k];
+	}
+	free(sm);
+	free(st);
+	(void)tk;
+	return err;
+}
+
+void eng_fail_parts(struct vc_cache *c, const int *perr)
+{
+	for (uint32_t k = 0; k < c->ngpus; k++)
+		if (eng_dev_err(perr[k]))
+			eng_gpu_fail(c, &c->gpus[k], perr[k]);
 }
 
 /* Loads page pno from the backing store into buf (unlocked); the part past
@@ -127,54 +189,136 @@ static int drop_host_one(struct vc_cache *c)
 }
 
 /* Host victims of a demotion, claimed (BUSY) as the policy offers them,
- * which makes eng_unevictable pass over them for the next choice. A page
- * that cannot be claimed (a lock-free reader pinned it since) ends the
- * batch. */
+ * which makes eng_unevictable pass over them for the next choice. Each
+ * goes to its home part (eng_home), which must have room left in this
+ * batch (room[]: pages); a page that cannot be claimed (a lock-free reader
+ * pinned it since) or whose part is full ends the batch. */
 struct victims {
 	struct vc_cache *c;
 	struct vc_page **v;
-	uint32_t *key, n;
+	uint8_t *part;
+	uint64_t *room;
+	uint32_t n;
 };
 
 static bool take_victim(struct vc_opq_node *n, void *arg)
 {
 	struct victims *vs = arg;
 	struct vc_page *p = vc_page_of(&n->pn);
-	if (!vc_page_claim(p, VC_ST_BUSY, 0))
+	int h = vs->c->ngpus > 1 ? eng_home(vs->c, p->pno) : 0;
+	if (h < 0 || vs->room[h] == 0 || !vc_page_claim(p, VC_ST_BUSY, 0))
 		return false;
-	vs->key[vs->n] = page_id(vs->c, p);
+	vs->room[h]--;
+	vs->part[vs->n] = (uint8_t)h;
 	vs->v[vs->n++] = p;
 	return true;
 }
 
-/* Frees host slots: up to c->demote_batch host victims move to the head of
- * the GPU tier in one device submission, their slots appended together
- * (contiguous in the log). Drains the policy queues once (vc_opq_victims:
- * not once per victim, 128 handles' scan each); the victims are claimed
- * (BUSY) as they are chosen, so each next choice passes over them.
- * -EAGAIN when no victim could be claimed (the caller waits). */
+/* Room for a demotion batch on every usable part, in pages (room[k]).
+ * One part: eng_gpu_room may sleep until there is room, as ever. Several:
+ * no part's reclaim sleeps (one part's pinned tail must not stall the
+ * others): parts without room now get none, and when none has any the
+ * caller waits (-EAGAIN). A part whose device failed meanwhile gets none.
+ * Under c->mu. */
+static int demote_room(struct vc_cache *c, uint64_t *room)
+{
+	bool any = false;
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		struct vc_gpu *g = &c->gpus[k];
+		room[k] = 0;
+		if (!eng_part_usable(g))
+			continue;
+		int r = eng_gpu_room(c, g, 1, c->ngpus > 1); /* the rest of the batch: what room there is */
+		if (r == -ENOSPC && c->ngpus == 1)
+			return r; /* shrunk to nothing meanwhile: the caller looks again */
+		if (r == -EAGAIN || r == -ENOSPC || (r < 0 && atomic_load(&g->off)))
+			continue;
+		if (r < 0)
+			return r;
+		if (!eng_part_usable(g)) /* the reclaim found its device failed */
+			continue;
+		room[k] = eng_gpu_free(c, g) / eng_mpp(c);
+		if (eng_dd(c) && room[k] > c->dd.page_cap - c->dd.pages)
+			room[k] = c->dd.page_cap - c->dd.pages;
+		any |= room[k] > 0;
+	}
+	return any ? 0 : -EAGAIN;
+}
+
+/* Unlocked, VC_GPU_DIRTY_CLEAN: the dirty victims among v[0..n) (BUSY:
+ * their data and dirty flags hold still) are written to their stores
+ * from their host slots while their moves down run. wr[i]: 1 written, 0
+ * clean already, -errno failed (the victim then stays in the host tier,
+ * dirty). */
+static void demote_writeback(struct vc_cache *c, struct vc_page *const *v, uint32_t n, int *wr)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		wr[i] = 0;
+		if (!c->gt.clean_down || !v[i]->dirty)
+			continue;
+		uint64_t pno = v[i]->pno;
+		int r = vc_backing_write(vol_of(c, pno)->bk, host_data(c, v[i]), page_len(c, pno),
+					 page_off(c, pno));
+		wr[i] = r < 0 ? r : 1;
+	}
+}
+
+/* Frees host slots: up to c->demote_batch host victims move to the GPU
+ * tier in one device submission per part, each to its home part (with one
+ * part: all of them, their slots appended together, contiguous in the
+ * log). Drains the policy queues once (vc_opq_victims: not once per
+ * victim, 128 handles' scan each); the victims are claimed (BUSY) as they
+ * are chosen, so each next choice passes over them. With
+ * VC_GPU_DIRTY_CLEAN dirty victims are written back on the way.
+ * -EAGAIN when no victim could be claimed (the caller waits). A part
+ * whose moves fail with a device error is failed (eng_gpu_fail) and its
+ * victims stay in the host tier: 0, so the caller tries again without it. */
 static int demote_batch(struct vc_cache *c)
 {
-	int r = eng_gpu_room(c, 1, false); /* the rest of the batch: what room there is */
+	uint64_t room[VC_GPUS_MAX], total = 0;
+	int r = demote_room(c, room);
 	if (r < 0)
 		return r;
+	for (uint32_t k = 0; k < c->ngpus; k++)
+		total += room[k];
 	struct vc_page *v[DEMOTE_BATCH_MAX];
-	uint32_t key[DEMOTE_BATCH_MAX];
-	uint64_t room = eng_gpu_free(c) / eng_mpp(c);
-	if (eng_dd(c) && room > c->dd.page_cap - c->dd.pages)
-		room = c->dd.page_cap - c->dd.pages;
-	struct victims vs = { c, v, key, 0 };
+	uint8_t part[DEMOTE_BATCH_MAX];
+	struct victims vs = { c, v, part, room, 0 };
 	uint32_t n = vc_opq_victims(c->opq, HOST, eng_unevictable, NULL, take_victim, &vs,
-				    (unsigned)(room < c->demote_batch ? room : c->demote_batch));
+				    (unsigned)(total < c->demote_batch ? total : c->demote_batch));
 	if (n == 0)
 		return -EAGAIN;
+	/* Grouped by part (stable): each part's victims appended together. */
+	if (c->ngpus > 1) {
+		struct vc_page *tv[DEMOTE_BATCH_MAX];
+		uint8_t tp[DEMOTE_BATCH_MAX];
+		uint32_t m = 0;
+		for (uint32_t k = 0; k < c->ngpus; k++)
+			for (uint32_t i = 0; i < n; i++)
+				if (part[i] == k) {
+					tv[m] = v[i];
+					tp[m++] = (uint8_t)k;
+				}
+		memcpy(v, tv, n * sizeof *v);
+		memcpy(part, tp, n);
+	}
 	const uint32_t mpp = eng_mpp(c);
 	struct vc_move *mv = malloc((size_t)n * mpp * sizeof *mv);
 	struct vc_ticket *tk = malloc((size_t)n * mpp * sizeof *tk);
-	if (!mv || !tk || eng_gpu_append(c, n, v) < 0) {
-		/* The append is not reached: the room was there under this hold. */
+	uint8_t *mpart = malloc((size_t)n * mpp);
+	bool ok = mv && tk && mpart;
+	for (uint32_t i = 0, e; ok && i < n; i = e) {
+		for (e = i + 1; e < n && part[e] == part[i]; e++)
+			;
+		/* The room was there under this hold. */
+		ok = eng_gpu_append(c, &c->gpus[part[i]], e - i, v + i) == 0;
+		for (uint32_t j = i; !ok && j-- > 0;) /* the earlier parts' appends */
+			eng_gpu_release(c, v[j]);
+	}
+	if (!ok) {
 		free(mv);
 		free(tk);
+		free(mpart);
 		while (n > 0)
 			st_clear(c, v[--n], VC_ST_BUSY);
 		return -EAGAIN;
@@ -188,26 +332,36 @@ static int demote_batch(struct vc_cache *c)
 		src[i] = slot_addr(c, v[i]);
 		if (!eng_dd(c))
 			eng_mv_page(c, v[i], src[i], false, mv + (size_t)i * mpp);
+		memset(mpart + (size_t)i * mpp, part[i], mpp);
 		plain[i] = host_data(c, v[i]);
 	}
 	c->demoters++;
 	eng_unlock(c);
 	/* Sealed unlocked: the victims are ours (BUSY) and their data holds still. */
+	int perr[VC_GPUS_MAX] = { 0 }, wr[DEMOTE_BATCH_MAX];
 	r = 0;
 	for (uint32_t i = 0; eng_integ(c) && r == 0 && i < n; i++)
 		r = eng_seal(c, v[i], host_data(c, v[i]));
+	demote_writeback(c, v, n, wr);
 	if (r == 0 && eng_dd(c)) /* unlocked, before the host slots go */
-		r = eng_dd_down(c, n, v, plain, src);
+		r = perr[0] = eng_dd_down(c, n, v, plain, src);
 	else if (r == 0)
-		r = vc_batcher_add_n(c->gpu.bat, mv, n * mpp, tk);
-	if (r == 0 && !eng_dd(c))
-		r = vc_batcher_wait_n(c->gpu.bat, tk, n * mpp);
+		r = eng_fan(c, mv, mpart, n * mpp, tk, perr);
 	free(mv);
 	free(tk);
+	free(mpart);
 	eng_lock(c);
 	c->demoters--;
+	uint32_t down = 0;
+	int wfail = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (r < 0) {
+		struct vc_gpu *g = &c->gpus[part[i]];
+		int e = r < 0 && !eng_dev_err(r) ? r : perr[part[i]];
+		if (e == 0 && wr[i] < 0)
+			e = wfail = wr[i];
+		if (wr[i] > 0) /* the store has it, whether or not it went down */
+			eng_note_written(c, v[i], page_len(c, v[i]->pno));
+		if (e < 0) {
 			eng_gpu_release(c, v[i]);
 			pol_insert(c, v[i], HOST);
 			st_clear(c, v[i], VC_ST_BUSY);
@@ -218,13 +372,18 @@ static int demote_batch(struct vc_cache *c)
 		/* Published last (ours till now: BUSY, no pins). */
 		st_settle(c, v[i], VC_ST_GPU);
 		pol_insert(c, v[i], GPU);
+		atomic_fetch_add_explicit(&g->n_h2d, 1, memory_order_relaxed);
+		down++;
 	}
-	if (r == 0) {
-		c->st.evictions[HOST] += n;
-		c->st.h2d += (uint64_t)n * c->page_size;
-	}
+	c->st.evictions[HOST] += down;
+	c->st.h2d += (uint64_t)down * c->page_size;
+	eng_fail_parts(c, perr);
 	eng_wake(c);
-	return r;
+	if (down)
+		return 0;
+	if (r < 0 && !eng_dev_err(r))
+		return r;
+	return wfail; /* 0 after a device's failure: the caller tries the others */
 }
 
 /* A free host slot, evicting as needed; may sleep. */
@@ -265,12 +424,15 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	if (!vc_page_claim(p, VC_ST_BUSY, 0))
 		return -EAGAIN; /* a reader is copying it out in place */
 	const bool slot_free = vc_tier_alloc(c->host, &s) == 0;
-	if (!slot_free && (c->gpu.cipher || eng_dd(c))) {
+	if (!slot_free && (c->gt.cipher || eng_dd(c) || c->gt.clean_down || c->ngpus > 1)) {
 		/* No SWAP under encryption: the victim's plaintext would go
 		 * down and p's ciphertext up in one move, two tweaks in one
-		 * descriptor; nor with dedup, where p's blocks may be shared.
-		 * Room comes the way a miss makes it (a demotion batch), and
-		 * the caller looks p up again. */
+		 * descriptor; nor with dedup, where p's blocks may be shared;
+		 * nor where dirty pages are written back as they go down
+		 * (the victim may be dirty) or with several parts (the victim
+		 * belongs on its own home part, not on p's). Room comes the
+		 * way a miss makes it (a demotion batch), and the caller looks
+		 * p up again. */
 		st_clear(c, p, VC_ST_BUSY);
 		int r = eng_host_slot_get(c, &s);
 		if (r < 0)
@@ -289,7 +451,8 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	uint64_t gaddr = v ? slot_addr(c, p) : 0;
 	uint64_t haddr = v ? slot_addr(c, v) : vc_tier_addr(c->host, s);
 	eng_unlock(c);
-	int r = v ? eng_move1(c, (struct vc_move){ .src = haddr, .dst = gaddr, .op = VC_MOVE_SWAP })
+	struct vc_gpu *g = gpu_of(c, p);
+	int r = v ? eng_move1(c, g, (struct vc_move){ .src = haddr, .dst = gaddr, .op = VC_MOVE_SWAP })
 		  : eng_move_up(c, p, haddr);
 	uint64_t nonce = 0;
 	bool bad = false; /* failed its integrity check (no SWAP then: encrypted) */
@@ -305,11 +468,16 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 		if (bad)
 			eng_integ_drop(c, p, p->pno, nonce, true);
 		else
-			eng_page_drop(c, p);
+			eng_gpu_lost(c, p);
 		if (v)
-			eng_page_drop(c, v);
+			eng_gpu_lost(c, v);
 		eng_wake(c);
-		return r;
+		if (!eng_dev_err(r))
+			return r;
+		/* The part failed: p is gone from the tier, and the caller
+		 * looks it up again (a miss now, read from the store). */
+		eng_gpu_fail(c, g, r);
+		return 1;
 	}
 	if (v) {
 		/* The host victim took p's GPU slot: it owns it from now, with
@@ -317,7 +485,8 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 		 * that cleaning corrects: it orders by stamp). */
 		uint32_t hs = v->slot;
 		v->tier = GPU;
-		vc_ls_rekey(c->gpu.ls, gpu_slot(c, p), page_id(c, v), ++c->gpu.clock);
+		vc_ls_rekey(g->ls, gpu_slot(c, p), page_id(c, v), ++g->clock);
+		v->gpu = p->gpu;
 		/* Published last: a reader that pins it reads where[] next. */
 		st_settle(c, v, VC_ST_GPU);
 		pol_insert(c, v, GPU);

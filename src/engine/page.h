@@ -51,6 +51,7 @@ struct vc_page {
 	uint32_t version; /* bumped on every write: the consistency version */
 	uint8_t tier;     /* VC_TIER_HOST or VC_TIER_GPU */
 	uint8_t dirty;    /* newer than the backing store (write-back only) */
+	uint8_t gpu;      /* a GPU page's part (engine.h: c->gpus[]); set with its slot */
 };
 
 /* Per-page metadata of features still to come (dedup: content signature

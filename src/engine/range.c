@@ -82,8 +82,8 @@ static int prefetch_dd_down(struct vc_cache *c, struct bulk *b)
 		if (b->bios[i].result < 0)
 			continue;
 		pg[k] = b->jobs[i].p;
-		pl[k] = vc_tier_host(c->gpu.stage_bulk, b->jobs[i].stage);
-		src[k] = vc_tier_addr(c->gpu.stage_bulk, b->jobs[i].stage);
+		pl[k] = vc_tier_host(c->gpus[0].stage_bulk, b->jobs[i].stage); /* dedup: one part */
+		src[k] = vc_tier_addr(c->gpus[0].stage_bulk, b->jobs[i].stage);
 		if (eng_integ(c))
 			r = eng_seal(c, pg[k], pl[k]);
 		k++;
@@ -121,8 +121,15 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 			i++;
 			continue;
 		}
+		/* Its home part, whose staging and queue it goes through. */
+		int h = c->ngpus > 1 ? eng_home(c, pno[i]) : 0;
+		if (h < 0 || !eng_part_usable(&c->gpus[h])) {
+			i = n; /* no part takes pages now: a hint goes unheeded */
+			break;
+		}
+		struct vc_gpu *g = &c->gpus[h];
 		uint32_t s;
-		if (vc_tier_alloc(c->gpu.stage_bulk, &s) < 0) {
+		if (vc_tier_alloc(g->stage_bulk, &s) < 0) {
 			if (b.n)
 				break;
 			eng_wait_cv(c);
@@ -131,9 +138,14 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 		/* Room at the log's head. With pages of this round in flight
 		 * (busy, unqueued) reclaiming may find nothing but them, so
 		 * write those first instead of sleeping on ourselves. */
-		r = eng_gpu_room(c, 1, b.n > 0);
+		r = eng_gpu_room(c, g, 1, b.n > 0);
+		if (r < 0 && atomic_load(&g->off)) { /* its device failed: the others next time */
+			vc_tier_free(g->stage_bulk, s);
+			r = 0;
+			break;
+		}
 		if (r < 0 || vc_index_find(&c->ix, pno[i])) { /* or raced while reclaiming */
-			vc_tier_free(c->gpu.stage_bulk, s);
+			vc_tier_free(g->stage_bulk, s);
 			if (r == -ENOSPC && b.n == 0)
 				i = n; /* the tier shrank to nothing: a hint goes unheeded */
 			if (r == -EAGAIN || r == -ENOSPC)
@@ -146,23 +158,23 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 		struct vc_page *p;
 		r = vc_index_insert(&c->ix, pno[i], GPU, 0, VC_ST_BUSY, &p);
 		if (r < 0) {
-			vc_tier_free(c->gpu.stage_bulk, s);
+			vc_tier_free(g->stage_bulk, s);
 			if (r == -EEXIST) { /* a lock-free miss loaded it meanwhile */
 				r = 0;
 				continue;
 			}
 			break;
 		}
-		if (eng_gpu_append(c, 1, &p) < 0) {
+		if (eng_gpu_append(c, g, 1, &p) < 0) {
 			vc_index_remove(&c->ix, p); /* not reached: room was made under this hold */
 			eng_wake_page(c, pno[i]);
-			vc_tier_free(c->gpu.stage_bulk, s);
+			vc_tier_free(g->stage_bulk, s);
 			break;
 		}
-		/* Its GPU residence: eng_gpu_append recorded it. */
+		/* Its GPU residence: eng_gpu_append recorded it (p->gpu too). */
 		b.jobs[b.n] = (struct bulk_job){ .p = p, .stage = s, .staged = true };
 		struct vc_bio *io = &b.bios[b.n];
-		io->buf = vc_tier_host(c->gpu.stage_bulk, s);
+		io->buf = vc_tier_host(g->stage_bulk, s);
 		io->off = page_off(c, pno[i]);
 		io->len = page_len(c, pno[i]);
 		if (io->len < c->page_size)
@@ -183,21 +195,27 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 		if (e1 < 0 && e == 0)
 			e = e1;
 	}
-	int dev_r = eng_dd(c) ? prefetch_dd_down(c, &b) : eng_bulk_move(c, &b, false);
+	for (unsigned k = 0; k < c->ngpus; k++)
+		b.perr[k] = 0;
+	int dev_r = eng_dd(c) ? (b.perr[0] = prefetch_dd_down(c, &b)) : eng_bulk_move(c, &b, false);
 	eng_lock(c);
 	for (unsigned j = 0; j < b.n; j++) {
 		struct vc_page *p = b.jobs[j].p;
-		vc_tier_free(c->gpu.stage_bulk, b.jobs[j].stage);
+		vc_tier_free(gpu_of(c, p)->stage_bulk, b.jobs[j].stage);
 		if (b.bios[j].result < 0) {
 			eng_page_drop(c, p);
 			continue;
 		}
 		st_settle(c, p, VC_ST_GPU); /* settled */
 		pol_insert(c, p, GPU);
+		atomic_fetch_add_explicit(&gpu_of(c, p)->n_h2d, 1, memory_order_relaxed);
 		c->st.h2d += c->page_size;
 		c->st.rd_bytes += b.bios[j].len;
 		(*loaded)++;
 	}
+	eng_fail_parts(c, b.perr);
+	if (eng_dev_err(dev_r)) /* a failed part's pages were dropped; the others loaded */
+		dev_r = 0;
 	eng_wake(c);
 	eng_unlock(c);
 	eng_bulk_fini(&b);
@@ -232,9 +250,12 @@ int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 	struct vc_cache *c = v->c;
 	if (tier != HOST && tier != GPU)
 		return vc_err(-EINVAL, "prefetch: unknown tier %d", tier);
-	if (tier == GPU && !c->gpu.ls)
+	if (tier == GPU && !c->gpus[0].ls)
 		return vc_err(-EINVAL, "prefetch into the GPU tier, but it is disabled (size 0)");
-	if (tier == GPU && c->gpu.off)
+	bool alive = false; /* some part's device still works */
+	for (uint32_t k = 0; tier == GPU && k < c->ngpus; k++)
+		alive |= !atomic_load(&c->gpus[k].off);
+	if (tier == GPU && !alive)
 		return vc_err(-VC_EDEVICE, "prefetch into the GPU tier, but it is off after a device "
 					   "failure");
 	if (off >= v->size || len == 0)

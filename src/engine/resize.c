@@ -34,11 +34,11 @@ int vc_volume_resize(vc_volume *v, uint64_t size)
 		return 0;
 	/* Pages, and with encryption the cipher's units, are numbered in
 	 * 48 bits (as vol_open checks). */
-	const uint64_t units = (size >> c->pshift) * (c->gpu.cipher ? c->gpu.units_per_page : 1);
+	const uint64_t units = (size >> c->pshift) * (c->gt.cipher ? c->gt.units_per_page : 1);
 	if (units > VC_PNO_INDEX_MASK || size >> c->pshift > VC_PNO_INDEX_MASK)
 		return vc_err(-EFBIG, "volume of %llu bytes: more than 2^%d pages%s",
 			      (unsigned long long)size, VC_PNO_VOL_SHIFT,
-			      c->gpu.cipher ? " or cipher units" : "");
+			      c->gt.cipher ? " or cipher units" : "");
 	const uint64_t lo = size < old ? size : old;
 	const uint64_t edge = lo & ~(ps - 1);      /* the page holding the lower end */
 	const uint64_t past = (size + ps - 1) & ~(ps - 1); /* the first page wholly past */

@@ -21,10 +21,10 @@ static void iv_of(uint64_t nonce, unsigned char iv[VC_GMAC_IV_BYTES])
 
 int eng_integ_open(struct vc_cache *c, uint64_t npool)
 {
-	int r = vc_secret_random(VC_GMAC_KEY_BYTES, &c->gpu.mac_key);
+	int r = vc_secret_random(VC_GMAC_KEY_BYTES, &c->gt.mac_key);
 	if (r == 0)
-		r = vc_gmac_open(c->gpu.mac_key->bytes, &c->gpu.mac);
-	if (r == 0 && !(c->gpu.seals = calloc(npool, sizeof *c->gpu.seals)))
+		r = vc_gmac_open(c->gt.mac_key->bytes, &c->gt.mac);
+	if (r == 0 && !(c->gt.seals = calloc(npool, sizeof *c->gt.seals)))
 		r = vc_err(-ENOMEM, "out of memory for %llu page seals (integrity mode)",
 			   (unsigned long long)npool);
 	return r;
@@ -32,30 +32,30 @@ int eng_integ_open(struct vc_cache *c, uint64_t npool)
 
 void eng_integ_close(struct vc_cache *c)
 {
-	vc_gmac_close(c->gpu.mac);
-	c->gpu.mac = NULL;
-	vc_secret_free(c->gpu.mac_key);
-	c->gpu.mac_key = NULL;
-	free(c->gpu.seals);
-	c->gpu.seals = NULL;
+	vc_gmac_close(c->gt.mac);
+	c->gt.mac = NULL;
+	vc_secret_free(c->gt.mac_key);
+	c->gt.mac_key = NULL;
+	free(c->gt.seals);
+	c->gt.seals = NULL;
 }
 
 int eng_seal(struct vc_cache *c, const struct vc_page *p, const void *plain)
 {
-	struct eng_seal *s = &c->gpu.seals[page_id(c, p)];
+	struct eng_seal *s = &c->gt.seals[page_id(c, p)];
 	unsigned char iv[VC_GMAC_IV_BYTES];
-	s->nonce = atomic_fetch_add_explicit(&c->gpu.nonce, 1, memory_order_relaxed) + 1;
+	s->nonce = atomic_fetch_add_explicit(&c->gt.nonce, 1, memory_order_relaxed) + 1;
 	iv_of(s->nonce, iv);
-	return vc_gmac_tag(c->gpu.mac, iv, plain, c->page_size, s->tag);
+	return vc_gmac_tag(c->gt.mac, iv, plain, c->page_size, s->tag);
 }
 
 int eng_check(struct vc_cache *c, const struct vc_page *p, const void *plain, uint64_t *nonce)
 {
-	const struct eng_seal *s = &c->gpu.seals[page_id(c, p)];
+	const struct eng_seal *s = &c->gt.seals[page_id(c, p)];
 	unsigned char iv[VC_GMAC_IV_BYTES], tag[VC_GMAC_TAG_BYTES];
 	*nonce = s->nonce;
 	iv_of(s->nonce, iv);
-	int r = vc_gmac_tag(c->gpu.mac, iv, plain, c->page_size, tag);
+	int r = vc_gmac_tag(c->gt.mac, iv, plain, c->page_size, tag);
 	if (r < 0)
 		return r;
 	unsigned char diff = 0; /* constant time: no early exit on the first byte that differs */
@@ -63,7 +63,7 @@ int eng_check(struct vc_cache *c, const struct vc_page *p, const void *plain, ui
 		diff |= (unsigned char)(tag[i] ^ s->tag[i]);
 	if (diff == 0)
 		return 0;
-	atomic_fetch_add_explicit(&c->gpu.integ_failures, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->gt.integ_failures, 1, memory_order_relaxed);
 	eng_integ_failed = true;
 	return vc_err(-EIO, "page %llu of volume %llu changed in GPU memory (its integrity tag does "
 			    "not match): not returned, and dropped from the cache",
@@ -80,7 +80,7 @@ void eng_integ_drop(struct vc_cache *c, struct vc_page *p, uint64_t pno, uint64_
 		 * seal hold still (page.h; seals change only before a page
 		 * settles there). */
 		if (!(st_of(p) & VC_ST_GPU) || p->pno != pno || p->tier != GPU ||
-		    c->gpu.seals[page_id(c, p)].nonce != nonce || !vc_page_claim(p, 0, VC_ST_GPU))
+		    c->gt.seals[page_id(c, p)].nonce != nonce || !vc_page_claim(p, 0, VC_ST_GPU))
 			return;
 	}
 	eng_integ_count_drop(c, p);
@@ -90,9 +90,9 @@ void eng_integ_drop(struct vc_cache *c, struct vc_page *p, uint64_t pno, uint64_
 
 void eng_integ_count_drop(struct vc_cache *c, const struct vc_page *p)
 {
-	atomic_fetch_add_explicit(&c->gpu.integ_drops, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->gt.integ_drops, 1, memory_order_relaxed);
 	if (p->dirty)
-		atomic_fetch_add_explicit(&c->gpu.integ_dirty_lost, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->gt.integ_dirty_lost, 1, memory_order_relaxed);
 }
 
 bool eng_stage_bad(struct vc_cache *c, const struct vc_page *p, struct vc_bio *bio)

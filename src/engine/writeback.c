@@ -9,7 +9,7 @@
  * wrote the same bytes): the second finds it clean already, and must not
  * count it again (the dirty count went below the truth and a flush
  * stopped early; test_aio and test_flush found it). */
-static void note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
+void eng_note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 {
 	if (p->dirty)
 		dirty_clear(c, p);
@@ -25,17 +25,18 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	eng_assert_locked(c);
 	uint32_t s = 0;
 	bool on_gpu = p->tier == GPU;
-	if (on_gpu && vc_tier_alloc(c->gpu.stage_wb, &s) < 0)
-		return -EAGAIN;
+	struct vc_gpu *g = on_gpu ? gpu_of(c, p) : NULL;
+	if (on_gpu && (atomic_load(&g->off) || vc_tier_alloc(g->stage_wb, &s) < 0))
+		return atomic_load(&g->off) ? -EIO : -EAGAIN; /* a failed part's dirty page is lost */
 	if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* a lock-free reader pinned it */
 		if (on_gpu)
-			vc_tier_free(c->gpu.stage_wb, s);
+			vc_tier_free(g->stage_wb, s);
 		return -EAGAIN;
 	}
 	uint64_t pno = p->pno;
-	unsigned char *buf = on_gpu ? vc_tier_host(c->gpu.stage_wb, s) : host_data(c, p);
+	unsigned char *buf = on_gpu ? vc_tier_host(g->stage_wb, s) : host_data(c, p);
 	eng_unlock(c);
-	int r = on_gpu ? eng_move_up(c, p, vc_tier_addr(c->gpu.stage_wb, s)) : 0;
+	int r = on_gpu ? eng_move_up(c, p, vc_tier_addr(g->stage_wb, s)) : 0;
 	uint64_t nonce = 0;
 	bool bad = false;
 	if (r == 0 && on_gpu && eng_integ(c))
@@ -44,14 +45,20 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
 	eng_lock(c);
 	if (on_gpu) {
-		vc_tier_free(c->gpu.stage_wb, s);
+		vc_tier_free(g->stage_wb, s);
 		c->st.d2h += c->page_size;
 	}
 	if (r == 0) /* before the release: a lock-free writer may own it next */
-		note_written(c, p, page_len(c, pno));
+		eng_note_written(c, p, page_len(c, pno));
 	if (bad) {
 		eng_integ_drop(c, p, pno, nonce, true);
 		return r;
+	}
+	if (on_gpu && eng_dev_err(r)) { /* its part failed: the page with it */
+		eng_gpu_lost(c, p);
+		eng_gpu_fail(c, g, r);
+		eng_wake(c);
+		return -EIO;
 	}
 	st_clear(c, p, VC_ST_BUSY);
 	eng_wake(c);
@@ -93,8 +100,9 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 	struct vc_bio *io = malloc(cap * sizeof *io);
 	uint32_t *st = malloc(cap * sizeof *st);
 	bool *bad = malloc(cap * sizeof *bad);
-	int err = 0;
-	if (!mv || !tk || !io || !st || !bad) {
+	uint8_t *mpart = malloc((size_t)cap * mpp);
+	int err = 0, perr[VC_GPUS_MAX];
+	if (!mv || !tk || !io || !st || !bad || !mpart) {
 		err = vc_err(-ENOMEM, "out of memory");
 		for (uint32_t i = 0; i < n; i++)
 			done[i] = false;
@@ -111,15 +119,14 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 		for (uint32_t j = 0; j < k; j++) {
 			struct vc_page *p = pages[i + j];
 			eng_mv_page(c, p, vc_tier_addr(stage, st[j]), true, mv + (size_t)j * mpp);
+			memset(mpart + (size_t)j * mpp, p->gpu, mpp);
 			io[j] = (struct vc_bio){ .buf = vc_tier_host(stage, st[j]),
 						 .off = page_off(c, p->pno),
 						 .len = page_len(c, p->pno),
 						 .write = 1 };
 		}
 		eng_unlock(c);
-		int r = vc_batcher_add_n(c->gpu.bat, mv, k * mpp, tk);
-		if (r == 0)
-			r = vc_batcher_wait_n(c->gpu.bat, tk, k * mpp);
+		int r = eng_fan(c, mv, mpart, k * mpp, tk, perr);
 		for (uint32_t j = 0; j < k; j++) {
 			io[j].result = 0;
 			bad[j] = r == 0 && eng_integ(c) && eng_stage_bad(c, pages[i + j], &io[j]);
@@ -138,7 +145,7 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 			vc_tier_free(stage, st[j]);
 			done[i + j] = r == 0 && io[j].result == 0;
 			if (done[i + j]) {
-				note_written(c, p, io[j].len);
+				eng_note_written(c, p, io[j].len);
 			} else if (bad[j]) {
 				done[i + j] = true; /* the caller drops it */
 				eng_integ_count_drop(c, p);
@@ -147,6 +154,7 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 			}
 		}
 		c->st.d2h += (uint64_t)k * c->page_size;
+		eng_fail_parts(c, perr);
 		i += k;
 	}
 	free(mv);
@@ -154,13 +162,18 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 	free(io);
 	free(st);
 	free(bad);
+	free(mpart);
 	eng_wake(c);
 	return err;
 }
 
+/* The pages' part's staging (every page of pages[] is in one part: a
+ * segment's). */
 int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done)
 {
-	return eng_writeback_gpu_via(c, pages, n, done, c->gpu.stage_wb, WB_STAGING_PAGES);
+	return n ? eng_writeback_gpu_via(c, pages, n, done, gpu_of(c, pages[0])->stage_wb,
+					 WB_STAGING_PAGES)
+		 : 0;
 }
 
 void eng_bulk_fini(struct bulk *b)
@@ -169,6 +182,7 @@ void eng_bulk_fini(struct bulk *b)
 	free(b->bios);
 	free(b->moves);
 	free(b->tickets);
+	free(b->mpart);
 }
 
 int eng_bulk_init(struct vc_cache *c, struct bulk *b)
@@ -178,7 +192,8 @@ int eng_bulk_init(struct vc_cache *c, struct bulk *b)
 	b->bios = calloc(c->batch_pages, sizeof *b->bios);
 	b->moves = calloc((size_t)c->batch_pages * eng_mpp(c), sizeof *b->moves);
 	b->tickets = calloc((size_t)c->batch_pages * eng_mpp(c), sizeof *b->tickets);
-	if (b->jobs && b->bios && b->moves && b->tickets)
+	b->mpart = calloc((size_t)c->batch_pages * eng_mpp(c), 1);
+	if (b->jobs && b->bios && b->moves && b->tickets && b->mpart)
 		return 0;
 	eng_bulk_fini(b);
 	return vc_err(-ENOMEM, "out of memory");
@@ -194,28 +209,32 @@ int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
 {
 	uint32_t m = 0;
 	int r = 0;
+	for (unsigned k = 0; k < c->ngpus; k++)
+		b->perr[k] = 0;
 	for (unsigned i = 0; i < b->n && r == 0; i++) {
 		struct bulk_job *j = &b->jobs[i];
 		j->bad = false;
 		if (!j->staged || b->bios[i].result < 0)
 			continue;
-		uint64_t st = vc_tier_addr(c->gpu.stage_bulk, j->stage);
+		struct vc_tiermem *stage = c->gpus[j->p->gpu].stage_bulk;
+		uint64_t st = vc_tier_addr(stage, j->stage);
 		if (!to_stage && eng_integ(c))
-			r = eng_seal(c, j->p, vc_tier_host(c->gpu.stage_bulk, j->stage));
-		m += eng_mv_page(c, j->p, st, to_stage, b->moves + m);
+			r = eng_seal(c, j->p, vc_tier_host(stage, j->stage));
+		uint32_t k = eng_mv_page(c, j->p, st, to_stage, b->moves + m);
+		memset(b->mpart + m, j->p->gpu, k);
+		m += k;
 	}
 	if (r == 0 && m == 0)
 		return 0;
 	if (r == 0)
-		r = vc_batcher_add_n(c->gpu.bat, b->moves, m, b->tickets);
-	if (r == 0)
-		r = vc_batcher_wait_n(c->gpu.bat, b->tickets, m);
+		r = eng_fan(c, b->moves, b->mpart, m, b->tickets, b->perr);
 	for (unsigned i = 0; i < b->n; i++) {
 		struct bulk_job *j = &b->jobs[i];
 		if (!j->staged || b->bios[i].result < 0)
 			continue;
-		if (r < 0)
-			b->bios[i].result = r;
+		int e = eng_dev_err(r) ? b->perr[j->p->gpu] : r;
+		if (e < 0)
+			b->bios[i].result = e;
 		else if (to_stage && eng_integ(c))
 			j->bad = eng_stage_bad(c, j->p, &b->bios[i]);
 	}
@@ -263,7 +282,15 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 				eng_wait_page(c, p, st_of(p));
 				continue;
 			}
-			if (vc_tier_alloc(c->gpu.stage_bulk, &j->stage) < 0) {
+			if (atomic_load(&gpu_of(c, p)->off)) {
+				/* Its part failed: the dirty page is lost
+				 * (VC_GPU_DIRTY_KEEP), and the flush says so. */
+				eng_gpu_lost(c, p);
+				b->lost = true;
+				i++;
+				continue;
+			}
+			if (vc_tier_alloc(gpu_of(c, p)->stage_bulk, &j->stage) < 0) {
 				st_clear(c, p, VC_ST_BUSY);
 				if (b->n)
 					break;
@@ -277,7 +304,8 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 			eng_wait_page(c, p, st_of(p));
 			continue;
 		}
-		b->bios[b->n] = (struct vc_bio){ .buf = j->staged ? vc_tier_host(c->gpu.stage_bulk, j->stage)
+		b->bios[b->n] = (struct vc_bio){ .buf = j->staged ? vc_tier_host(gpu_of(c, p)->stage_bulk,
+										   j->stage)
 								  : host_data(c, p),
 						 .off = page_off(c, p->pno),
 						 .len = page_len(c, p->pno),
@@ -289,24 +317,32 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 	*pos = i < n ? ids[i] : ids[n - 1] + 1;
 
 	int r = eng_bulk_move(c, b, true);
-	if (r == 0 && b->n)
-		r = bios_submit(v->bk, b->bios, b->n);
+	if ((r == 0 || eng_dev_err(r)) && b->n) { /* a failed part's jobs failed alone */
+		int e = bios_submit(v->bk, b->bios, b->n);
+		r = r ? r : e;
+	}
 
 	eng_lock(c);
+	eng_fail_parts(c, b->perr);
 	for (unsigned k = 0; k < b->n; k++) {
 		struct vc_page *p = b->jobs[k].p;
 		/* Clean before the release, under the pin or BUSY: a writer,
 		 * which may own it lock-free once released, must find it clean
 		 * and mark it dirty again, not have its mark cleared. */
 		if (b->bios[k].result == 0)
-			note_written(c, p, b->bios[k].len);
+			eng_note_written(c, p, b->bios[k].len);
 		if (b->jobs[k].staged) {
-			vc_tier_free(c->gpu.stage_bulk, b->jobs[k].stage);
+			vc_tier_free(gpu_of(c, p)->stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;
 			if (b->jobs[k].bad) { /* its write is lost: the flush fails */
 				eng_integ_drop(c, p, p->pno, 0, true);
 				if (r == 0)
 					r = -EIO;
+				continue;
+			}
+			if (eng_dev_err(b->bios[k].result)) { /* its part failed, and the write */
+				eng_gpu_lost(c, p);
+				b->lost = true;
 				continue;
 			}
 			st_clear(c, p, VC_ST_BUSY);
@@ -317,6 +353,10 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 	}
 	eng_wake(c);
 	eng_unlock(c);
+	if (eng_dev_err(r)) { /* a failed part's pages are lost (above); the rest went on */
+		b->lost = true;
+		r = 0;
+	}
 	return r < 0 ? r : 1;
 }
 
@@ -342,8 +382,11 @@ int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last)
 		free(ids);
 		return r;
 	}
+	b.lost = false;
 	while ((r = flush_round(v, &b, ids, &pos, last)) > 0)
 		;
+	if (r == 0 && b.lost)
+		r = vc_err(-EIO, "flush: dirty pages were lost with a failed GPU (vc_stats.gpu_dirty_lost)");
 	eng_bulk_fini(&b);
 	free(ids);
 	return r;

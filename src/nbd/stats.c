@@ -16,7 +16,7 @@ struct metric {
 	double v;
 };
 
-#define NMETRICS 60
+#define NMETRICS 64
 
 static const char *const op_names[NBD_CMD_BLOCK_STATUS + 1] = {
 	"read", "write", "disc", "flush", "trim", "cache", "write_zeroes", "block_status",
@@ -85,6 +85,11 @@ static unsigned cache_metrics(const struct vc_stats *st, struct metric *m)
 	  "Sampled share of writes among accesses, all exports.");
 	M("dedup_volumes_on", NULL, false, st->dedup_volumes_on, "Exports deduplicating now.");
 	M("dedup_switches", NULL, true, st->dedup_switches, "Adaptive dedup turned on or off.");
+	M("gpus", NULL, false, st->gpus, "Parts of the GPU tier (--gpus).");
+	M("gpus_failed", NULL, false, st->gpus_failed, "Parts lost to a device error.");
+	M("gpu_dirty_lost", NULL, true, st->gpu_dirty_lost,
+	  "Dirty pages a failed part held (--gpu-dirty keep).");
+	M("gpu_peer_pages", NULL, true, st->gpu_peer_pages, "Pages moved between parts.");
 #undef M
 	return n;
 }
@@ -139,7 +144,26 @@ int nbd_stats_json(const struct nbd_server *srv, FILE *f)
 		vc_page_size(srv->cache));
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s\"%s\": %.17g", i ? ", " : "", m[i].name, m[i].v);
-	fputs("}, \"exports\": [", f);
+	fputs("}, \"gpus\": [", f);
+	for (unsigned k = 0; k < vc_gpu_count(srv->cache); k++) {
+		struct vc_gpu_stats g = { .size = sizeof g };
+		if (vc_get_gpu_stats(srv->cache, k, &g) < 0)
+			break;
+		fprintf(f, "%s{\"ordinal\": %d, \"device\": \"", k ? ", " : "", g.ordinal);
+		put_str(f, g.desc, true);
+		fprintf(f, "\", \"failed\": %s, \"weight\": %.17g, \"pages_cached\": %llu, "
+			   "\"pages_capacity\": %llu, \"bytes\": %llu, \"hits\": %llu, "
+			   "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"evictions\": %llu, "
+			   "\"gc_runs\": %llu, \"peer_in\": %llu, \"peer_out\": %llu, "
+			   "\"peer_direct\": %llu}",
+			g.failed ? "true" : "false", g.weight, (unsigned long long)g.pages_cached,
+			(unsigned long long)g.pages_capacity, (unsigned long long)g.bytes,
+			(unsigned long long)g.hits, (unsigned long long)g.h2d_bytes,
+			(unsigned long long)g.d2h_bytes, (unsigned long long)g.evictions,
+			(unsigned long long)g.gc_runs, (unsigned long long)g.peer_in,
+			(unsigned long long)g.peer_out, (unsigned long long)g.peer_direct);
+	}
+	fputs("], \"exports\": [", f);
 	for (unsigned i = 0; i < srv->n_exports; i++) {
 		const struct nbd_export *e = &srv->exports[i];
 		fputs(i ? ", {\"name\": \"" : "{\"name\": \"", f);
@@ -177,6 +201,50 @@ static void prom_export(FILE *f, const char *fam, const struct nbd_export *e, co
 	fprintf(f, "\"%s} %llu\n", extra, (unsigned long long)v);
 }
 
+/* Each GPU part's figures, labelled gpu="K" (its place in --gpus). */
+static void prom_gpus(const struct nbd_server *srv, FILE *f)
+{
+	const unsigned n = vc_gpu_count(srv->cache);
+	struct vc_gpu_stats g[VC_GPUS_MAX];
+	for (unsigned k = 0; k < n; k++) {
+		g[k] = (struct vc_gpu_stats){ .size = sizeof g[k] };
+		if (vc_get_gpu_stats(srv->cache, k, &g[k]) < 0)
+			return;
+	}
+	static const struct {
+		const char *fam, *help;
+		bool counter;
+		size_t off; /* into struct vc_gpu_stats: a uint64_t */
+	} per[] = {
+		{ "vramcache_gpu_pages_cached", "Pages a GPU part holds now.", false,
+		  offsetof(struct vc_gpu_stats, pages_cached) },
+		{ "vramcache_gpu_pages_capacity", "Pages a GPU part holds at most.", false,
+		  offsetof(struct vc_gpu_stats, pages_capacity) },
+		{ "vramcache_gpu_hits_total", "Page reads served from a GPU part.", true,
+		  offsetof(struct vc_gpu_stats, hits) },
+		{ "vramcache_gpu_h2d_bytes_total", "Bytes moved from host memory to a GPU part.", true,
+		  offsetof(struct vc_gpu_stats, h2d_bytes) },
+		{ "vramcache_gpu_d2h_bytes_total", "Bytes moved from a GPU part to host memory.", true,
+		  offsetof(struct vc_gpu_stats, d2h_bytes) },
+		{ "vramcache_gpu_evictions_total", "Pages evicted from a GPU part.", true,
+		  offsetof(struct vc_gpu_stats, evictions) },
+		{ "vramcache_gpu_peer_in_total", "Pages moved into a GPU part from another.", true,
+		  offsetof(struct vc_gpu_stats, peer_in) },
+	};
+	for (size_t i = 0; n && i < sizeof per / sizeof per[0]; i++) {
+		prom_head(f, per[i].fam, per[i].help, per[i].counter);
+		for (unsigned k = 0; k < n; k++)
+			fprintf(f, "%s{gpu=\"%u\",ordinal=\"%d\"} %llu\n", per[i].fam, k, g[k].ordinal,
+				(unsigned long long)*(const uint64_t *)((const char *)&g[k] + per[i].off));
+	}
+	if (n)
+		prom_head(f, "vramcache_gpu_failed", "1: the GPU part was lost to a device error.",
+			  false);
+	for (unsigned k = 0; k < n; k++)
+		fprintf(f, "vramcache_gpu_failed{gpu=\"%u\",ordinal=\"%d\"} %u\n", k, g[k].ordinal,
+			g[k].failed);
+}
+
 int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f)
 {
 	struct metric m[NMETRICS];
@@ -192,6 +260,7 @@ int nbd_stats_prometheus(const struct nbd_server *srv, FILE *f)
 		fprintf(f, "%s%s%s%s %.17g\n", fam, m[i].label ? "{" : "", m[i].label ? m[i].label : "",
 			m[i].label ? "}" : "", m[i].v);
 	}
+	prom_gpus(srv, f);
 	prom_head(f, "vramcache_export_size_bytes", "Size of an export.", false);
 	for (unsigned i = 0; i < srv->n_exports; i++)
 		prom_export(f, "vramcache_export_size_bytes", &srv->exports[i], "",
