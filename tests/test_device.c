@@ -16,16 +16,33 @@
  * path) and runs broken at the end; an empty batch; one batch waited on by
  * 4 threads at once and then again after completion.
  *
+ * Several devices (device.h's vc_device_count .. vc_device_fault), after
+ * that: the count, which handles are one device, and the UUIDs; moves
+ * between two devices' memory submitted on either (plain and chunked
+ * memory, the latter mapped before and after peer_enable), every byte
+ * checked; and the fault hook: a batch in flight and one after, copies,
+ * a device queue's producer (waiting for its moves or for a slot), the
+ * jobs, teardown, and a device beside the failed one that goes on. On
+ * CUDA the two-device parts need two GPUs (they say so and are left out
+ * otherwise), and the fault, which kills its ordinal's context, comes
+ * last.
+ *
  * VC_TEST_DEVICE=emu|cuda picks the backend; cuda skips without a GPU.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "device/cmp.h"
 #include "device/device.h"
+#include "device/fp.h"
+#include "device/queue.h"
 #include "testutil.h"
 #include "vramcache.h"
 
@@ -334,6 +351,501 @@ static void concurrent_waits(struct ctx *c)
 	verify(c);
 }
 
+/* --- several devices (device.h: vc_device_count .. vc_device_fault) -------
+ *
+ * A region is pages of one device's memory with a host mirror: moves
+ * apply to the mirror as they are added, and a check reads the region
+ * back through its owner (memcpy_sync) and compares every byte. */
+
+#define MG_PS 4096u
+#define MG_PAGES 64u
+
+struct region {
+	struct vc_device *owner;
+	uint64_t base;
+	unsigned char *mirror;
+	const char *name;
+};
+
+static void region_fill(struct region *g, uint64_t seed)
+{
+	g->mirror = malloc((size_t)MG_PAGES * MG_PS);
+	CHECK(g->mirror);
+	for (size_t i = 0; i < (size_t)MG_PAGES * MG_PS; i += 8) {
+		uint64_t v = t_rand(&seed);
+		memcpy(g->mirror + i, &v, 8);
+	}
+	CHECK_OK(g->owner->ops->memcpy_sync(g->owner, g->base, (uint64_t)(uintptr_t)g->mirror,
+					    (size_t)MG_PAGES * MG_PS));
+}
+
+static void region_check(const struct region *g)
+{
+	unsigned char *back = malloc((size_t)MG_PAGES * MG_PS);
+	CHECK(back);
+	CHECK_OK(g->owner->ops->memcpy_sync(g->owner, (uint64_t)(uintptr_t)back, g->base,
+					    (size_t)MG_PAGES * MG_PS));
+	for (uint32_t p = 0; p < MG_PAGES; p++)
+		if (memcmp(back + (size_t)p * MG_PS, g->mirror + (size_t)p * MG_PS, MG_PS) != 0) {
+			fprintf(stderr, "%s (device %d) page %u is wrong\n", g->name,
+				g->owner->ordinal, p);
+			exit(1);
+		}
+	free(back);
+}
+
+struct tbatch {
+	struct vc_device *d;
+	struct vc_dbatch b;
+};
+
+static void tbatch_init(struct tbatch *t, struct vc_device *d, uint32_t ps)
+{
+	void *mv;
+	uint64_t mv_dev;
+	t->d = d;
+	CHECK_OK(d->ops->host_alloc(d, 2 * MG_PAGES * sizeof(struct vc_move), &mv, &mv_dev));
+	memset(&t->b, 0, sizeof t->b);
+	t->b.moves = mv;
+	t->b.moves_dev = mv_dev;
+	t->b.cap = 2 * MG_PAGES;
+	t->b.page_size = ps;
+	CHECK_OK(d->ops->batch_init(d, &t->b));
+}
+
+static void tbatch_fini(struct tbatch *t)
+{
+	t->d->ops->batch_fini(t->d, &t->b);
+	t->d->ops->host_free(t->d, t->b.moves);
+}
+
+/* Page i of s to page j of t (or an exchange), applied to the mirrors. */
+static void tmove(struct tbatch *t, int op, struct region *s, uint32_t i, struct region *d,
+		  uint32_t j)
+{
+	CHECK(t->b.n < t->b.cap);
+	t->b.moves[t->b.n++] = (struct vc_move){ .src = s->base + (uint64_t)i * MG_PS,
+						 .dst = d->base + (uint64_t)j * MG_PS,
+						 .op = (uint32_t)op };
+	unsigned char *a = s->mirror + (size_t)i * MG_PS, *b = d->mirror + (size_t)j * MG_PS;
+	if (op == VC_MOVE_COPY) {
+		memcpy(b, a, MG_PS);
+	} else {
+		unsigned char tmp[MG_PS];
+		memcpy(tmp, a, MG_PS);
+		memcpy(a, b, MG_PS);
+		memcpy(b, tmp, MG_PS);
+	}
+}
+
+static void tbatch_run(struct tbatch *t, bool dma)
+{
+	t->b.dma = dma;
+	CHECK_OK(t->d->ops->batch_submit(t->d, &t->b));
+	CHECK_OK(t->d->ops->batch_wait(t->d, &t->b));
+	t->b.n = 0;
+}
+
+/* A page index scattered over [0, n) (n a multiple of 8, 7 coprime to
+ * it): consecutive i never land on consecutive pages, so a batch of them
+ * takes the move kernel, not the one-memcpy path. */
+static uint32_t scatter(uint32_t i, uint32_t n)
+{
+	return (i * 7 + 3) % n;
+}
+
+/* A stand-in for another backend: only what the wrappers read. */
+static const struct vc_device_ops other_ops = { .name = "other" };
+
+/* vc_device_count, vc_device_same, the uuids and the ordinal checks. */
+static void test_same(int kind)
+{
+	int n = vc_device_count(kind);
+	fprintf(stderr, "devices of this kind: %d\n", n);
+	CHECK(n >= 1);
+	if (kind == VC_DEVICE_EMU) {
+		CHECK(n == VC_EMU_DEVICES);
+		struct vc_device *x = NULL;
+		CHECK(vc_device_open(kind, VC_EMU_DEVICES, &x) == -VC_ENODEVICE && !x);
+		CHECK(strstr(vc_last_error(), "emulated devices are 0 .."));
+		CHECK(vc_device_open(kind, -1, &x) == -VC_ENODEVICE && !x);
+	}
+	CHECK(vc_device_count(VC_DEVICE_AUTO) >= 1);
+	CHECK(vc_device_count(-1) == 0);
+	struct vc_device *a, *a2, *b = NULL;
+	CHECK_OK(vc_device_open(kind, 0, &a));
+	CHECK_OK(vc_device_open(kind, 0, &a2));
+	CHECK(a->ordinal == 0 && a2->ordinal == 0);
+	CHECK(vc_device_same(a, a2) && vc_device_same(a2, a));
+	unsigned char ua[16], ua2[16], ub[16];
+	CHECK_OK(a->ops->uuid(a, ua));
+	CHECK_OK(a2->ops->uuid(a2, ua2));
+	CHECK(memcmp(ua, ua2, 16) == 0);
+	CHECK_OK(vc_device_peer_enable(a, a2)); /* one GPU: nothing to open */
+	if (n >= 2) {
+		CHECK_OK(vc_device_open(kind, 1, &b));
+		CHECK(b->ordinal == 1);
+		CHECK(!vc_device_same(a, b) && !vc_device_same(b, a2));
+		CHECK_OK(b->ops->uuid(b, ub));
+		CHECK(memcmp(ua, ub, 16) != 0);
+	}
+	struct vc_device other = { .ops = &other_ops, .ordinal = 0 };
+	CHECK(!vc_device_same(a, &other));
+	CHECK(vc_device_peer_enable(a, &other) == -ENOTSUP);
+	CHECK(vc_device_fault(&other) == -ENOTSUP);
+	vc_device_close(b);
+	vc_device_close(a2);
+	vc_device_close(a);
+	fprintf(stderr, "ok  count, same, uuids%s\n", n >= 2 ? "" : " (one device: no second)");
+}
+
+/* Moves between two devices' memory, submitted on either: plain device
+ * memory both ways, in the move kernel (scattered pages, a SWAP), the
+ * one-memcpy path (a contiguous run) and the copy engines (dma); and
+ * chunked memory (mem_reserve + mem_map) of device 1, one part mapped
+ * before peer_enable and one after. */
+static void test_peers(int kind)
+{
+	if (vc_device_count(kind) < 2) {
+		fprintf(stderr, "SKIP two devices: %d device(s) of this kind; peer moves not "
+				"tested\n", vc_device_count(kind));
+		return;
+	}
+	struct vc_device *d0, *d1;
+	CHECK_OK(vc_device_open(kind, 0, &d0));
+	CHECK_OK(vc_device_open(kind, 1, &d1));
+	const size_t bytes = (size_t)MG_PAGES * MG_PS;
+	struct region a0 = { .owner = d0, .name = "device 0 memory" };
+	struct region a1 = { .owner = d1, .name = "device 1 memory" };
+	CHECK_OK(d0->ops->mem_alloc(d0, bytes, &a0.base));
+	CHECK_OK(d1->ops->mem_alloc(d1, bytes, &a1.base));
+	/* Chunked memory of device 1: two parts of a granule or more. */
+	struct region v[2] = { { .owner = d1, .name = "device 1 part mapped before" },
+			       { .owner = d1, .name = "device 1 part mapped after" } };
+	const uint64_t g = d1->map_granularity;
+	const uint64_t part = g ? (bytes + g - 1) / g * g : 0;
+	uint64_t vbase = 0;
+	if (g) {
+		CHECK_OK(d1->ops->mem_reserve(d1, 2 * part, &vbase));
+		CHECK_OK(d1->ops->mem_map(d1, vbase, part));
+		v[0].base = vbase;
+		v[1].base = vbase + part;
+	} else {
+		fprintf(stderr, "device 1 has no chunked memory: that part is not tested\n");
+	}
+	CHECK_OK(vc_device_peer_enable(d0, d1));
+	CHECK_OK(vc_device_peer_enable(d1, d0));
+	CHECK_OK(vc_device_peer_enable(d0, d1)); /* again: already open */
+	if (g)
+		CHECK_OK(d1->ops->mem_map(d1, v[1].base, part));
+	region_fill(&a0, 11);
+	region_fill(&a1, 12);
+	if (g) {
+		region_fill(&v[0], 13);
+		region_fill(&v[1], 14);
+	}
+
+	struct tbatch t0, t1;
+	tbatch_init(&t0, d0, MG_PS);
+	tbatch_init(&t1, d1, MG_PS);
+	const uint32_t h = MG_PAGES / 2;
+	/* On device 0: device 1's lower half to device 0's lower half, and
+	 * device 0's upper half to device 1's upper half, scattered. */
+	for (uint32_t i = 0; i < h; i++) {
+		tmove(&t0, VC_MOVE_COPY, &a1, i, &a0, scatter(i, h));
+		tmove(&t0, VC_MOVE_COPY, &a0, h + i, &a1, h + scatter(i, h));
+	}
+	tbatch_run(&t0, false);
+	region_check(&a0);
+	region_check(&a1);
+	/* Contiguous runs (one memcpy on CUDA), each way, on device 0. */
+	for (uint32_t i = 0; i < h; i++)
+		tmove(&t0, VC_MOVE_COPY, &a1, i, &a0, h + i);
+	tbatch_run(&t0, false);
+	for (uint32_t i = 0; i < h; i++)
+		tmove(&t0, VC_MOVE_COPY, &a0, i, &a1, i);
+	tbatch_run(&t0, false);
+	/* Exchanges across the two, on device 0, then the copy engines. */
+	for (uint32_t i = 0; i < h; i++)
+		tmove(&t0, VC_MOVE_SWAP, &a0, scatter(i, h), &a1, h + i);
+	tbatch_run(&t0, false);
+	for (uint32_t i = 0; i < h; i++) {
+		tmove(&t0, VC_MOVE_COPY, &a1, scatter(i, h), &a0, i);
+		tmove(&t0, VC_MOVE_SWAP, &a0, h + i, &a1, h + scatter(i, h));
+	}
+	tbatch_run(&t0, true);
+	/* On device 1: its pages to device 0's and back. */
+	for (uint32_t i = 0; i < h; i++) {
+		tmove(&t1, VC_MOVE_COPY, &a0, scatter(i, h), &a1, i);
+		tmove(&t1, VC_MOVE_COPY, &a1, h + i, &a0, h + scatter(i, h));
+	}
+	tbatch_run(&t1, false);
+	region_check(&a0);
+	region_check(&a1);
+	if (g) {
+		/* Device 1's chunked parts, read and written by device 0's
+		 * moves, and device 0's memory by device 1's into them. */
+		for (uint32_t i = 0; i < h; i++) {
+			tmove(&t0, VC_MOVE_COPY, &v[0], scatter(i, h), &a0, i);
+			tmove(&t0, VC_MOVE_COPY, &v[1], i, &a0, h + scatter(i, h));
+			tmove(&t0, VC_MOVE_COPY, &a1, h + i, &v[0], h + scatter(i, h));
+			tmove(&t0, VC_MOVE_SWAP, &a1, i, &v[1], h + i);
+		}
+		tbatch_run(&t0, false);
+		for (uint32_t i = 0; i < h; i++)
+			tmove(&t0, VC_MOVE_COPY, &v[1], h + i, &a0, i); /* a run */
+		tbatch_run(&t0, false);
+		for (uint32_t i = 0; i < h; i++)
+			tmove(&t1, VC_MOVE_COPY, &a0, scatter(i, h), &v[0], i);
+		tbatch_run(&t1, false);
+		region_check(&v[0]);
+		region_check(&v[1]);
+		region_check(&a0);
+		region_check(&a1);
+		CHECK_OK(d1->ops->mem_unmap(d1, v[0].base, part));
+		CHECK_OK(d1->ops->mem_unmap(d1, v[1].base, part));
+		d1->ops->mem_unreserve(d1, vbase, 2 * part);
+		free(v[0].mirror);
+		free(v[1].mirror);
+	}
+	tbatch_fini(&t0);
+	tbatch_fini(&t1);
+	d0->ops->mem_free(d0, a0.base);
+	d1->ops->mem_free(d1, a1.base);
+	free(a0.mirror);
+	free(a1.mirror);
+	vc_device_close(d1);
+	vc_device_close(d0);
+	fprintf(stderr, "ok  peer moves between devices 0 and 1%s\n",
+		g ? ", chunked memory mapped before and after peer_enable" : "");
+}
+
+/* A device-queue producer that runs until its device fails: rounds of
+ * 4 KiB moves host -> device -> host on a ring shallower than a round,
+ * so that it also waits for slots (vc_dq_submit), not only for its
+ * moves (vc_dq_wait). */
+struct fault_prod {
+	struct vc_dq *q;
+	uint64_t host_dev, gpu;
+	_Atomic int rounds;
+	_Atomic bool done;
+	int err;
+};
+
+#define FP_PAGES 256u
+
+static void *fault_prod_main(void *arg)
+{
+	struct fault_prod *p = arg;
+	static struct vc_move mv[FP_PAGES];
+	int r = 0;
+	while (r == 0) {
+		bool up = atomic_load(&p->rounds) % 2 == 0;
+		for (uint32_t i = 0; i < FP_PAGES; i++) {
+			uint64_t h = p->host_dev + (uint64_t)i * MG_PS;
+			uint64_t g = p->gpu + (uint64_t)i * MG_PS;
+			mv[i] = (struct vc_move){ .src = up ? h : g, .dst = up ? g : h };
+		}
+		struct vc_dq_span sp;
+		r = vc_dq_submit(p->q, 0, mv, FP_PAGES, &sp);
+		if (r == 0)
+			r = vc_dq_wait(p->q, &sp);
+		if (r == 0)
+			atomic_fetch_add(&p->rounds, 1);
+	}
+	p->err = r;
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+/* The fault hook: batches in flight, queued and submitted after it,
+ * copies, a queue's waiters (blocked at the fault, and on a move
+ * submitted after it), the other jobs, and teardown; and a device beside
+ * it that goes on. `victim` is the ordinal faulted; `bystander` another
+ * one, or -1. */
+#define BIG_PS (2u << 20)
+#define BIG_PAGES 32u
+
+static void test_fault(int kind, int victim, int bystander)
+{
+	alarm(300); /* a waiter left hanging fails the test, not the CI run */
+	const bool emu = kind == VC_DEVICE_EMU;
+	struct vc_device *d, *same = NULL, *other = NULL;
+	CHECK_OK(vc_device_open(kind, victim, &d));
+	if (!emu)
+		CHECK_OK(vc_device_open(kind, victim, &same)); /* shares the context */
+	if (bystander >= 0)
+		CHECK_OK(vc_device_open(kind, bystander, &other));
+
+	/* Host pages: [0, FP_PAGES) the producer's; then batch A2's sources
+	 * and destinations, batch B's, and one source and one destination
+	 * page of a queue move. Device pages: the producer's. All of A2's,
+	 * B's and the queue move's pages are host memory, so that what they
+	 * did can be read without the device. */
+	const size_t hpages = FP_PAGES + 4 * MG_PAGES + 2;
+	void *hv;
+	uint64_t host_dev, gpu;
+	CHECK_OK(d->ops->host_alloc(d, hpages * MG_PS, &hv, &host_dev));
+	CHECK_OK(d->ops->mem_alloc(d, (size_t)FP_PAGES * MG_PS, &gpu));
+	unsigned char *host = hv;
+	uint64_t seed = 21;
+	for (size_t i = 0; i < hpages * MG_PS; i += 8) {
+		uint64_t w = t_rand(&seed);
+		memcpy(host + i, &w, 8);
+	}
+#define HPAGE(k) (host_dev + (uint64_t)(k) * MG_PS)
+	const uint32_t a2_src = FP_PAGES, a2_dst = a2_src + MG_PAGES, b_src = a2_dst + MG_PAGES,
+		       b_dst = b_src + MG_PAGES, q_src = b_dst + MG_PAGES, q_dst = q_src + 1;
+	unsigned char *before = malloc(hpages * MG_PS);
+	CHECK(before);
+
+	struct fault_prod p = { .host_dev = host_dev, .gpu = gpu };
+	struct vc_dq_config qc = { .page_size = MG_PS, .depth = 64, .nrings = 1 };
+	CHECK_OK(vc_dq_create(d, &qc, &p.q));
+	struct vc_dq *q2; /* idle at the fault, for a move submitted after it */
+	CHECK_OK(vc_dq_create(d, &qc, &q2));
+	struct vc_move qm = { .src = HPAGE(q_src), .dst = HPAGE(q_dst) };
+	struct vc_dq_span sp;
+	CHECK_OK(vc_dq_submit(q2, 0, &qm, 1, &sp));
+	CHECK_OK(vc_dq_wait(q2, &sp));
+	CHECK(memcmp(host + (size_t)q_src * MG_PS, host + (size_t)q_dst * MG_PS, MG_PS) == 0);
+	memset(host + (size_t)q_dst * MG_PS, 0x5a, MG_PS);
+	pthread_t pt;
+	CHECK(pthread_create(&pt, NULL, fault_prod_main, &p) == 0);
+	while (atomic_load(&p.rounds) < 4 && !atomic_load(&p.done))
+		usleep(1000);
+	CHECK(!atomic_load(&p.done)); /* the queue works before the fault */
+
+	/* A1: 32 exchanges of 2 MiB host pages (64 MiB each way: tens of
+	 * milliseconds on emu's one worker); A2, queued behind it, and B,
+	 * submitted after the fault: 4 KiB host -> host copies, scattered. */
+	void *bigv;
+	uint64_t big_dev;
+	CHECK_OK(d->ops->host_alloc(d, 2 * (size_t)BIG_PAGES * BIG_PS, &bigv, &big_dev));
+	memset(bigv, 0x33, 2 * (size_t)BIG_PAGES * BIG_PS);
+	struct tbatch ta1, ta2, tb;
+	tbatch_init(&ta1, d, BIG_PS);
+	tbatch_init(&ta2, d, MG_PS);
+	tbatch_init(&tb, d, MG_PS);
+	for (uint32_t i = 0; i < BIG_PAGES; i++)
+		ta1.b.moves[i] = (struct vc_move){ .src = big_dev + (uint64_t)i * BIG_PS,
+						   .dst = big_dev + (uint64_t)(BIG_PAGES + i) * BIG_PS,
+						   .op = VC_MOVE_SWAP };
+	for (uint32_t i = 0; i < MG_PAGES; i++) {
+		const uint32_t k = scatter(i, MG_PAGES);
+		ta2.b.moves[i] = (struct vc_move){ .src = HPAGE(a2_src + i), .dst = HPAGE(a2_dst + k) };
+		tb.b.moves[i] = (struct vc_move){ .src = HPAGE(b_src + i), .dst = HPAGE(b_dst + k) };
+	}
+	ta1.b.n = BIG_PAGES;
+	ta2.b.n = tb.b.n = MG_PAGES;
+	memcpy(before, host, hpages * MG_PS);
+
+	CHECK_OK(d->ops->batch_submit(d, &ta1.b));
+	CHECK_OK(d->ops->batch_submit(d, &ta2.b));
+	CHECK_OK(vc_device_fault(d));
+	const int rb = d->ops->batch_submit(d, &tb.b);
+	CHECK(rb == 0 || rb == -VC_EDEVICE);
+	const int ra1 = d->ops->batch_wait(d, &ta1.b), ra2 = d->ops->batch_wait(d, &ta2.b);
+	fprintf(stderr, "batches in flight at the fault: %s, %s\n",
+		ra1 ? vc_strerror(ra1) : "completed", ra2 ? vc_strerror(ra2) : "completed");
+	CHECK(ra1 == 0 || ra1 == -VC_EDEVICE);
+	CHECK(ra2 == 0 || ra2 == -VC_EDEVICE);
+	/* On emu A2 was queued behind A1 when the flag went up: the worker
+	 * completes it failed and moves nothing. (On CUDA the trap meets
+	 * whatever is in flight: either outcome.) */
+	if (emu)
+		CHECK(ra2 == -VC_EDEVICE &&
+		      memcmp(before + (size_t)a2_dst * MG_PS, host + (size_t)a2_dst * MG_PS,
+			     (size_t)MG_PAGES * MG_PS) == 0);
+	CHECK(d->ops->batch_wait(d, &tb.b) == -VC_EDEVICE);
+	CHECK(d->ops->batch_wait(d, &tb.b) == -VC_EDEVICE); /* and again */
+	CHECK(memcmp(before + (size_t)b_dst * MG_PS, host + (size_t)b_dst * MG_PS,
+		     (size_t)MG_PAGES * MG_PS) == 0); /* B moved nothing */
+
+	/* The queue: the producer, whichever wait the fault caught it in
+	 * (for its moves, or for a slot), gets the device's error. */
+	for (int i = 0; i < 10000 && !atomic_load(&p.done); i++)
+		usleep(1000);
+	if (!atomic_load(&p.done)) {
+		fprintf(stderr, "a device-queue producer was not released by the fault (%d "
+				"rounds)\n", atomic_load(&p.rounds));
+		exit(1);
+	}
+	pthread_join(pt, NULL);
+	fprintf(stderr, "queue producer after %d rounds: %s\n", atomic_load(&p.rounds),
+		vc_strerror(p.err));
+	CHECK(p.err == -VC_EDEVICE);
+	/* Moves submitted after the fault to the idle queue, twice its
+	 * depth: the submission itself must wait for slots that never come
+	 * free, and gives up with the error; the waiter is released with
+	 * it; and nothing moves, however long one waits. */
+	struct vc_move qms[128];
+	CHECK(sizeof qms / sizeof *qms >= 2 * qc.depth);
+	for (size_t i = 0; i < sizeof qms / sizeof *qms; i++)
+		qms[i] = qm;
+	CHECK(vc_dq_submit(q2, 0, qms, sizeof qms / sizeof *qms, &sp) == -VC_EDEVICE);
+	CHECK(vc_dq_wait(q2, &sp) == -VC_EDEVICE);
+	usleep(20000); /* a lane that ignored the fault would have moved them by now */
+	CHECK(!vc_dq_done(q2, &sp));
+	CHECK(memcmp(before + (size_t)q_dst * MG_PS, host + (size_t)q_dst * MG_PS, MG_PS) == 0);
+
+	/* Copies and the rest. */
+	CHECK(d->ops->memcpy_sync(d, HPAGE(0), gpu, MG_PS) == -VC_EDEVICE);
+	if (same)
+		CHECK(same->ops->memcpy_sync(same, HPAGE(0), gpu, MG_PS) == -VC_EDEVICE);
+	if (emu) {
+		uint64_t r0, x;
+		CHECK(d->ops->mem_reserve(d, d->map_granularity, &r0) == -VC_EDEVICE);
+		CHECK(d->ops->mem_alloc(d, MG_PS, &x) == -VC_EDEVICE);
+		/* The jobs fail, though each has nothing to do. */
+		struct vc_gc_job gj = { .page_size = MG_PS, .per_seg = 1 };
+		struct vc_fp_job fj = { .n = 0 };
+		struct vc_cmp_job cj = { .n = 0 };
+		CHECK(d->ops->gc_run(d, &gj) == -VC_EDEVICE);
+		CHECK(d->ops->fp_run(d, &fj) == -VC_EDEVICE);
+		CHECK(d->ops->cmp_run(d, &cj) == -VC_EDEVICE);
+		/* What tears down still works. */
+		void *h2;
+		uint64_t h2_dev;
+		CHECK_OK(d->ops->host_alloc(d, MG_PS, &h2, &h2_dev));
+		d->ops->host_free(d, h2);
+	}
+#undef HPAGE
+
+	/* Teardown of the failed device: nothing may hang. */
+	vc_dq_destroy(q2);
+	vc_dq_destroy(p.q);
+	tbatch_fini(&ta1);
+	tbatch_fini(&ta2);
+	tbatch_fini(&tb);
+	d->ops->host_free(d, bigv);
+	d->ops->mem_free(d, gpu);
+	d->ops->host_free(d, hv);
+	vc_device_close(same);
+	vc_device_close(d);
+	free(before);
+
+	if (other) {
+		/* The device beside it goes on: a batch and a copy. */
+		struct region r = { .owner = other, .name = "the bystander's memory" };
+		CHECK_OK(other->ops->mem_alloc(other, (size_t)MG_PAGES * MG_PS, &r.base));
+		region_fill(&r, 31);
+		struct tbatch t;
+		tbatch_init(&t, other, MG_PS);
+		for (uint32_t i = 0; i < MG_PAGES / 2; i++)
+			tmove(&t, VC_MOVE_COPY, &r, i, &r, MG_PAGES / 2 + scatter(i, MG_PAGES / 2));
+		tbatch_run(&t, false);
+		region_check(&r);
+		tbatch_fini(&t);
+		other->ops->mem_free(other, r.base);
+		free(r.mirror);
+		vc_device_close(other);
+	}
+	alarm(0);
+	fprintf(stderr, "ok  fault of device %d: batches, copies, queue waiters, teardown%s\n",
+		victim, other ? "; the device beside it goes on" : "");
+}
+
 int main(void)
 {
 	struct ctx *c = calloc(1, sizeof *c);
@@ -380,9 +892,24 @@ int main(void)
 		fprintf(stderr, "ok  page %6u  empty batch, 4 concurrent waiters\n", sizes[si]);
 		teardown(c);
 	}
-	fprintf(stderr, "pass: %lu batches, %lu moves, every byte checked\n", c->batches, c->moves);
+	fprintf(stderr, "ok  %lu batches, %lu moves, every byte checked\n", c->batches, c->moves);
 	free(c->stage);
 	vc_device_close(c->d);
 	free(c);
+
+	const int kind = t_device_kind();
+	test_same(kind);
+	test_peers(kind);
+	/* Last: on CUDA the fault kills the victim ordinal's context for the
+	 * rest of the process. With one GPU there is no device beside it. */
+	if (vc_device_count(kind) >= 4 && kind == VC_DEVICE_EMU)
+		test_fault(kind, 2, 3);
+	else if (vc_device_count(kind) >= 2)
+		test_fault(kind, 1, 0);
+	else {
+		fprintf(stderr, "one device: the fault is tested without a device beside it\n");
+		test_fault(kind, 0, -1);
+	}
+	fprintf(stderr, "pass\n");
 	return 0;
 }

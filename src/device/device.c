@@ -10,17 +10,27 @@
 #include "base/error.h"
 #include "vramcache.h"
 
+/* The emulated devices are VC_EMU_DEVICES numbered ones, as CUDA's are
+ * its count: an ordinal past them is a device that is not there. */
+static int emu_open(int ordinal, struct vc_device **out)
+{
+	if (ordinal < 0 || ordinal >= VC_EMU_DEVICES)
+		return vc_err(-VC_ENODEVICE, "emu: device %d asked for, but the emulated devices "
+					     "are 0 .. %d", ordinal, VC_EMU_DEVICES - 1);
+	return vc_emu_open(ordinal, out);
+}
+
 int vc_device_open(int kind, int ordinal, struct vc_device **out)
 {
 	switch (kind) {
 	case VC_DEVICE_EMU:
-		return vc_emu_open(out);
+		return emu_open(ordinal, out);
 	case VC_DEVICE_CUDA:
 		return vc_cuda_open(ordinal, out);
 	case VC_DEVICE_AUTO: {
 		int r = vc_cuda_open(ordinal, out);
 		if (r == -VC_ENOTBUILT || r == -VC_ENODEVICE)
-			return vc_emu_open(out);
+			return emu_open(ordinal, out);
 		return r;
 	}
 	default:
@@ -32,6 +42,47 @@ void vc_device_close(struct vc_device *d)
 {
 	if (d)
 		d->ops->close(d);
+}
+
+int vc_device_count(int kind)
+{
+	switch (kind) {
+	case VC_DEVICE_EMU:
+		return VC_EMU_DEVICES;
+	case VC_DEVICE_CUDA:
+		return vc_cuda_count();
+	case VC_DEVICE_AUTO: {
+		int n = vc_cuda_count();
+		return n > 0 ? n : VC_EMU_DEVICES;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* One ops table per backend, so the table names the backend. */
+bool vc_device_same(const struct vc_device *a, const struct vc_device *b)
+{
+	return a->ops == b->ops && a->ordinal == b->ordinal;
+}
+
+int vc_device_peer_enable(struct vc_device *d, struct vc_device *peer)
+{
+	if (d->ops != peer->ops)
+		return vc_err(-ENOTSUP, "device %s %d cannot reach device %s %d: different "
+					"backends", d->ops->name, d->ordinal, peer->ops->name,
+			      peer->ordinal);
+	if (!d->ops->peer_enable)
+		return 0; /* the backend's device memory is host memory */
+	return d->ops->peer_enable(d, peer);
+}
+
+int vc_device_fault(struct vc_device *d)
+{
+	if (!d->ops->fault)
+		return vc_err(-ENOTSUP, "device %s %d cannot be made to fail", d->ops->name,
+			      d->ordinal);
+	return d->ops->fault(d);
 }
 
 int vc_device_parse(const char *name)

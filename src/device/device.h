@@ -269,7 +269,8 @@ struct vc_device_ops {
 	 * kernel that traps is launched on the device, so the failure is the
 	 * driver's own sticky error, seen by every later call on that GPU's
 	 * context (other handles on the same ordinal fail with it; other
-	 * GPUs go on). emu: a flag every entry point checks. */
+	 * GPUs go on). emu: a flag of this handle that every entry point
+	 * checks; what frees, unmaps and closes keeps working there. */
 	int (*fault)(struct vc_device *d);
 };
 
@@ -290,7 +291,8 @@ void vc_device_close(struct vc_device *d);
 #define VC_EMU_DEVICES 4
 int vc_device_count(int kind);
 /* Whether a and b are handles on one physical device (two logical parts
- * of one GPU): same backend and, on CUDA, same ordinal. */
+ * of one GPU): same backend and same ordinal (emulated devices of
+ * different ordinals are different devices, as GPUs are). */
 bool vc_device_same(const struct vc_device *a, const struct vc_device *b);
 /* ops->peer_enable where the backend has it, else 0 for two devices of
  * the same backend; -ENOTSUP across backends. */
@@ -299,8 +301,12 @@ int vc_device_peer_enable(struct vc_device *d, struct vc_device *peer);
 int vc_device_fault(struct vc_device *d);
 
 /* Backends. vc_cuda_open returns -VC_ENOTBUILT when CUDA was not compiled
- * in and -VC_ENODEVICE when no device is usable. */
-int vc_emu_open(struct vc_device **out);
+ * in and -VC_ENODEVICE when no device is usable. vc_emu_open opens
+ * emulated device `ordinal` (0 .. VC_EMU_DEVICES - 1, checked by
+ * vc_device_open): its own memory, worker and UUID. vc_cuda_count is
+ * cudaGetDeviceCount, 0 where that fails or CUDA is not built. */
+int vc_emu_open(int ordinal, struct vc_device **out);
 int vc_cuda_open(int ordinal, struct vc_device **out);
+int vc_cuda_count(void);
 
 #endif

@@ -308,22 +308,31 @@ void vc_dq_resume(struct vc_dq *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-/* Waits until slot of ticket t is free: its previous use completed. */
-static void wait_slot(struct vc_dq *q, struct vc_dq_ring *rg, uint32_t r, uint64_t t)
+/* Waits until slot of ticket t is free: its previous use completed. 0,
+ * or the device's error: a failed device completes nothing, so a
+ * producer that found the ring full would wait for ever. The health
+ * check runs only once the wait blocks (one query per bounded wait). */
+static int wait_slot(struct vc_dq *q, struct vc_dq_ring *rg, uint32_t r, uint64_t t)
 {
 	if (t < q->depth)
-		return;
+		return 0;
 	uint64_t prev = t - q->depth;
 	for (unsigned i = 0; !ticket_done(q, rg, prev); i++) {
 		if (!atomic_load(&q->running))
 			(void)kick(q);
-		if (i < 64)
+		if (i < 64) {
 			vc_cpu_relax();
-		else if (q->ops->block)
+			continue;
+		}
+		int e = q->ops->health(q);
+		if (e < 0)
+			return e;
+		if (q->ops->block)
 			q->ops->block(q, r, prev);
 		else
 			sched_yield();
 	}
+	return 0;
 }
 
 int vc_dq_check(const struct vc_dq *q, const struct vc_move *m, uint32_t n)
@@ -365,7 +374,10 @@ int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t 
 	sp->first = t;
 	for (uint32_t i = 0; i < n; i++)
 		for (uint32_t k = 0; k < q->pieces_per_page; k++, t++) {
-			wait_slot(q, rg, r, t);
+			/* On an error the span's later tickets stay unpublished:
+			 * the device is dead, and their waiters get its error. */
+			if ((e = wait_slot(q, rg, r, t)) < 0)
+				return e;
 			struct vc_dq_desc *d = &rg->desc[t & (q->depth - 1)];
 			uint64_t tag = vc_dq_tag(t, q->dshift) << VC_DQ_ADDR_BITS;
 			uint64_t off = (uint64_t)k * q->piece;

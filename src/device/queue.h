@@ -189,7 +189,8 @@ int vc_dq_check(const struct vc_dq *q, const struct vc_move *m, uint32_t n);
  * pieces_per_page descriptors). Waits for free slots as needed, never for
  * its own moves. *sp names the claimed tickets. 0, or -EINVAL for a bad
  * ring, an address past 2^48, a bad op word (vc_move_check), or
- * VC_MOVE_FP on pages of more than one piece. */
+ * VC_MOVE_FP on pages of more than one piece; or the device's error
+ * (health) when it failed while this call waited for a slot. */
 int vc_dq_submit(struct vc_dq *q, uint32_t r, const struct vc_move *m, uint32_t n,
 		 struct vc_dq_span *sp);
 /* Whether every piece of the span has completed: one load per lane the

@@ -126,6 +126,11 @@ int vc_cu_mem_unmap_n(struct vc_device *d, const uint64_t *dev_addr, const uint6
 		      uint32_t n);
 int vc_cu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_cu_uuid(struct vc_device *d, unsigned char out[16]);
+/* Lets ordinal `peer` read and write every part of ordinal `owner`'s
+ * chunked memory, mapped now or later (peer_enable, both ways). 0, or
+ * the driver's error (some parts may have been granted: a retry grants
+ * the rest). The caller has checked that the two reach each other. */
+int vc_cu_vmem_grant(int owner, int peer);
 
 /* fp.c: fingerprints (device/fp.h). */
 int vc_cu_fp_run(struct vc_device *d, const struct vc_fp_job *job);

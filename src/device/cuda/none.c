@@ -9,3 +9,8 @@ int vc_cuda_open(int ordinal, struct vc_device **out)
 	(void)out;
 	return vc_err(-VC_ENOTBUILT, "this build of vramcache has no CUDA backend");
 }
+
+int vc_cuda_count(void)
+{
+	return 0;
+}

@@ -35,8 +35,8 @@
 #include "vramcache.h"
 
 static const void *(*const anchors[])(void) = {
-	vc_cuda_cmp_module, vc_cuda_fp_module,     vc_cuda_gc_module,  vc_cuda_gfs_module,
-	vc_cuda_move_module, vc_cuda_server_module, vc_cuda_xts_module,
+	vc_cuda_cmp_module,  vc_cuda_fault_module,  vc_cuda_fp_module, vc_cuda_gc_module,
+	vc_cuda_gfs_module,  vc_cuda_move_module,   vc_cuda_server_module, vc_cuda_xts_module,
 };
 
 struct drv_load {

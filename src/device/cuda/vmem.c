@@ -14,7 +14,18 @@
  * mem_unmap overwrites the part with zeros (cudaMemset, then a stream
  * sync) before it goes back: CUDA does not promise that the next owner of
  * the memory finds it cleared. Map and unmap pause the device queues
- * (vc_cu_quiesce), as cudaMalloc and cudaFree do. */
+ * (vc_cu_quiesce), as cudaMalloc and cudaFree do.
+ *
+ * Several GPUs. cudaDeviceEnablePeerAccess opens a peer's cudaMalloc
+ * memory, but not memory mapped with cuMemMap: each part has its own
+ * access list (cuMemSetAccess). So each GPU has a set of peers (ordinals)
+ * that may reach its memory, grown by peer_enable (vc_cu_vmem_grant) and
+ * never shrunk, as peer access lasts the process; a part is mapped for
+ * its owner and every peer in the set, and a peer added later is given
+ * every part its owner has mapped already. Invariant, under access_mu:
+ * every part in the list is accessible to its owner and to every peer in
+ * its owner's set. Cost of a grant: one cuMemSetAccess per part the
+ * owner holds (a handful). */
 #include <cuda.h>
 #include <errno.h>
 #include <pthread.h>
@@ -107,10 +118,37 @@ struct part {
 	uint64_t addr;
 	size_t len;
 	CUmemGenericAllocationHandle h;
+	int ordinal; /* the GPU whose memory backs it */
 };
 
 static pthread_mutex_t parts_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct part *parts; /* few (a chunk of a tier each), found by address */
+
+/* Peers: bit p of peers[o] lets ordinal p reach ordinal o's parts. A
+ * part's access setup and its entry into the list happen under
+ * access_mu, as does a grant's pass over the list, so that a part mapped
+ * while a peer is added gets the peer one way or the other (the top).
+ * Lock order: a device's dq_mu (vc_cu_quiesce), access_mu, parts_mu. */
+#define VMEM_MAX_GPUS 64
+static pthread_mutex_t access_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t peers[VMEM_MAX_GPUS];
+
+/* The access list of a part of `owner`: the owner, then its peers.
+ * Under access_mu. Returns the number of entries. */
+static size_t access_of(int owner, CUmemAccessDesc a[VMEM_MAX_GPUS])
+{
+	size_t n = 0;
+	for (int o = -1; o < VMEM_MAX_GPUS; o++) {
+		if (o >= 0 && (o == owner || !(peers[owner] >> o & 1)))
+			continue;
+		memset(&a[n], 0, sizeof a[n]);
+		a[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		a[n].location.id = o < 0 ? owner : o;
+		a[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		n++;
+	}
+	return n;
+}
 
 int vc_cu_vmem_granularity(int ordinal, uint64_t *out)
 {
@@ -152,20 +190,33 @@ int vc_cu_mem_map(struct vc_device *d, uint64_t dev_addr, size_t len)
 	if (!len || len % d->map_granularity || dev_addr % d->map_granularity)
 		return vc_err(-EINVAL, "cuda: map of %zu bytes at %#llx is not granule aligned", len,
 			      (unsigned long long)dev_addr);
+	if (c->ordinal >= VMEM_MAX_GPUS)
+		return vc_err(-ENOTSUP, "cuda: device %d: chunked memory on at most %d GPUs",
+			      c->ordinal, VMEM_MAX_GPUS);
 	struct part *pt = calloc(1, sizeof *pt);
 	if (!pt)
 		return vc_err(-ENOMEM, "out of memory");
 	CUmemAllocationProp p = prop_of(c->ordinal);
-	CUmemAccessDesc a;
-	memset(&a, 0, sizeof a);
-	a.location = p.location;
-	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	CUmemAccessDesc a[VMEM_MAX_GPUS];
+	pt->addr = dev_addr;
+	pt->len = len;
+	pt->ordinal = c->ordinal;
 	vc_cu_quiesce(c);
 	r = dcheck(drv.create(&pt->h, len, &p, 0), "cuMemCreate");
 	if (r == 0) {
 		r = dcheck(drv.map((CUdeviceptr)dev_addr, len, 0, pt->h, 0), "cuMemMap");
 		if (r == 0) {
-			r = dcheck(drv.set_access((CUdeviceptr)dev_addr, len, &a, 1), "cuMemSetAccess");
+			pthread_mutex_lock(&access_mu);
+			const size_t na = access_of(c->ordinal, a);
+			r = dcheck(drv.set_access((CUdeviceptr)dev_addr, len, a, na),
+				   "cuMemSetAccess");
+			if (r == 0) {
+				pthread_mutex_lock(&parts_mu);
+				pt->next = parts;
+				parts = pt;
+				pthread_mutex_unlock(&parts_mu);
+			}
+			pthread_mutex_unlock(&access_mu);
 			if (r < 0)
 				(void)drv.unmap((CUdeviceptr)dev_addr, len);
 		}
@@ -173,17 +224,41 @@ int vc_cu_mem_map(struct vc_device *d, uint64_t dev_addr, size_t len)
 			(void)drv.release(pt->h);
 	}
 	vc_cu_unquiesce(c);
-	if (r < 0) {
+	if (r < 0)
 		free(pt);
-		return r;
+	return r;
+}
+
+int vc_cu_vmem_grant(int owner, int peer)
+{
+	if (owner < 0 || owner >= VMEM_MAX_GPUS || peer < 0 || peer >= VMEM_MAX_GPUS)
+		return vc_err(-ENOTSUP, "cuda: peer access between devices %d and %d: chunked "
+					"memory on at most %d GPUs", owner, peer, VMEM_MAX_GPUS);
+	if (drv_get() < 0) {
+		vc_err_clear(); /* no VMM: no part to grant, and mem_map fails */
+		return 0;
 	}
-	pt->addr = dev_addr;
-	pt->len = len;
-	pthread_mutex_lock(&parts_mu);
-	pt->next = parts;
-	parts = pt;
-	pthread_mutex_unlock(&parts_mu);
-	return 0;
+	CUmemAccessDesc a;
+	memset(&a, 0, sizeof a);
+	a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.location.id = peer;
+	a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	int r = 0;
+	pthread_mutex_lock(&access_mu);
+	if (!(peers[owner] >> peer & 1)) {
+		/* Held while granting: a part in the list is mapped until an
+		 * unmap takes it out, which needs parts_mu first. */
+		pthread_mutex_lock(&parts_mu);
+		for (struct part *pt = parts; pt && r == 0; pt = pt->next)
+			if (pt->ordinal == owner)
+				r = dcheck(drv.set_access((CUdeviceptr)pt->addr, pt->len, &a, 1),
+					   "cuMemSetAccess");
+		pthread_mutex_unlock(&parts_mu);
+		if (r == 0)
+			peers[owner] |= 1ull << peer;
+	}
+	pthread_mutex_unlock(&access_mu);
+	return r;
 }
 
 static struct part *part_take(uint64_t addr, size_t len)

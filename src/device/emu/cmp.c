@@ -47,7 +47,9 @@ static int cmp_xts(const struct vc_cmp_job *job)
 
 int vc_emu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
 {
-	(void)d;
+	int r = vc_emu_health(d);
+	if (r < 0)
+		return r;
 	if (job->key)
 		return cmp_xts(job);
 	const uint64_t *pairs = (const uint64_t *)(uintptr_t)job->pairs_dev;

@@ -5,9 +5,25 @@
  *
  * Cost: a batch of n pages costs one queue hand-off plus n page copies
  * (2n for swaps) on the worker thread. A cleaning job (gc_run) runs on the
- * calling thread: O(S log S) for S source slots, plus its page copies. */
+ * calling thread: O(S log S) for S source slots, plus its page copies.
+ *
+ * Several devices: each vc_emu_open is one emulated device, numbered by
+ * the ordinal it is opened as (device.h); its memory is host memory of
+ * its own allocations, its UUID carries the ordinal, and since all of it
+ * is one address space a batch on one device may move another's pages
+ * (peer access needs nothing: device.h's peer_enable is absent).
+ *
+ * Faults (device.h's fault op): `faulted` is a sticky flag, set once and
+ * never cleared, that every entry point that would touch device memory
+ * or run work checks first. The worker still takes queued batches, so
+ * their waiters are released, but completes them with -VC_EDEVICE without
+ * moving a byte; queue lanes stop taking descriptors and the queues'
+ * health reports -VC_EDEVICE, which is what releases their waiters
+ * (device/queue.c checks it between bounded waits). What frees or closes
+ * keeps working, so a failed device can be torn down. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
@@ -30,6 +46,7 @@ struct emu_batch {
 
 struct emu {
 	struct vc_device dev;
+	_Atomic bool faulted; /* sticky: see the top */
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
 	struct emu_batch *head, *tail;
@@ -38,6 +55,13 @@ struct emu {
 };
 
 #define EMU(d) ((struct emu *)(d))
+
+int vc_emu_health(struct vc_device *d)
+{
+	if (!atomic_load_explicit(&EMU(d)->faulted, memory_order_acquire))
+		return 0;
+	return vc_err(-VC_EDEVICE, "emu: device %d has failed (a fault was injected)", d->ordinal);
+}
 
 /* One move of len bytes (a page, or a queue's piece): a copy, with its
  * cipher (device.h: units of min(len, 4 KiB), tweaks from m->tweak up),
@@ -105,7 +129,8 @@ static void *worker_main(void *arg)
 			e->tail = NULL;
 		uint64_t gen = eb->submitted;
 		pthread_mutex_unlock(&e->mu);
-		int err = run_moves(eb->owner);
+		/* A batch the fault caught queued completes failed, unmoved. */
+		int err = atomic_load(&e->faulted) ? -VC_EDEVICE : run_moves(eb->owner);
 		pthread_mutex_lock(&e->mu);
 		eb->err = err < 0 ? -VC_EDEVICE : 0;
 		eb->completed = gen;
@@ -174,9 +199,10 @@ static void emu_host_unregister(struct vc_device *d, void *host)
 
 static int emu_mem_alloc(struct vc_device *d, size_t len, uint64_t *dev_addr)
 {
-	(void)d;
 	void *p = NULL;
-	int r = emu_alloc(len, &p);
+	int r = vc_emu_health(d);
+	if (r == 0)
+		r = emu_alloc(len, &p);
 	if (r == 0)
 		*dev_addr = (uint64_t)(uintptr_t)p;
 	return r;
@@ -221,6 +247,16 @@ static int emu_batch_submit(struct vc_device *d, struct vc_dbatch *b)
 					       "of at most %u bytes", VC_FP_BLOCK_MAX);
 	}
 	pthread_mutex_lock(&e->mu);
+	if (atomic_load(&e->faulted)) {
+		/* Completed at once, failed, as a launch on a dead context
+		 * fails: waiters see it (and the caller may not resubmit
+		 * before they have). */
+		eb->completed = ++eb->submitted;
+		eb->err = -VC_EDEVICE;
+		pthread_cond_broadcast(&e->done);
+		pthread_mutex_unlock(&e->mu);
+		return vc_emu_health(d);
+	}
 	eb->submitted++;
 	eb->next = NULL;
 	if (e->tail)
@@ -242,12 +278,14 @@ static int emu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
 		pthread_cond_wait(&e->done, &e->mu);
 	int r = eb->err;
 	pthread_mutex_unlock(&e->mu);
-	return r;
+	return r < 0 ? vc_err(r, "emu: device %d: a batch failed", d->ordinal) : 0;
 }
 
 static int emu_memcpy_sync(struct vc_device *d, uint64_t dst, uint64_t src, size_t len)
 {
-	(void)d;
+	int r = vc_emu_health(d);
+	if (r < 0)
+		return r;
 	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, len);
 	return 0;
 }
@@ -272,8 +310,9 @@ static int cmp_live(const void *a, const void *b)
  * caller's statement is checked before anything changes, as on CUDA. */
 static int emu_gc_run(struct vc_device *d, struct vc_gc_job *j)
 {
-	(void)d;
-	int r = vc_gc_check(j);
+	int r = vc_emu_health(d);
+	if (r == 0)
+		r = vc_gc_check(j);
 	if (r < 0)
 		return r;
 	const uint64_t per = j->per_seg, S = (uint64_t)j->nsrc * per;
@@ -344,6 +383,7 @@ struct emu_lane {
 };
 
 struct emu_dq {
+	struct emu *e; /* the device: its fault flag */
 	_Atomic bool closing;
 	_Atomic int err; /* sticky: a piece's cipher failed */
 	struct emu_ring rings[VC_DQ_MAX_RINGS];
@@ -377,7 +417,10 @@ static void *emu_lane_main(void *arg)
 		struct vc_dq_desc *d = &rg->desc[t & mask];
 		uint64_t tag = vc_dq_tag(t, q->dshift);
 		uint64_t op = atomic_load(&d->op);
-		if (op >> VC_DQ_ADDR_BITS == tag) {
+		/* A failed device takes nothing more: its tickets never
+		 * complete, and health releases their waiters. */
+		const bool dead = atomic_load(&ed->e->faulted);
+		if (!dead && op >> VC_DQ_ADDR_BITS == tag) {
 			uint64_t src = atomic_load_explicit(&d->src, memory_order_relaxed);
 			uint64_t dst = atomic_load_explicit(&d->dst, memory_order_relaxed);
 			uint64_t tw = atomic_load_explicit(&d->tweak, memory_order_relaxed);
@@ -417,7 +460,8 @@ static void *emu_lane_main(void *arg)
 		}
 		pthread_mutex_lock(&er->mu);
 		atomic_fetch_add(&er->sleepers, 1);
-		if (atomic_load(&d->op) >> VC_DQ_ADDR_BITS != tag && !atomic_load(&ed->closing))
+		if ((dead || atomic_load(&d->op) >> VC_DQ_ADDR_BITS != tag) &&
+		    !atomic_load(&ed->closing))
 			nap(&er->work, &er->mu);
 		atomic_fetch_sub(&er->sleepers, 1);
 		pthread_mutex_unlock(&er->mu);
@@ -451,7 +495,8 @@ static void emu_dq_block(struct vc_dq *q, uint32_t r, uint64_t t)
 static int emu_dq_health(struct vc_dq *q)
 {
 	struct emu_dq *ed = q->priv;
-	return atomic_load(&ed->err);
+	int r = vc_emu_health(&ed->e->dev);
+	return r < 0 ? r : atomic_load(&ed->err);
 }
 
 static void emu_dq_fini(struct vc_dq *q)
@@ -503,7 +548,6 @@ static const struct vc_dq_ops emu_dq_ops = {
 
 static int emu_dq_init(struct vc_device *d, struct vc_dq *q)
 {
-	(void)d;
 	if (q->nrings == 0)
 		q->nrings = EMU_DQ_RINGS;
 	if (q->nrings > VC_DQ_MAX_RINGS)
@@ -516,6 +560,7 @@ static int emu_dq_init(struct vc_device *d, struct vc_dq *q)
 		free(ed);
 		return vc_err(-ENOMEM, "emu: out of memory");
 	}
+	ed->e = EMU(d);
 	ed->nlanes = q->nrings * q->lanes;
 	for (uint32_t r = 0; r < VC_DQ_MAX_RINGS; r++) {
 		pthread_mutex_init(&ed->rings[r].mu, NULL);
@@ -524,6 +569,18 @@ static int emu_dq_init(struct vc_device *d, struct vc_dq *q)
 	}
 	q->priv = ed;
 	q->ops = &emu_dq_ops;
+	return 0;
+}
+
+/* Lanes and batch waiters notice within a nap (EMU_NAP_NS); the worker
+ * is woken to drain what is queued. */
+static int emu_fault(struct vc_device *d)
+{
+	struct emu *e = EMU(d);
+	atomic_store_explicit(&e->faulted, true, memory_order_release);
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->work);
+	pthread_mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -552,14 +609,16 @@ static const struct vc_device_ops emu_ops = {
 	.mem_unmap_n = vc_emu_mem_unmap_n,
 	.mem_info = vc_emu_mem_info,
 	.uuid = vc_emu_uuid,
+	.fault = emu_fault,
 };
 
-int vc_emu_open(struct vc_device **out)
+int vc_emu_open(int ordinal, struct vc_device **out)
 {
 	struct emu *e = calloc(1, sizeof *e);
 	if (!e)
 		return vc_err(-ENOMEM, "emu: out of memory");
 	e->dev.ops = &emu_ops;
+	e->dev.ordinal = ordinal;
 	strcpy(e->dev.desc, "emulated (host memory)");
 	e->dev.map_granularity = vc_emu_granularity();
 	pthread_mutex_init(&e->mu, NULL);

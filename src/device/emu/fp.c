@@ -13,7 +13,9 @@
 
 int vc_emu_fp_run(struct vc_device *d, const struct vc_fp_job *job)
 {
-	(void)d;
+	int r = vc_emu_health(d);
+	if (r < 0)
+		return r;
 	const uint64_t *blocks = (const uint64_t *)(uintptr_t)job->blocks_dev;
 	struct vc_fp_digest *out = (struct vc_fp_digest *)(uintptr_t)job->out_dev;
 	for (uint32_t i = 0; i < job->n; i++)

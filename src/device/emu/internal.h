@@ -7,6 +7,10 @@
 
 #include "device/device.h"
 
+/* emu.c: 0, or -VC_EDEVICE (with a message) once the device has been
+ * made to fail (device.h's fault op). One atomic load. */
+int vc_emu_health(struct vc_device *d);
+
 /* mem.c: memory that shrinks and grows (device.h). */
 uint64_t vc_emu_granularity(void);
 uint64_t vc_emu_total(void);

@@ -15,7 +15,11 @@
  *                         a test writes it to play a program that
  *                         allocates and exits
  * Free memory is total - mapped (every emulated device of the process)
- * - foreign; mem_map fails with -ENOMEM where that is short.
+ * - foreign; mem_map fails with -ENOMEM where that is short. (The
+ * devices share one budget: they stand for GPUs, but all of their
+ * memory is this host's.) After a fault (emu.c) reserve and map fail
+ * with -VC_EDEVICE; unmap and unreserve go on, so a failed device's
+ * tier can give its memory back.
  * Cost: mem_info and mem_map read the file (one open/read/close). */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +68,9 @@ uint64_t vc_emu_total(void)
 
 int vc_emu_mem_reserve(struct vc_device *d, size_t len, uint64_t *dev_addr)
 {
-	(void)d;
+	int r = vc_emu_health(d);
+	if (r < 0)
+		return r;
 	if (!len || len % EMU_GRANULE)
 		return vc_err(-EINVAL, "emu: reservation of %zu bytes is not a multiple of %llu", len,
 			      (unsigned long long)EMU_GRANULE);
@@ -84,7 +90,9 @@ void vc_emu_mem_unreserve(struct vc_device *d, uint64_t dev_addr, size_t len)
 
 int vc_emu_mem_map(struct vc_device *d, uint64_t dev_addr, size_t len)
 {
-	(void)d;
+	int r = vc_emu_health(d);
+	if (r < 0)
+		return r;
 	if (len % EMU_GRANULE || dev_addr % EMU_GRANULE)
 		return vc_err(-EINVAL, "emu: map of %zu bytes at %#llx is not granule aligned", len,
 			      (unsigned long long)dev_addr);
@@ -134,9 +142,11 @@ int vc_emu_mem_info(struct vc_device *d, uint64_t *free_bytes, uint64_t *total_b
 	return 0;
 }
 
+/* "vramcache-emu", two zeros and the ordinal: device 0's is the UUID
+ * scripts know (tests/nbd_gpushare.sh), and each device's is its own. */
 int vc_emu_uuid(struct vc_device *d, unsigned char out[16])
 {
-	(void)d;
 	memcpy(out, "vramcache-emu\0\0\0", 16);
+	out[15] = (unsigned char)d->ordinal;
 	return 0;
 }

@@ -10,6 +10,7 @@ extern "C" {
 #endif
 
 const void *vc_cuda_cmp_module(void);
+const void *vc_cuda_fault_module(void);
 const void *vc_cuda_fp_module(void);
 const void *vc_cuda_gc_module(void);
 const void *vc_cuda_gfs_module(void);
