@@ -271,14 +271,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 #define ASYNC_MAX 64
 static struct async_pt {
 	const char *kase;
@@ -384,7 +376,7 @@ static void run_async(vc_cache *c, uint64_t ws, size_t io, const struct opts *o,
 			}
 			pthread_barrier_wait(&gate);
 			uint64_t t0 = vc_now_ns();
-			sleep_s(o->seconds);
+			bench_sleep_s(o->seconds);
 			atomic_store(&stop_flag, true);
 			uint64_t ops = 0, bad = 0;
 			for (int i = 0; i < threads[a]; i++) {
@@ -437,7 +429,7 @@ static struct perf run_point(const struct load *ld)
 	}
 	pthread_barrier_wait(&gate);
 	uint64_t t0 = vc_now_ns();
-	sleep_s(ld->seconds);
+	bench_sleep_s(ld->seconds);
 	atomic_store(&stop_flag, true);
 	for (int i = 0; i < n; i++)
 		pthread_join(w[i].th, NULL);
