@@ -5,6 +5,7 @@
 #define VC_BENCH_H
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
@@ -45,6 +46,30 @@ static inline BENCH_HD uint64_t bench_mix64(uint64_t z)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+/* Sleeps s seconds, resuming after signals. */
+static inline void bench_sleep_s(double s)
+{
+	struct timespec ts;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* p[0..n) becomes a random permutation of 0..n-1 (Fisher-Yates, drawing
+ * bench_mix64 of *seed, *seed + 1, ...; *seed moves on): the scattered
+ * slots of the transfer benchmarks. */
+static inline void bench_permutation(uint32_t *p, uint32_t n, uint64_t *seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		p[i] = i;
+	for (uint32_t i = n; i > 1; i--) {
+		uint32_t j = (uint32_t)(bench_mix64((*seed)++) % i), t = p[i - 1];
+		p[i - 1] = p[j];
+		p[j] = t;
+	}
 }
 
 /* Failure of a library call: say what failed and why, and exit. */

@@ -44,10 +44,14 @@
  *                [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]
  *                [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]
  *                [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]
- *                [--quick] [--json FILE]
+ *                [--gpus LIST] [--quick] [--json FILE]
  * Sizes take K, M, G suffixes (binary). --quick: host 16 MiB, GPU 64 MiB,
  * working set 48 MiB, miss file 512 MiB, 0.3 s a point (the 2-core
- * machine); options given explicitly win over it.
+ * machine); options given explicitly win over it. --gpus: vc_config.gpus
+ * ("0,1", "all", ...: the GPU tier over several GPUs, --gpu-bytes their
+ * total); the cache must then report that many parts (vc_stats.gpus), and
+ * each case prints every part's share of the GPU-tier hits. The limit
+ * column stays one GPU's (device 0).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +67,11 @@
 #include "base/rand.h"
 #include "device/device.h"
 #include "tools/workload.h"
+
+/* The per-part figures come with the multi-GPU engine (branch mgpu):
+ * until it is merged these may be missing, and the parts are not printed. */
+#pragma weak vc_gpu_count
+#pragma weak vc_get_gpu_stats
 
 #define PS 4096u             /* page size and the small read */
 #define BIG (128u << 10)     /* the large read, case gpu */
@@ -91,6 +100,7 @@ struct opts {
 	int gpu_hits; /* enum vc_gpu_hits */
 	int encrypt;  /* enum vc_encrypt */
 	const char *policy; /* vc_config.policy; NULL: the default */
+	const char *gpus;   /* vc_config.gpus; NULL: one GPU */
 	bool quick;
 	const char *json;
 };
@@ -271,14 +281,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 #define ASYNC_MAX 64
 static struct async_pt {
 	const char *kase;
@@ -384,7 +386,7 @@ static void run_async(vc_cache *c, uint64_t ws, size_t io, const struct opts *o,
 			}
 			pthread_barrier_wait(&gate);
 			uint64_t t0 = vc_now_ns();
-			sleep_s(o->seconds);
+			bench_sleep_s(o->seconds);
 			atomic_store(&stop_flag, true);
 			uint64_t ops = 0, bad = 0;
 			for (int i = 0; i < threads[a]; i++) {
@@ -437,7 +439,7 @@ static struct perf run_point(const struct load *ld)
 	}
 	pthread_barrier_wait(&gate);
 	uint64_t t0 = vc_now_ns();
-	sleep_s(ld->seconds);
+	bench_sleep_s(ld->seconds);
 	atomic_store(&stop_flag, true);
 	for (int i = 0; i < n; i++)
 		pthread_join(w[i].th, NULL);
@@ -528,7 +530,35 @@ struct run {
 	int nsetups;
 	double limit_pps; /* limit_pages_per_s on case gpu's cache */
 	char desc[160];
+	/* With --gpus: each part of the GPU tier at the end of each case. */
+	struct part {
+		int kase;
+		struct vc_gpu_stats st;
+	} parts[NCASES * VC_GPUS_MAX];
+	int nparts;
 };
+
+/* Before timing on a cache opened with --gpus: the parts the list names
+ * ("all": any number), as vc_stats.gpus counts them. An engine that
+ * ignores vc_config.gpus reports 0: its figures would be one GPU's under
+ * the name of several, so the run stops. */
+static void check_parts(vc_cache *c, const char *gpus)
+{
+	struct vc_stats st = { .size = sizeof st };
+	BENCH_OK(vc_get_stats(c, &st));
+	uint64_t want = 1;
+	for (const char *p = gpus; *p; p++)
+		want += *p == ',';
+	if (st.gpus == 0 || (strcmp(gpus, "all") != 0 && st.gpus != want)) {
+		fprintf(stderr, BENCH_NAME ": --gpus %s: the cache reports %llu GPU parts (vc_stats."
+				"gpus), not %s: this engine does not spread the GPU tier over "
+				"several GPUs\n",
+			gpus, (unsigned long long)st.gpus,
+			strcmp(gpus, "all") ? "as many as listed" : "at least one");
+		exit(1);
+	}
+	printf("GPU tier over %llu parts (--gpus %s)\n", (unsigned long long)st.gpus, gpus);
+}
 
 static vc_cache *open_cache(struct run *R, double lat_us)
 {
@@ -544,11 +574,44 @@ static vc_cache *open_cache(struct run *R, double lat_us)
 	if (R->o->policy)
 		cfg.policy = R->o->policy;
 	cfg.backing_latency_ns = (uint64_t)(lat_us * 1e3);
+	cfg.gpus = R->o->gpus;
 	vc_cache *c;
-	BENCH_OK(vc_open(&cfg, &c));
+	int r = vc_open(&cfg, &c);
+	if (r < 0 && cfg.gpus)
+		fprintf(stderr, BENCH_NAME ": the cache with --gpus %s did not open (why: below; an "
+				"engine without several GPUs may refuse the option)\n", cfg.gpus);
+	if (r < 0)
+		bench_die("vc_open", r);
+	if (cfg.gpus)
+		check_parts(c, cfg.gpus);
 	if (!R->desc[0])
 		snprintf(R->desc, sizeof R->desc, "%s", vc_device_desc(c));
 	return c;
+}
+
+/* With --gpus, at the end of a case: each part's figures (printed, and
+ * kept for the JSON), where the engine has vc_get_gpu_stats. */
+static void record_parts(struct run *R, vc_cache *c, int kase)
+{
+	if (!R->o->gpus)
+		return;
+	if (!vc_gpu_count || !vc_get_gpu_stats) {
+		printf("parts: vc_gpu_count/vc_get_gpu_stats not in this build\n");
+		return;
+	}
+	unsigned n = vc_gpu_count(c);
+	for (unsigned i = 0; i < n && R->nparts < NCASES * VC_GPUS_MAX; i++) {
+		struct part *p = &R->parts[R->nparts++];
+		p->kase = kase;
+		p->st = (struct vc_gpu_stats){ .size = sizeof p->st };
+		BENCH_OK(vc_get_gpu_stats(c, i, &p->st));
+		printf("part %u: device %d%s, %llu of %llu pages cached, %llu hits, "
+		       "h2d %.2f GB, d2h %.2f GB: %s\n",
+		       i, p->st.ordinal, p->st.failed ? " (failed)" : "",
+		       (unsigned long long)p->st.pages_cached,
+		       (unsigned long long)p->st.pages_capacity, (unsigned long long)p->st.hits,
+		       (double)p->st.h2d_bytes / 1e9, (double)p->st.d2h_bytes / 1e9, p->st.desc);
+	}
 }
 
 static struct load vc_load(vc_cache *c, uint64_t ws, size_t io, int threads, double seconds)
@@ -584,10 +647,11 @@ static void settle(struct run *R, vc_cache *c, int kase, double lat_us, uint64_t
 
 static void print_head(const struct run *R, int kase, double lat_us, uint64_t ws, size_t io)
 {
-	printf("\n%s: %zu KiB random reads over %.0f MiB; host tier %.0f MiB + GPU tier %.0f MiB; "
+	printf("\n%s: %zu KiB random reads over %.0f MiB; host tier %.0f MiB + GPU tier %.0f MiB%s%s; "
 	       "backing latency %g us; %g s a point\n",
 	       case_name[kase], io >> 10, (double)ws / MIB, (double)R->o->host_bytes / MIB,
-	       (double)R->o->gpu_bytes / MIB, lat_us, R->o->seconds);
+	       (double)R->o->gpu_bytes / MIB, R->o->gpus ? " over gpus " : "",
+	       R->o->gpus ? R->o->gpus : "", lat_us, R->o->seconds);
 	printf("%7s %10s %7s %8s %8s %11s %10s %6s %8s %8s %7s %10s %8s\n", "threads", "IOPS", "GB/s",
 	       "p50 us", "p99 us", "pread IOPS", "pread GB/s", "ratio", "hit host", "hit GPU",
 	       "miss", "limit IOPS", "lock p99");
@@ -667,6 +731,7 @@ static void case_gpu(struct run *R)
 	run_table(R, c, C_GPU, 0, ws, BIG, NULL);
 	run_async(c, ws, PS, o, "gpu", 0);
 	run_async(c, ws, BIG, o, "gpu", 0);
+	record_parts(R, c, C_GPU);
 	BENCH_OK(vc_close(c));
 }
 
@@ -678,6 +743,7 @@ static void case_host(struct run *R)
 	settle(R, c, C_HOST, 0, ws);
 	run_table(R, c, C_HOST, 0, ws, PS, NULL);
 	run_async(c, ws, PS, R->o, "host", 0);
+	record_parts(R, c, C_HOST);
 	BENCH_OK(vc_close(c));
 }
 
@@ -703,6 +769,7 @@ static void case_miss(struct run *R)
 		settle(R, c, C_MISS, o->lat_us[l], ws);
 		run_table(R, c, C_MISS, o->lat_us[l], ws, PS, base);
 		run_async(c, ws, PS, o, "miss", o->lat_us[l]);
+		record_parts(R, c, C_MISS);
 		BENCH_OK(vc_close(c));
 	}
 }
@@ -733,11 +800,12 @@ static void write_json(const struct run *R, uint64_t file_bytes)
 	FILE *f = bench_json_open(o->json, "scaling", R->desc);
 	fprintf(f, ",\n  \"config\": {\"quick\": %s, \"seconds\": %g, \"page_size\": %u, "
 		   "\"sample_every\": %d, \"host_bytes\": %llu, \"gpu_bytes\": %llu, "
-		   "\"file_bytes\": %llu, \"encrypt\": \"%s\", \"threads\": ",
+		   "\"file_bytes\": %llu, \"encrypt\": \"%s\", \"gpus\": %s%s%s, \"threads\": ",
 		o->quick ? "true" : "false", o->seconds, PS, SAMPLE_EVERY,
 		(unsigned long long)o->host_bytes, (unsigned long long)o->gpu_bytes,
 		(unsigned long long)file_bytes,
-		o->encrypt == VC_ENCRYPT_XTS_GMAC ? "xts-gmac" : o->encrypt ? "xts" : "off");
+		o->encrypt == VC_ENCRYPT_XTS_GMAC ? "xts-gmac" : o->encrypt ? "xts" : "off",
+		o->gpus ? "\"" : "", o->gpus ? o->gpus : "null", o->gpus ? "\"" : "");
 	for (int i = 0; i < o->nthreads; i++)
 		fprintf(f, "%s%d", i ? ", " : "[", o->threads[i]);
 	fputs("], \"backing_latencies_us\": [", f);
@@ -774,6 +842,17 @@ static void write_json(const struct run *R, uint64_t file_bytes)
 				 w->limit_iops > 0 ? w->limit_iops : NAN);
 		fputc('}', f);
 	}
+	fputs("\n  ],\n  \"gpu_parts\": [", f);
+	for (int i = 0; i < R->nparts; i++) {
+		const struct part *p = &R->parts[i];
+		fprintf(f, "%s\n    {\"case\": \"%s\", \"ordinal\": %d, \"failed\": %u, "
+			   "\"pages_cached\": %llu, \"pages_capacity\": %llu, \"hits\": %llu, "
+			   "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"desc\": \"%s\"}",
+			i ? "," : "", case_name[p->kase], p->st.ordinal, p->st.failed,
+			(unsigned long long)p->st.pages_cached, (unsigned long long)p->st.pages_capacity,
+			(unsigned long long)p->st.hits, (unsigned long long)p->st.h2d_bytes,
+			(unsigned long long)p->st.d2h_bytes, p->st.desc);
+	}
 	fputs("\n  ],\n  \"async\": [", f);
 	for (int i = 0; i < nasync; i++) {
 		const struct async_pt *a = &async_pts[i];
@@ -794,7 +873,7 @@ static void usage(void)
 		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
 		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
 		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]\n"
-		"               [--encrypt off|xts|xts-gmac]\n"
+		"               [--encrypt off|xts|xts-gmac] [--gpus LIST]\n"
 		"               [--quick] [--json FILE]\n"
 		"sizes take K, M, G suffixes; --latencies in microseconds\n");
 	exit(2);
@@ -888,6 +967,10 @@ static void parse(int argc, char **argv, struct opts *o)
 				bad(a, v, "auto, emu or cuda");
 		} else if (strcmp(a, "--policy") == 0) {
 			o->policy = v;
+		} else if (strcmp(a, "--gpus") == 0) {
+			if (!*v)
+				bad(a, v, "a list such as 0,1 or 0:2,1:1, or all");
+			o->gpus = v;
 		} else if (strcmp(a, "--gpu-hits") == 0) {
 			if (strcmp(v, "serve") && strcmp(v, "swap"))
 				bad(a, v, "serve or swap");
@@ -981,9 +1064,9 @@ int main(int argc, char **argv)
 		case_host(&R);
 	if (o.cases & (1u << C_MISS))
 		case_miss(&R);
-	printf("\ndevice: %s; baseline: pread of the same file from the OS page cache; "
+	printf("\ndevice: %s%s%s; baseline: pread of the same file from the OS page cache; "
 	       "ratio = ours / pread; latencies from every %dth read\n",
-	       R.desc, SAMPLE_EVERY);
+	       R.desc, o.gpus ? "; gpus " : "", o.gpus ? o.gpus : "", SAMPLE_EVERY);
 	if (o.json)
 		write_json(&R, file_bytes);
 	close(R.fd);

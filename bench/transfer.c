@@ -564,17 +564,8 @@ int main(int argc, char **argv)
 	if (!B->hperm || !B->dperm || !B->tk || !B->mv)
 		bench_die("malloc", -ENOMEM);
 	uint64_t seed = 42;
-	for (uint32_t i = 0; i < pool; i++)
-		B->hperm[i] = B->dperm[i] = i;
-	for (uint32_t i = pool - 1; i > 0; i--) {
-		uint32_t j = (uint32_t)(vc_rand64(&seed) % (i + 1)), t = B->hperm[i];
-		B->hperm[i] = B->hperm[j];
-		B->hperm[j] = t;
-		j = (uint32_t)(vc_rand64(&seed) % (i + 1));
-		t = B->dperm[i];
-		B->dperm[i] = B->dperm[j];
-		B->dperm[j] = t;
-	}
+	bench_permutation(B->hperm, pool, &seed);
+	bench_permutation(B->dperm, pool, &seed);
 	for (int i = 0; i < VC_XTS_KEY_BYTES; i++)
 		B->key.bytes[i] = (unsigned char)(vc_rand64(&seed) >> 7);
 	B->xts = B->cuda || vc_emu_xts_pages(&B->key, NULL, NULL, 0, PAGE, 1) == 0;
