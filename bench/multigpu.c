@@ -49,19 +49,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#ifdef VC_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #define BENCH_NAME "multigpu"
 #include "bench.h"
 #include "device/device.h"
 #include "engine/batcher.h"
-
-/* The device layer's wrapper comes with branch mgpu-dev: until it is
- * merged the symbol may be missing, and peer_enable below does what the
- * wrapper promises (device.h) for the two backends. */
-#pragma weak vc_device_peer_enable
 
 #define PAGE 4096u
 #define MAXDEV VC_GPUS_MAX
@@ -327,36 +318,11 @@ static void print_row(const struct row *r)
 /* ---- P2P ------------------------------------------------------------------ */
 
 /* Device 0's batches may reach device 1's memory: 0, or -ENOTSUP. *how
- * says which path enabled it. */
+ * names the call, for the report. */
 static int peer_enable(struct bench *B, const char **how)
 {
-	struct gdev *a = &B->g[0], *b = &B->g[1];
-	if (vc_device_peer_enable) {
-		*how = "vc_device_peer_enable";
-		return vc_device_peer_enable(a->d, b->d);
-	}
-	/* What the wrapper does (device.h), until it is linked in. */
-	*how = "the benchmark's stand-in for vc_device_peer_enable (not in this build)";
-	if (B->kind == VC_DEVICE_EMU || a->ordinal == b->ordinal)
-		return 0; /* emu: device memory is host memory; one GPU: no peer */
-#ifdef VC_HAVE_CUDA
-	int ab = 0, ba = 0;
-	BENCH_CUOK(cudaDeviceCanAccessPeer(&ab, a->ordinal, b->ordinal));
-	BENCH_CUOK(cudaDeviceCanAccessPeer(&ba, b->ordinal, a->ordinal));
-	if (!ab || !ba)
-		return -ENOTSUP;
-	for (int i = 0; i < 2; i++) {
-		BENCH_CUOK(cudaSetDevice(i ? b->ordinal : a->ordinal));
-		cudaError_t e = cudaDeviceEnablePeerAccess(i ? a->ordinal : b->ordinal, 0);
-		if (e == cudaErrorPeerAccessAlreadyEnabled)
-			(void)cudaGetLastError();
-		else
-			BENCH_CUOK(e);
-	}
-	return 0;
-#else
-	return -ENOTSUP;
-#endif
+	*how = "vc_device_peer_enable";
+	return vc_device_peer_enable(B->g[0].d, B->g[1].d);
 }
 
 /* ---- the data check ---------------------------------------------------------- */

@@ -68,11 +68,6 @@
 #include "device/device.h"
 #include "tools/workload.h"
 
-/* The per-part figures come with the multi-GPU engine (branch mgpu):
- * until it is merged these may be missing, and the parts are not printed. */
-#pragma weak vc_gpu_count
-#pragma weak vc_get_gpu_stats
-
 #define PS 4096u             /* page size and the small read */
 #define BIG (128u << 10)     /* the large read, case gpu */
 #define MIB (1ull << 20)
@@ -590,15 +585,11 @@ static vc_cache *open_cache(struct run *R, double lat_us)
 }
 
 /* With --gpus, at the end of a case: each part's figures (printed, and
- * kept for the JSON), where the engine has vc_get_gpu_stats. */
+ * kept for the JSON). */
 static void record_parts(struct run *R, vc_cache *c, int kase)
 {
 	if (!R->o->gpus)
 		return;
-	if (!vc_gpu_count || !vc_get_gpu_stats) {
-		printf("parts: vc_gpu_count/vc_get_gpu_stats not in this build\n");
-		return;
-	}
 	unsigned n = vc_gpu_count(c);
 	for (unsigned i = 0; i < n && R->nparts < NCASES * VC_GPUS_MAX; i++) {
 		struct part *p = &R->parts[R->nparts++];
