@@ -458,17 +458,26 @@ static void gpu_runs(int kind, int ops, const struct gcv *forced)
 	const struct extra two_keep = { .gpus = two, .gpu_dirty = VC_GPU_DIRTY_KEEP };
 	const struct extra weighted = { .gpus = kind == VC_DEVICE_CUDA && ngpu < 2 ? "0:2,0:1"
 										   : "0:2,1:1" };
-	for (int wm = 0; wm < 2; wm++) {
+	const bool fault_only = getenv("VC_MODEL_FAULT_ONLY") != NULL;
+	for (int wm = 0; wm < 2 && !fault_only; wm++) {
 		one_run_x(kind, wm, 4096, ops, &gc_default, NULL, &two_wt);
 		one_run_x(kind, wm, 512, ops / 2, &forced[1], NULL, &three_w);
-		if (fault)
-			one_run_x(kind, wm, 4096, ops, &forced[0], NULL, &three_fault);
 	}
-	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &two_shuffle);
-	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops / 2, &gc_default, NULL, &two_shuffle_host);
-	one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[1], NULL, &two_enc_shuffle);
-	one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[2], NULL, &two_keep);
-	one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &gc_default, NULL, &weighted);
+	if (!fault_only) {
+		one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &two_shuffle);
+		one_run_x(kind, VC_WRITE_THROUGH, 4096, ops / 2, &gc_default, NULL, &two_shuffle_host);
+		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[1], NULL, &two_enc_shuffle);
+		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[2], NULL, &two_keep);
+		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &gc_default, NULL, &weighted);
+	}
+	/* Last: on CUDA a fault kills its GPU's context for the rest of the
+	 * process (the runs after these use GPU 0 only), so one fault run a
+	 * process there: VC_MODEL_FAULT_WM (default 1, write-back) picks its
+	 * write mode; emu runs both. */
+	const char *fwm = getenv("VC_MODEL_FAULT_WM");
+	for (int wm = 0; fault && wm < 2; wm++)
+		if (kind != VC_DEVICE_CUDA || wm == (fwm ? atoi(fwm) : VC_WRITE_BACK))
+			one_run_x(kind, wm, 4096, ops, &forced[0], NULL, &three_fault);
 }
 
 int main(void)
