@@ -825,6 +825,21 @@ static void test_fault(int kind, int victim, int bystander)
 	vc_device_close(d);
 	free(before);
 
+	/* CUDA: a trap is the driver's sticky error, which on the two-H200
+	 * machine (driver 580) took every GPU of the process with it, peer
+	 * access or not (docs/MULTIGPU.md, bench/results/.../faultprobe):
+	 * there the bystander fails too, and that is all this can check. */
+	uint64_t probe = 0;
+	int pr = other && !emu ? other->ops->mem_alloc(other, MG_PS, &probe) : 0;
+	if (other && !emu && pr == 0)
+		other->ops->mem_free(other, probe);
+	if (other && !emu && pr < 0) {
+		CHECK(pr == -VC_EDEVICE);
+		fprintf(stderr, "the fault of device %d took device %d with it (the driver's "
+				"sticky error)\n", victim, bystander);
+		vc_device_close(other);
+		other = NULL;
+	}
 	if (other) {
 		/* The device beside it goes on: a batch and a copy. */
 		struct region r = { .owner = other, .name = "the bystander's memory" };

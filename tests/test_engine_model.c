@@ -43,6 +43,7 @@ struct run {
 	atomic_int stop;
 	atomic_int done_ops; /* the workers' operations so far */
 	int fault;           /* several GPUs: fail part fault - 1 a third into the run (0: none) */
+	int kind;            /* the device kind */
 	bool shuffle;        /* several GPUs: evacuate, re-weight and rebalance parts meanwhile */
 	uint64_t evacuations;
 };
@@ -115,7 +116,7 @@ static void *worker_main(void *arg)
 static void *chaos_main(void *arg)
 {
 	struct run *r = arg;
-	t_chaos(r->c, r->size, 99, &r->stop);
+	t_chaos_x(r->c, r->size, 99, &r->stop, r->fault != 0);
 	return NULL;
 }
 
@@ -222,7 +223,7 @@ struct extra {
 static void check_parts(struct run *r, const struct extra *x, const struct vc_stats *st)
 {
 	const unsigned n = vc_gpu_count(r->c);
-	uint64_t cached = 0, cap = 0, peer = 0;
+	uint64_t cached = 0, cap = 0, peer = 0, failed = 0;
 	fprintf(stderr, "  %u parts (%s):", n, x->gpus);
 	for (unsigned k = 0; k < n; k++) {
 		struct vc_gpu_stats gs = { .size = sizeof gs };
@@ -238,8 +239,15 @@ static void check_parts(struct run *r, const struct extra *x, const struct vc_st
 		cached += gs.pages_cached;
 		cap += gs.pages_capacity;
 		peer += gs.peer_in;
-		CHECK(gs.failed == (x->fault == (int)k + 1));
-		if (!gs.failed && r->ops >= 1000)
+		/* emu: the part that failed, alone. CUDA: a fault is the driver's
+		 * sticky error, which on the two-H200 machine took every GPU of
+		 * the process with it (docs/MULTIGPU.md): the others may fail too. */
+		if (r->kind != VC_DEVICE_CUDA)
+			CHECK(gs.failed == (x->fault == (int)k + 1));
+		else if (x->fault == (int)k + 1)
+			CHECK(gs.failed);
+		failed += gs.failed;
+		if ((!gs.failed || x->fault) && r->ops >= 1000)
 			CHECK(gs.hits > 0 && gs.h2d_bytes > 0);
 		if (x->no_p2p)
 			CHECK(gs.peer_direct == 0);
@@ -247,7 +255,7 @@ static void check_parts(struct run *r, const struct extra *x, const struct vc_st
 	fprintf(stderr, "\n");
 	CHECK(st->gpus == n);
 	CHECK(cached == st->pages_cached[VC_TIER_GPU] && cap == st->pages_capacity[VC_TIER_GPU]);
-	CHECK(st->gpus_failed == (x->fault ? 1u : 0u));
+	CHECK(st->gpus_failed == failed && (x->fault ? failed >= 1 : failed == 0));
 	CHECK(st->gpu_dirty_lost == 0); /* clean-down or write-through: nothing dirty was lost */
 	CHECK(st->gpu_peer_pages == peer);
 	if (x->shuffle && r->ops >= 1000)
@@ -268,7 +276,7 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	char path[256];
 	uint64_t seed = 0x1234 + write_mode * 7 + page_size;
 	t_make_file(path, sizeof path, size, seed);
-	struct run r = { .size = size, .ops = ops, .write_mode = write_mode };
+	struct run r = { .size = size, .ops = ops, .write_mode = write_mode, .kind = kind };
 	r.shadow = t_read_file(path, size);
 	static struct t_pool pool;
 	if (x && x->dedup) {
@@ -475,6 +483,15 @@ static void gpu_runs(int kind, int ops, const struct gcv *forced)
 	 * process there: VC_MODEL_FAULT_WM (default 1, write-back) picks its
 	 * write mode; emu runs both. */
 	const char *fwm = getenv("VC_MODEL_FAULT_WM");
+	if (fault && kind == VC_DEVICE_CUDA && !fault_only) {
+		/* On the two-H200 machine a trap on one GPU took every GPU of
+		 * the process (docs/MULTIGPU.md): a fault run must be the
+		 * process's last, so it has its own (ctest:
+		 * test_engine_model_fault-cuda). */
+		fprintf(stderr, "multi-GPU: the failure run on CUDA runs alone "
+				"(VC_MODEL_FAULT_ONLY=1)\n");
+		return;
+	}
 	for (int wm = 0; fault && wm < 2; wm++)
 		if (kind != VC_DEVICE_CUDA || wm == (fwm ? atoi(fwm) : VC_WRITE_BACK))
 			one_run_x(kind, wm, 4096, ops, &forced[0], NULL, &three_fault);
@@ -489,8 +506,9 @@ int main(void)
 		{ "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25, 0.01 },
 		{ "off", 2, VC_GC_OFF, 4, 0.2, 0.0 },
 	};
-	/* VC_MODEL_GPUS_ONLY=1: only the runs over several GPUs. */
-	if (getenv("VC_MODEL_GPUS_ONLY")) {
+	/* VC_MODEL_GPUS_ONLY=1: only the runs over several GPUs;
+	 * VC_MODEL_FAULT_ONLY=1: only the one where a part fails. */
+	if (getenv("VC_MODEL_GPUS_ONLY") || getenv("VC_MODEL_FAULT_ONLY")) {
 		gpu_runs(kind, ops, forced);
 		fprintf(stderr, "engine model: all runs match\n");
 		return 0;

@@ -682,17 +682,34 @@ static int cu_batch_wait(struct vc_device *d, struct vc_dbatch *b)
  * map. x's address space changes, so x's queue servers pause meanwhile,
  * as around an allocation. A second enable is the driver's
  * cudaErrorPeerAccessAlreadyEnabled, which is success here. */
+/* Ordinal pairs (x << 6 | y) whose peer access this process enabled:
+ * a second cache opened on the same GPUs does not call the driver again,
+ * whose cudaErrorPeerAccessAlreadyEnabled compute-sanitizer reports as an
+ * API error even where it is handled. Primary contexts live as long as
+ * the process (nothing here resets a device), and so does the access. */
+static pthread_mutex_t peered_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t peered[64];
+
 static int open_to(struct cu_dev *x, struct cu_dev *y)
 {
 	int r = vc_cu_enter(x);
 	if (r < 0)
 		return r;
+	if (x->ordinal >= 64 || y->ordinal >= 64)
+		return vc_err(-ENOTSUP, "cuda: peer access between devices %d and %d: ordinals "
+					"past 63", x->ordinal, y->ordinal);
 	vc_cu_quiesce(x);
-	cudaError_t e = cudaDeviceEnablePeerAccess(y->ordinal, 0);
+	pthread_mutex_lock(&peered_mu);
+	cudaError_t e = cudaSuccess;
+	if (!(peered[x->ordinal] >> y->ordinal & 1))
+		e = cudaDeviceEnablePeerAccess(y->ordinal, 0);
 	if (e == cudaErrorPeerAccessAlreadyEnabled) {
 		(void)cudaGetLastError(); /* not sticky: clear it */
 		e = cudaSuccess;
 	}
+	if (e == cudaSuccess)
+		peered[x->ordinal] |= 1ull << y->ordinal;
+	pthread_mutex_unlock(&peered_mu);
 	r = CU(e);
 	if (r == 0)
 		r = vc_cu_vmem_grant(y->ordinal, x->ordinal);
