@@ -44,7 +44,7 @@
  *                [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]
  *                [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]
  *                [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]
- *                [--gpus LIST] [--quick] [--json FILE]
+ *                [--gpus LIST] [--aio-threads 1,2,4] [--quick] [--json FILE]
  * Sizes take K, M, G suffixes (binary). --quick: host 16 MiB, GPU 64 MiB,
  * working set 48 MiB, miss file 512 MiB, 0.3 s a point (the 2-core
  * machine); options given explicitly win over it. --gpus: vc_config.gpus
@@ -73,6 +73,7 @@
 #define MIB (1ull << 20)
 #define MAXLIST 16           /* entries of --threads and --latencies */
 #define MAX_THREADS 1024
+#define MAX_ATHREADS 64      /* vc_aio threads a point */
 /* One read in 16 is timed: two clock_gettime calls (~20 ns each through
  * the vDSO on the 2-core machine) around every read would add a third to
  * a 4 KiB host-tier hit (~0.12 us there) and depress its IOPS; one in 16
@@ -88,6 +89,8 @@ struct opts {
 	unsigned cases; /* bit 1 << C_* */
 	int threads[MAXLIST];
 	int nthreads;
+	int athreads[MAXLIST]; /* vc_aio's thread counts (--aio-threads; default 1, 2, 4) */
+	int nathreads;
 	double lat_us[MAXLIST];
 	int nlat;
 	double seconds;
@@ -363,14 +366,15 @@ out:
 static void run_async(vc_cache *c, uint64_t ws, size_t io, const struct opts *o, const char *kase,
 		      double lat_us)
 {
-	static const int threads[] = { 1, 2, 4 }, depths[] = { 1, 8, 64, 512 };
+	static const int depths[] = { 1, 8, 64, 512 };
+	const int *threads = o->athreads;
 	printf("%s, asynchronous (vc_aio): %zu KiB random reads; M reads/s (GB/s)\n  threads %s\n",
 	       kase, io / 1024, "    D=1            D=8           D=64          D=512");
-	for (int a = 0; a < 3; a++) {
+	for (int a = 0; a < o->nathreads; a++) {
 		printf("  %7d", threads[a]);
 		for (int b = 0; b < 4; b++) {
-			struct ajob jobs[4];
-			pthread_t th[4];
+			struct ajob jobs[MAX_ATHREADS];
+			pthread_t th[MAX_ATHREADS];
 			pthread_barrier_init(&gate, NULL, (unsigned)threads[a] + 1);
 			atomic_store(&stop_flag, false);
 			for (int i = 0; i < threads[a]; i++) {
@@ -864,7 +868,7 @@ static void usage(void)
 		"               [--threads 1,2,4,8,16] [--seconds S] [--host-bytes B]\n"
 		"               [--gpu-bytes B] [--ws-bytes B] [--miss-bytes B]\n"
 		"               [--latencies 0,20,100] [--gpu-hits serve|swap] [--policy NAME]\n"
-		"               [--encrypt off|xts|xts-gmac] [--gpus LIST]\n"
+		"               [--encrypt off|xts|xts-gmac] [--gpus LIST] [--aio-threads 1,2,4]\n"
 		"               [--quick] [--json FILE]\n"
 		"sizes take K, M, G suffixes; --latencies in microseconds\n");
 	exit(2);
@@ -915,6 +919,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	static const int threads[] = { 1, 2, 4, 8, 16 };
 	o->nthreads = 5;
 	memcpy(o->threads, threads, sizeof threads);
+	o->athreads[0] = 1, o->athreads[1] = 2, o->athreads[2] = 4, o->nathreads = 3;
 	o->lat_us[0] = 0, o->lat_us[1] = 20, o->lat_us[2] = 100, o->nlat = 3;
 	const struct {
 		const char *name;
@@ -981,6 +986,12 @@ static void parse(int argc, char **argv, struct opts *o)
 					       "up to 16 thread counts from 1 to 1024");
 			for (int k = 0; k < o->nthreads; k++)
 				o->threads[k] = (int)t[k];
+		} else if (strcmp(a, "--aio-threads") == 0) {
+			double t[MAXLIST];
+			o->nathreads = list_opt(a, v, t, 1, MAX_ATHREADS, true,
+						"up to 16 thread counts from 1 to 64");
+			for (int k = 0; k < o->nathreads; k++)
+				o->athreads[k] = (int)t[k];
 		} else if (strcmp(a, "--latencies") == 0) {
 			o->nlat = list_opt(a, v, o->lat_us, 0, 1e6, false,
 					   "up to 16 latencies from 0 to 1000000 us");
