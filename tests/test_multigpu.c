@@ -155,6 +155,19 @@ static void api_errors(int kind, const char *path, const char *two)
 	CHECK_OK(vc_close(c));
 }
 
+/* Closes c, checks that the file holds `mine` (what the run wrote), puts
+ * the original bytes back for the next run, and frees mine. */
+static void close_check(vc_cache *c, const char *path, const unsigned char *want,
+			unsigned char *mine, uint64_t size)
+{
+	CHECK_OK(vc_close(c));
+	t_check_file(path, mine, size);
+	int fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, want, size, 0) == (ssize_t)size);
+	close(fd);
+	free(mine);
+}
+
 /* Every page of the file prefetched into the GPU tier: each lands in its
  * home part; evacuating part 0 moves them all to part 1 (GPU to GPU, or
  * through host memory with VC_GPU_P2P=off), byte-exact; giving part 0 its
@@ -216,14 +229,8 @@ static void moves(int kind, const char *path, const unsigned char *want, uint64_
 	struct vc_stats st = { .size = sizeof st };
 	CHECK_OK(vc_get_stats(c, &st));
 	CHECK(st.integrity_failures == 0 && st.gpu_peer_pages >= 2 * moved);
-	CHECK_OK(vc_close(c));
-	t_check_file(path, mine, size);
-	/* Back to the original bytes for the next run. */
-	int fd = open(path, O_WRONLY);
-	CHECK(fd >= 0 && pwrite(fd, want, size, 0) == (ssize_t)size);
-	close(fd);
+	close_check(c, path, want, mine, size);
 	free(buf);
-	free(mine);
 }
 
 /* A part that fails: reads go on from the store and the other part,
@@ -279,13 +286,8 @@ static void failure(int kind, const char *path, const unsigned char *want, uint6
 	struct vc_stats st = { .size = sizeof st };
 	CHECK_OK(vc_get_stats(c, &st));
 	CHECK(st.gpus == 2 && st.gpus_failed == (alone ? 1u : 2u) && st.gpu_dirty_lost == 0);
-	CHECK_OK(vc_close(c));
-	t_check_file(path, mine, size);
-	int fd = open(path, O_WRONLY);
-	CHECK(fd >= 0 && pwrite(fd, want, size, 0) == (ssize_t)size);
-	close(fd);
+	close_check(c, path, want, mine, size);
 	free(buf);
-	free(mine);
 }
 
 int main(void)

@@ -423,36 +423,6 @@ size_t eng_piece(const struct vc_volume *v, uint64_t pos, size_t left, uint64_t 
 /* GPU pages in a run from which it is split over two rings. */
 #define SPLIT_MIN 8
 
-/* The GPU pages of a run that lie in several parts: each part's moves in
- * one add, every add before the first wait (the parts' links at once).
- * mpp is 1 here (dedup has one part). perr[k]: part k's status. */
-static int run_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *gp, uint32_t ng,
-		   int *perr)
-{
-	struct vc_move sm[RUN_MAX];
-	struct vc_ticket st[RUN_MAX];
-	uint32_t at[VC_GPUS_MAX], cnt[VC_GPUS_MAX], m = 0;
-	int err = 0;
-	for (uint32_t k = 0; k < c->ngpus; k++) {
-		at[k] = m;
-		cnt[k] = 0;
-		perr[k] = 0;
-		for (uint32_t i = 0; i < ng; i++)
-			if (gp[i] == k)
-				sm[m + cnt[k]++] = mv[i];
-		m += cnt[k];
-		if (cnt[k])
-			perr[k] = vc_batcher_add_n(c->gpus[k].bat, sm + at[k], cnt[k], st + at[k]);
-	}
-	for (uint32_t k = 0; k < c->ngpus; k++) {
-		if (cnt[k] && perr[k] == 0)
-			perr[k] = vc_batcher_wait_n(c->gpus[k].bat, st + at[k], cnt[k]);
-		if (perr[k] && !err)
-			err = perr[k];
-	}
-	return err;
-}
-
 static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t len, uint64_t off)
 {
 	struct vc_cache *c = v->c;
@@ -492,8 +462,9 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	struct vc_gpu *g = ng ? &c->gpus[gp[0]] : NULL;
 	const uint32_t half = ng >= SPLIT_MIN && !mixed ? ng / 2 : ng;
 	int r1 = 0, r2 = 0, r = 0, perr[VC_GPUS_MAX] = { 0 };
-	if (ng && mixed) {
-		r = run_fan(c, mv, gp, ng, perr);
+	if (ng && mixed) { /* mpp is 1 here: dedup has one part */
+		struct vc_move sm[RUN_MAX];
+		r = eng_fan_via(c, mv, gp, ng, sm, tk, perr);
 	} else if (ng) {
 		r1 = vc_batcher_add_n(g->bat, mv, half * mpp, tk);
 		if (r1 == 0 && half < ng)

@@ -792,6 +792,11 @@ int eng_move1(struct vc_cache *c, struct vc_gpu *g, struct vc_move m);
  * status (0 for parts without moves); returns the first error. */
 int eng_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, uint32_t n,
 	    struct vc_ticket *tk, int *perr);
+/* eng_fan's work with the caller's scratch (sm: n moves, regrouped by
+ * part; st: n tickets), for callers on a hot path that allocate nothing
+ * (a read's run). */
+int eng_fan_via(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, uint32_t n,
+		struct vc_move *sm, struct vc_ticket *st, int *perr);
 /* Under c->mu: fails the parts whose status in perr is a device error. */
 void eng_fail_parts(struct vc_cache *c, const int *perr);
 /* Unlocked: GPU page p (pinned or BUSY) up to host address `host`, as one

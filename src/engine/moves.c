@@ -87,6 +87,32 @@ int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host)
 	return r;
 }
 
+int eng_fan_via(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, uint32_t n,
+		struct vc_move *sm, struct vc_ticket *st, int *perr)
+{
+	/* Grouped by part into sm: every part's add before the first wait. */
+	uint32_t at[VC_GPUS_MAX], cnt[VC_GPUS_MAX], m = 0;
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		at[k] = m;
+		cnt[k] = 0;
+		perr[k] = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (part[i] == k)
+				sm[m + cnt[k]++] = mv[i];
+		m += cnt[k];
+		if (cnt[k])
+			perr[k] = vc_batcher_add_n(c->gpus[k].bat, sm + at[k], cnt[k], st + at[k]);
+	}
+	int err = 0;
+	for (uint32_t k = 0; k < c->ngpus; k++) {
+		if (cnt[k] && perr[k] == 0)
+			perr[k] = vc_batcher_wait_n(c->gpus[k].bat, st + at[k], cnt[k]);
+		if (perr[k] && !err)
+			err = perr[k];
+	}
+	return err;
+}
+
 int eng_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, uint32_t n,
 	    struct vc_ticket *tk, int *perr)
 {
@@ -106,34 +132,10 @@ int eng_fan(struct vc_cache *c, const struct vc_move *mv, const uint8_t *part, u
 		return perr[part[0]] = r;
 	}
 	struct vc_move *sm = malloc((size_t)n * sizeof *sm);
-	struct vc_ticket *st = malloc((size_t)n * sizeof *st);
-	if (!sm || !st) {
-		free(sm);
-		free(st);
+	if (!sm)
 		return vc_err(-ENOMEM, "out of memory");
-	}
-	/* Grouped by part: every part's add before the first wait. */
-	uint32_t at[VC_GPUS_MAX], cnt[VC_GPUS_MAX], m = 0;
-	for (uint32_t k = 0; k < c->ngpus; k++) {
-		at[k] = m;
-		cnt[k] = 0;
-		for (uint32_t i = 0; i < n; i++)
-			if (part[i] == k)
-				sm[m + cnt[k]++] = mv[i];
-		m += cnt[k];
-		if (cnt[k])
-			perr[k] = vc_batcher_add_n(c->gpus[k].bat, sm + at[k], cnt[k], st + at[k]);
-	}
-	int err = 0;
-	for (uint32_t k = 0; k < c->ngpus; k++) {
-		if (cnt[k] && perr[k] == 0)
-			perr[k] = vc_batcher_wait_n(c->gpus[k].bat, st + at[k], cnt[k]);
-		if (perr[k] && !err)
-			err = perr[k];
-	}
+	int err = eng_fan_via(c, mv, part, n, sm, tk, perr);
 	free(sm);
-	free(st);
-	(void)tk;
 	return err;
 }
 
