@@ -464,6 +464,7 @@ static void gpu_runs(int kind, int ops, const struct gcv *forced)
 	const struct extra two_enc_shuffle = { .gpus = two, .shuffle = true,
 					       .encrypt = VC_ENCRYPT_XTS_GMAC };
 	const struct extra two_keep = { .gpus = two, .gpu_dirty = VC_GPU_DIRTY_KEEP };
+	const struct extra one_clean = { .gpu_dirty = VC_GPU_DIRTY_CLEAN }; /* one GPU, clean-down */
 	const struct extra weighted = { .gpus = kind == VC_DEVICE_CUDA && ngpu < 2 ? "0:2,0:1"
 										   : "0:2,1:1" };
 	const bool fault_only = getenv("VC_MODEL_FAULT_ONLY") != NULL;
@@ -477,6 +478,7 @@ static void gpu_runs(int kind, int ops, const struct gcv *forced)
 		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[1], NULL, &two_enc_shuffle);
 		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[2], NULL, &two_keep);
 		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &gc_default, NULL, &weighted);
+		one_run_x(kind, VC_WRITE_BACK, 4096, ops / 2, &forced[0], NULL, &one_clean);
 	}
 	/* Last: on CUDA a fault kills its GPU's context for the rest of the
 	 * process (the runs after these use GPU 0 only), so one fault run a
