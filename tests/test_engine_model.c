@@ -508,7 +508,8 @@ int main(void)
 		{ "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25, 0.01 },
 		{ "off", 2, VC_GC_OFF, 4, 0.2, 0.0 },
 	};
-	/* VC_MODEL_GPUS_ONLY=1: only the runs over several GPUs;
+	/* VC_MODEL_GPUS_ONLY=1: the runs over several GPUs instead (ctest:
+	 * test_engine_model_gpus-*, a process of its own beside this one's);
 	 * VC_MODEL_FAULT_ONLY=1: only the one where a part fails. */
 	if (getenv("VC_MODEL_GPUS_ONLY") || getenv("VC_MODEL_FAULT_ONLY")) {
 		gpu_runs(kind, ops, forced);
@@ -518,7 +519,6 @@ int main(void)
 	/* VC_MODEL_DEDUP_ONLY=1: only the dedup runs (sanitizer builds). */
 	if (getenv("VC_MODEL_DEDUP_ONLY"))
 		goto dedup;
-	gpu_runs(kind, ops, forced);
 	for (int wm = 0; wm < 2; wm++) {
 		one_run(kind, wm, 4096, ops, &gc_default, NULL);
 		one_run(kind, wm, 512, ops, &gc_default, NULL);
