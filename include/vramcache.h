@@ -550,6 +550,16 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown);
  * a program asking for memory back names. */
 int vc_gpu_mem_info(vc_cache *c, uint64_t *free_bytes, uint64_t *total_bytes);
 int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16]);
+/* A GPU tier over several parts (vc_config.gpus): the four calls above for
+ * part `gpu` (its chunks, its device's memory and UUID); each part shrinks
+ * and grows on its own, its hottest pages moving within the part. The
+ * calls without a part act on part 0 and are -EOPNOTSUPP (shrink, grow)
+ * with several parts. -EINVAL: no such part. */
+int vc_gpu_shrink_on(vc_cache *c, unsigned gpu, uint64_t bytes, unsigned flags,
+		     uint64_t *released);
+int vc_gpu_grow_on(vc_cache *c, unsigned gpu, uint64_t bytes, uint64_t *grown);
+int vc_gpu_mem_info_on(vc_cache *c, unsigned gpu, uint64_t *free_bytes, uint64_t *total_bytes);
+int vc_gpu_uuid_on(vc_cache *c, unsigned gpu, unsigned char uuid[16]);
 
 /* ---- several GPUs (vc_config.gpus; docs/MULTIGPU.md) ----------------------
  * Parts are numbered 0 .. vc_gpu_count() - 1 in the order vc_config.gpus

@@ -35,19 +35,7 @@ wait_for() { # PYTHON-CONDITION-ON-g SECONDS
 }
 [ "$(gpu_bytes)" = $((64 << 20)) ] || fail "GPU tier not 64 MiB at start"
 
-python3 - "$sock" "$dir/disk.img" "$dir/want" <<'PY' || fail "writes over NBD"
-import nbd, sys, random
-sock, disk, want = sys.argv[1:4]
-h = nbd.NBD(); h.connect_unix(sock)
-data = bytearray(open(disk, "rb").read())
-r = random.Random(12)
-for i in range(3000):
-    off = r.randrange(0, len(data) - 8192) & ~511
-    b = bytes(r.getrandbits(8) for _ in range(512)) * 8
-    h.pwrite(b, off); data[off:off + len(b)] = b
-h.cache(len(data), 0)  # prefetch: the GPU tier fills
-open(want, "wb").write(data)
-PY
+scatter_writes 12 3000 "$dir/want" || fail "writes over NBD"
 
 # 1. Another program takes 100 MiB: 160 - 100 = 60 free < 32 + the tier's 64.
 echo $((100 << 20)) >"$dir/foreign"
@@ -56,12 +44,7 @@ grep -q "below the watermark" "$dir/log" || fail "no watermark line in the log"
 
 # 2. Requests over the release socket.
 emu_uuid=$(printf 'vramcache-emu\0\0\0' | od -An -tx1 | tr -d ' \n')
-ask() { python3 - "$dir/r.sock" "$1" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
-print(s.makefile().readline().strip())
-PY
-}
+ask() { release_ask "$dir/r.sock" "$1"; }
 before=$(gpu_bytes)
 r=$(ask "RELEASE $((5 << 20)) $emu_uuid")
 [ "$r" = "OK $((5 << 20))" ] || fail "release of 5 MiB answered '$r'" # the protocol's cap: what was asked
@@ -75,12 +58,7 @@ case "$r" in "OK "*) ;; *) fail "a request past the tier answered '$r'" ;; esac
 [ "$(gpu_bytes)" = 0 ] || fail "a request past the tier left $(gpu_bytes) bytes"
 
 # The data is all there while the tier is gone.
-python3 - "$sock" "$dir/want" <<'PY' || fail "reads with the GPU tier given back"
-import nbd, sys
-h = nbd.NBD(); h.connect_unix(sys.argv[1]); want = open(sys.argv[2], "rb").read()
-for off in range(0, len(want), 1 << 20):
-    assert h.pread(1 << 20, off) == want[off:off + (1 << 20)], "wrong bytes at %d" % off
-PY
+reads_match "$dir/want" || fail "reads with the GPU tier given back"
 
 # 3. The other program exits: the tier grows back after the hold-off.
 echo 0 >"$dir/foreign"
@@ -88,12 +66,7 @@ wait_for "g == 64*2**20" 20
 grep -q "grown" "$dir/log" || fail "no grow line in the log"
 
 # 4. Everything reads back; the counters say what happened.
-python3 - "$sock" "$dir/want" <<'PY' || fail "reads after growing back"
-import nbd, sys
-h = nbd.NBD(); h.connect_unix(sys.argv[1]); want = open(sys.argv[2], "rb").read()
-for off in range(0, len(want), 1 << 20):
-    assert h.pread(1 << 20, off) == want[off:off + (1 << 20)], "wrong bytes at %d" % off
-PY
+reads_match "$dir/want" || fail "reads after growing back"
 "$vc" stat "$sock" | python3 -c '
 import json, sys
 c = json.load(sys.stdin)["cache"]

@@ -46,3 +46,38 @@ need_nbdsh() {
 		export PATH=/usr/bin:$PATH
 	fi
 }
+# scatter_writes SEED N WANT: N random 4 KiB writes over the export (from
+# $dir/disk.img's bytes), then a CACHE of all of it (the GPU tier fills);
+# WANT gets what the export must hold.
+scatter_writes() {
+	python3 - "$sock" "$dir/disk.img" "$3" "$1" "$2" <<'PY'
+import nbd, sys, random
+sock, disk, want, seed, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+h = nbd.NBD(); h.connect_unix(sock)
+data = bytearray(open(disk, "rb").read())
+r = random.Random(seed)
+for i in range(n):
+    off = r.randrange(0, len(data) - 8192) & ~511
+    b = bytes(r.getrandbits(8) for _ in range(512)) * 8
+    h.pwrite(b, off); data[off:off + len(b)] = b
+h.cache(len(data), 0)
+open(want, "wb").write(data)
+PY
+}
+# reads_match WANT: the export reads back as WANT, a MiB at a time.
+reads_match() {
+	python3 - "$sock" "$1" <<'PY'
+import nbd, sys
+h = nbd.NBD(); h.connect_unix(sys.argv[1]); want = open(sys.argv[2], "rb").read()
+for off in range(0, len(want), 1 << 20):
+    assert h.pread(1 << 20, off) == want[off:off + (1 << 20)], "wrong bytes at %d" % off
+PY
+}
+# release_ask SOCKET LINE: one request of the release protocol; the reply.
+release_ask() {
+	python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+print(s.makefile().readline().strip())
+PY
+}

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "device/device.h"
 #include "testutil.h"
 
 #define NTHREADS 4
@@ -43,6 +44,7 @@ struct run {
 	uint64_t max_bytes;
 	uint32_t page_size;
 	uint64_t shrinks, grows, zero; /* resizer's counts */
+	unsigned nparts; /* parts of the GPU tier (vc_config.gpus): the resizer picks one a call */
 	const struct t_pool *pool; /* dedup runs: contents repeat (t_pool_byte), or NULL */
 };
 
@@ -109,6 +111,16 @@ static void *chaos_main(void *arg)
 	return NULL;
 }
 
+/* Each part's device memory now (vc_get_gpu_stats). */
+static void part_bytes(struct run *r, uint64_t *out)
+{
+	for (unsigned i = 0; i < r->nparts; i++) {
+		struct vc_gpu_stats g = { .size = sizeof g };
+		CHECK_OK(vc_get_gpu_stats(r->c, i, &g));
+		out[i] = g.bytes;
+	}
+}
+
 /* Shrinks by random amounts, sometimes everything, and grows back, until
  * the workers stop; every call's accounting checked against vc_stats. */
 static void *resizer_main(void *arg)
@@ -121,11 +133,21 @@ static void *resizer_main(void *arg)
 		uint64_t ask = t_rand(&seed) % 4 == 0 ? UINT64_MAX / 2
 						       : 1 + t_rand(&seed) % r->max_bytes / 2;
 		uint64_t got = 0;
-		CHECK_OK(vc_gpu_shrink(r->c, ask, t_rand(&seed) % 2 ? VC_SHRINK_REQUESTED : 0, &got));
+		/* Several parts: one of them, the others untouched. */
+		const unsigned k = r->nparts > 1 ? (unsigned)(t_rand(&seed) % r->nparts) : 0;
+		uint64_t part0[VC_GPUS_MAX], part1[VC_GPUS_MAX];
+		part_bytes(r, part0);
+		const uint64_t have = r->nparts > 1 ? part0[k] : a.gpu_bytes;
+		const unsigned fl = t_rand(&seed) % 2 ? VC_SHRINK_REQUESTED : 0;
+		CHECK_OK(r->nparts > 1 ? vc_gpu_shrink_on(r->c, k, ask, fl, &got)
+				       : vc_gpu_shrink(r->c, ask, fl, &got));
 		CHECK_OK(vc_get_stats(r->c, &b));
 		CHECK(b.gpu_bytes == a.gpu_bytes - got);
+		part_bytes(r, part1);
+		for (unsigned i = 0; i < r->nparts; i++)
+			CHECK(part1[i] == part0[i] - (i == k ? got : 0));
 		/* All of it, or at least what was asked. */
-		CHECK(got >= (ask < a.gpu_bytes ? ask : a.gpu_bytes));
+		CHECK(got >= (ask < have ? ask : have));
 		CHECK(b.gpu_bytes_released == a.gpu_bytes_released + got);
 		CHECK(b.pages_capacity[VC_TIER_GPU] * r->page_size <= b.gpu_bytes);
 		r->shrinks++;
@@ -133,7 +155,8 @@ static void *resizer_main(void *arg)
 			r->zero++;
 		usleep(100 + t_rand(&seed) % 1000);
 		uint64_t grow = t_rand(&seed) % 3 == 0 ? r->max_bytes : 1 + t_rand(&seed) % r->max_bytes;
-		CHECK_OK(vc_gpu_grow(r->c, grow, &got));
+		CHECK_OK(r->nparts > 1 ? vc_gpu_grow_on(r->c, k, grow, &got)
+				       : vc_gpu_grow(r->c, grow, &got));
 		CHECK_OK(vc_get_stats(r->c, &a));
 		CHECK(a.gpu_bytes == b.gpu_bytes + got && a.gpu_bytes <= a.gpu_bytes_max);
 		r->grows++;
@@ -141,6 +164,10 @@ static void *resizer_main(void *arg)
 	}
 	return NULL;
 }
+
+/* vc_config.gpus of the runs (NULL: one GPU); main sets it for the runs
+ * over several parts. */
+static const char *run_gpus;
 
 static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, const struct gcv *gv,
 		      int gpu_hits, const struct ddx *dx)
@@ -172,6 +199,7 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	cfg.gc_watermark = gv->watermark;
 	cfg.gc_fragmentation = gv->frag;
 	cfg.gpu_hits = gpu_hits;
+	cfg.gpus = run_gpus;
 	if (dx) {
 		cfg.dedup = dx->mode;
 		cfg.dedup_degree = dx->degree;
@@ -191,6 +219,7 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 	CHECK_OK(vc_get_stats(r.c, &st));
 	CHECK(st.gpu_bytes == st.gpu_bytes_max && st.gpu_bytes >= cfg.gpu_bytes / 2);
 	r.max_bytes = st.gpu_bytes_max;
+	r.nparts = vc_gpu_count(r.c);
 
 	pthread_t th[NTHREADS], chaos, resizer;
 	struct worker w[NTHREADS];
@@ -208,7 +237,9 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 
 	/* Everything back, then the model holds and the tier still works. */
 	uint64_t got;
-	CHECK_OK(vc_gpu_grow(r.c, UINT64_MAX, &got));
+	for (unsigned k = 0; k < r.nparts; k++)
+		CHECK_OK(r.nparts > 1 ? vc_gpu_grow_on(r.c, k, UINT64_MAX, &got)
+				      : vc_gpu_grow(r.c, UINT64_MAX, &got));
 	CHECK_OK(vc_get_stats(r.c, &st));
 	CHECK(st.gpu_bytes == st.gpu_bytes_max);
 	if (write_mode == VC_WRITE_THROUGH)
@@ -221,10 +252,11 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 			 dx->mode == VC_DEDUP_ADAPTIVE ? "adaptive" : "on", dx->degree,
 			 dx->encrypt ? " XTS" : "");
 	fprintf(stderr,
-		"%s %s ps=%u log %s%s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
+		"%s%s%s %s ps=%u log %s%s%s: %llu shrinks (%llu to nothing), %llu grows; chunks released "
 		"%llu regained %llu, %llu KiB released (%llu on request), %llu pages moved; "
 		"shrink max %.2f ms; hits host %llu gpu %llu, misses %llu, writebacks %llu\n",
-		vc_device_name(r.c), write_mode ? "write-back" : "write-through", page_size, gv->name,
+		vc_device_name(r.c), run_gpus ? " gpus " : "", run_gpus ? run_gpus : "",
+		write_mode ? "write-back" : "write-through", page_size, gv->name,
 		gpu_hits == VC_GPU_HITS_SWAP ? ", swap" : "", dd, (unsigned long long)r.shrinks, (unsigned long long)r.zero,
 		(unsigned long long)r.grows, (unsigned long long)st.gpu_chunks_released,
 		(unsigned long long)st.gpu_chunks_regained,
@@ -355,6 +387,37 @@ static void edges(int kind)
 	}
 	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size);
 	CHECK(memcmp(buf, want, size) == 0);
+	CHECK_OK(vc_close(c));
+
+	/* Two parts: the calls without a part refuse, those with one act on
+	 * it alone; a part emptied gives all its memory back and the other
+	 * keeps serving its share. */
+	cfg.gpus = kind == VC_DEVICE_CUDA && vc_device_count(VC_DEVICE_CUDA) < 2 ? "0,0" : "0,1";
+	cfg.gpu_bytes *= 2;
+	CHECK_OK(vc_open(&cfg, &c));
+	CHECK(vc_gpu_shrink(c, chunk, 0, &got) == -EOPNOTSUPP && got == 0);
+	CHECK(vc_gpu_grow(c, chunk, &got) == -EOPNOTSUPP && got == 0);
+	CHECK(vc_gpu_shrink_on(c, 2, chunk, 0, &got) == -EINVAL);
+	CHECK(vc_gpu_grow_on(c, 2, chunk, &got) == -EINVAL);
+	CHECK(vc_gpu_mem_info_on(c, 2, &fr, &tot) == -EINVAL);
+	CHECK_OK(vc_gpu_mem_info_on(c, 1, &fr, &tot));
+	unsigned char u0[16], u1[16];
+	CHECK_OK(vc_gpu_uuid_on(c, 0, u0));
+	CHECK_OK(vc_gpu_uuid_on(c, 1, u1));
+	CHECK((memcmp(u0, u1, 16) == 0) == (strcmp(cfg.gpus, "0,0") == 0));
+	CHECK_OK(vc_prefetch(c, 0, size, VC_TIER_GPU));
+	struct vc_gpu_stats g0 = { .size = sizeof g0 }, g1 = { .size = sizeof g1 };
+	CHECK_OK(vc_get_gpu_stats(c, 0, &g0));
+	const uint64_t part = g0.bytes;
+	CHECK_OK(vc_gpu_shrink_on(c, 1, UINT64_MAX, 0, &got));
+	CHECK_OK(vc_get_gpu_stats(c, 0, &g0));
+	CHECK_OK(vc_get_gpu_stats(c, 1, &g1));
+	CHECK(got == part && g1.bytes == 0 && g1.pages_cached == 0 && g0.bytes == part);
+	CHECK(g0.pages_cached > 0);
+	CHECK(vc_read(c, buf, size, 0) == (ssize_t)size);
+	CHECK(memcmp(buf, want, size) == 0);
+	CHECK_OK(vc_gpu_grow_on(c, 1, UINT64_MAX, &got));
+	CHECK(got == part);
 	CHECK_OK(vc_close(c));
 	free(buf);
 	free(want);
@@ -504,6 +567,13 @@ int main(void)
 	}
 	/* GRAM's swap: GPU hits rekey slots of the segments being claimed. */
 	one_run(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SWAP);
+	/* Several parts (vc_config.gpus): each shrinks and grows on its own
+	 * (vc_gpu_shrink_on) while the others serve; on CUDA one GPU cut in
+	 * two, or two GPUs. */
+	run_gpus = kind == VC_DEVICE_CUDA && vc_device_count(VC_DEVICE_CUDA) < 2 ? "0,0" : "0,1";
+	one_run(kind, VC_WRITE_BACK, 4096, ops, &forced, VC_GPU_HITS_SERVE);
+	one_run(kind, VC_WRITE_THROUGH, 4096, ops / 2, &gc_default, VC_GPU_HITS_SERVE);
+	run_gpus = NULL;
 dedup:;
 	dd_edges(kind, 4, VC_ENCRYPT_OFF);
 	dd_edges(kind, 1, VC_ENCRYPT_OFF);

@@ -16,6 +16,9 @@
  *              asked must have time to take what it was given, and a
  *              program that allocates and frees in bursts does not make the
  *              tier oscillate
+ * With --gpus each GPU of the tier is watched on its own: its free memory
+ * against its watermark, shrinks and grows of its parts (vc_gpu_shrink_on),
+ * and requests naming its UUID.
  * Lock rules: g->mu guards the hold-off clock; the cache serialises
  * shrinks and grows itself. Cost: one cudaMemGetInfo per POLL_MS. */
 #include <errno.h>
@@ -34,11 +37,19 @@
 #define HOLD_MS 5000
 #define GROW_SLACK_CHUNKS 2
 
+/* One GPU of the tier: its parts (vc_config.gpus may put several on one
+ * GPU), what it keeps free and its UUID. */
+struct sg_dev {
+	unsigned parts[VC_GPUS_MAX], nparts;
+	uint64_t keep_free; /* bytes; from the share at start when one was given */
+	unsigned char uuid[16];
+};
+
 struct serve_gpu {
 	vc_cache *c;
-	uint64_t keep_free;  /* bytes; from the share at start when one was given */
 	uint64_t chunk;      /* the tier's chunk size */
-	unsigned char uuid[16];
+	struct sg_dev dev[VC_GPUS_MAX];
+	unsigned ndev;
 	struct vc_release_server *rs;
 	pthread_t poller;
 	bool has_poller;
@@ -55,21 +66,73 @@ static void note_shrink(struct serve_gpu *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* Gives back `bytes` from GPU d's parts, in turn until enough went:
+ * *released says how much; the first error, if nothing went. */
+static int dev_shrink(struct serve_gpu *g, const struct sg_dev *d, uint64_t bytes, unsigned flags,
+		      uint64_t *released)
+{
+	int err = 0;
+	*released = 0;
+	for (unsigned i = 0; i < d->nparts && *released < bytes; i++) {
+		uint64_t got = 0;
+		int r = vc_gpu_shrink_on(g->c, d->parts[i], bytes - *released, flags, &got);
+		*released += got;
+		if (r < 0 && !err)
+			err = r;
+	}
+	return *released ? 0 : err;
+}
+
 /* A release request (the release server's thread, one at a time). */
 static int on_release(void *ctx, const unsigned char uuid[16], uint64_t bytes, uint64_t *released)
 {
 	struct serve_gpu *g = ctx;
 	*released = 0;
-	if (memcmp(uuid, g->uuid, 16) != 0)
+	const struct sg_dev *d = NULL;
+	for (unsigned i = 0; i < g->ndev && !d; i++)
+		if (memcmp(uuid, g->dev[i].uuid, 16) == 0)
+			d = &g->dev[i];
+	if (!d)
 		return 0; /* another GPU's program: nothing of ours helps */
 	note_shrink(g); /* before: no grow slips in between */
-	int r = vc_gpu_shrink(g->c, bytes, VC_SHRINK_REQUESTED, released);
+	int r = dev_shrink(g, d, bytes, VC_SHRINK_REQUESTED, released);
 	note_shrink(g);
 	serve_log(r < 0 ? LOG_WARNING : LOG_INFO,
 		  "GPU memory asked back: %llu bytes, %llu released%s%s",
 		  (unsigned long long)bytes, (unsigned long long)*released, r < 0 ? ": " : "",
 		  r < 0 ? vc_strerror(r) : "");
-	return *released ? 0 : r;
+	return r;
+}
+
+/* One poll of GPU d: shrink below the watermark, grow back above it. */
+static void dev_poll(struct serve_gpu *g, const struct sg_dev *d, uint64_t since)
+{
+	uint64_t fr = 0, tot = 0, got = 0;
+	if (vc_gpu_mem_info_on(g->c, d->parts[0], &fr, &tot) < 0)
+		return;
+	uint64_t held = 0; /* what its parts hold now */
+	for (unsigned i = 0; i < d->nparts; i++) {
+		struct vc_gpu_stats ps = { .size = sizeof ps };
+		if (vc_get_gpu_stats(g->c, d->parts[i], &ps) == 0 && !ps.failed)
+			held += ps.bytes;
+	}
+	if (d->keep_free && fr < d->keep_free && held > 0) {
+		note_shrink(g);
+		int r = dev_shrink(g, d, d->keep_free - fr, 0, &got);
+		note_shrink(g);
+		serve_log(r < 0 ? LOG_WARNING : LOG_INFO,
+			  "GPU memory below the watermark (%llu MiB free, keep %llu MiB): "
+			  "%llu MiB released%s%s",
+			  (unsigned long long)(fr >> 20), (unsigned long long)(d->keep_free >> 20),
+			  (unsigned long long)(got >> 20), r < 0 ? ": " : "", r < 0 ? vc_strerror(r) : "");
+	} else if (since > HOLD_MS * 1000000ull && fr > d->keep_free + GROW_SLACK_CHUNKS * g->chunk) {
+		/* A part given back chunks takes one again (grow_on maps what it
+		 * gave back, nothing past its configured size). */
+		for (unsigned i = 0; i < d->nparts && !got; i++)
+			if (vc_gpu_grow_on(g->c, d->parts[i], g->chunk, &got) == 0 && got)
+				serve_log(LOG_INFO, "GPU memory free again: part %u grown by %llu MiB",
+					  d->parts[i], (unsigned long long)(got >> 20));
+	}
 }
 
 static void *poller_main(void *arg)
@@ -89,29 +152,8 @@ static void *poller_main(void *arg)
 			break;
 		uint64_t since = vc_now_ns() - g->last_shrink_ns;
 		pthread_mutex_unlock(&g->mu);
-		uint64_t fr = 0, tot = 0, got = 0;
-		struct vc_stats st = { .size = sizeof st };
-		if (vc_gpu_mem_info(g->c, &fr, &tot) == 0 && vc_get_stats(g->c, &st) == 0) {
-			if (g->keep_free && fr < g->keep_free && st.gpu_bytes > 0) {
-				note_shrink(g);
-				int r = vc_gpu_shrink(g->c, g->keep_free - fr, 0, &got);
-				note_shrink(g);
-				serve_log(r < 0 ? LOG_WARNING : LOG_INFO,
-					  "GPU memory below the watermark (%llu MiB free, keep %llu MiB): "
-					  "%llu MiB released%s%s",
-					  (unsigned long long)(fr >> 20),
-					  (unsigned long long)(g->keep_free >> 20),
-					  (unsigned long long)(got >> 20), r < 0 ? ": " : "",
-					  r < 0 ? vc_strerror(r) : "");
-			} else if (st.gpu_bytes < st.gpu_bytes_max && since > HOLD_MS * 1000000ull &&
-				   fr > g->keep_free + GROW_SLACK_CHUNKS * g->chunk) {
-				if (vc_gpu_grow(g->c, g->chunk, &got) == 0 && got)
-					serve_log(LOG_INFO, "GPU memory free again: tier grown by %llu MiB "
-							    "to %llu MiB",
-						  (unsigned long long)(got >> 20),
-						  (unsigned long long)((st.gpu_bytes + got) >> 20));
-			}
-		}
+		for (unsigned i = 0; i < g->ndev; i++)
+			dev_poll(g, &g->dev[i], since);
 		pthread_mutex_lock(&g->mu);
 	}
 	pthread_mutex_unlock(&g->mu);
@@ -129,27 +171,36 @@ int serve_gpu_start(vc_cache *c, const struct serve_gpu_config *cfg, struct serv
 		fprintf(stderr, "vramcache serve: --gpu-keep-free and --release-socket need a GPU tier\n");
 		return -EINVAL;
 	}
-	if (vc_gpu_count(c) > 1) {
-		fprintf(stderr, "vramcache serve: --gpu-keep-free and --release-socket work on a GPU "
-				"tier of one GPU; --gpus names %u\n", vc_gpu_count(c));
-		return -EINVAL;
-	}
 	struct serve_gpu *g = calloc(1, sizeof *g);
 	if (!g)
 		return -ENOMEM;
 	g->c = c;
 	g->chunk = st.gpu_chunk_bytes;
-	uint64_t fr = 0, tot = 0;
-	int r = vc_gpu_mem_info(c, &fr, &tot);
-	if (r == 0)
-		r = vc_gpu_uuid(c, g->uuid);
-	if (r == 0 && (r = vc_gpu_shrink(c, 0, 0, NULL)) == -EOPNOTSUPP)
+	/* The tier's GPUs: parts grouped by device (their UUIDs). */
+	int r = 0;
+	for (unsigned k = 0; k < vc_gpu_count(c) && r == 0; k++) {
+		unsigned char u[16];
+		if ((r = vc_gpu_uuid_on(c, k, u)) < 0)
+			break;
+		unsigned i = 0;
+		while (i < g->ndev && memcmp(g->dev[i].uuid, u, 16) != 0)
+			i++;
+		if (i == g->ndev)
+			memcpy(g->dev[g->ndev++].uuid, u, 16);
+		g->dev[i].parts[g->dev[i].nparts++] = k;
+	}
+	for (unsigned i = 0; i < g->ndev && r == 0; i++) {
+		uint64_t fr = 0, tot = 0;
+		r = vc_gpu_mem_info_on(c, g->dev[i].parts[0], &fr, &tot);
+		g->dev[i].keep_free = cfg->keep_free ? cfg->keep_free
+						     : (uint64_t)(cfg->keep_free_share * (double)tot);
+	}
+	if (r == 0 && (r = vc_gpu_shrink_on(c, 0, 0, 0, NULL)) == -EOPNOTSUPP)
 		fprintf(stderr, "vramcache serve: %s\n", vc_last_error());
 	if (r < 0) {
 		free(g);
 		return r;
 	}
-	g->keep_free = cfg->keep_free ? cfg->keep_free : (uint64_t)(cfg->keep_free_share * (double)tot);
 	pthread_mutex_init(&g->mu, NULL);
 	vc_cond_init_monotonic(&g->cv);
 	if (cfg->release_socket &&

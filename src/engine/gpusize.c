@@ -46,7 +46,12 @@
  * write-back batch per segment with dirty pages, where the fast path
  * writes every dirty page back in one pass and drops after the unmap.
  *
- * Lock rules: c->gpus[0].resize_mu serialises shrinks and grows (taken before
+ * Several parts (vc_config.gpus): each part shrinks and grows on its own
+ * (vc_gpu_shrink_on: its chunks, its log, its device), one at a time per
+ * part, under that part's resize_mu; its hottest pages move within the
+ * part, the others keep working meanwhile. With dedup there is one part.
+ *
+ * Lock rules: a part's resize_mu serialises its shrinks and grows (taken before
  * c->mu, never inside it); the counters are atomics, read by
  * vc_get_stats without either lock.
  * Cost: O(live pages of the chunks) host work (claims, drops, stamps) plus
@@ -60,10 +65,10 @@
 
 /* Segments in a chunk: every chunk has as many but the last, which may
  * have fewer. */
-static uint32_t chunk_seg_max(const struct vc_cache *c)
+static uint32_t chunk_seg_max(const struct vc_gpu *g)
 {
 	uint32_t first;
-	return vc_ls_chunk_segs(c->gpus[0].ls, 0, &first);
+	return vc_ls_chunk_segs(g->ls, 0, &first);
 }
 
 /* Under c->mu: moves the live pages of sealed segment seg (in a draining
@@ -72,22 +77,23 @@ static uint32_t chunk_seg_max(const struct vc_cache *c)
  * changed, when a page is in flight or pinned (with dedup, or a block is
  * pinned), or the room is gone. `held`: room for a segment's slots (with
  * dedup eng_dd_claim allocates its own). */
-static bool move_seg(struct vc_cache *c, uint32_t seg, struct vc_page **held, uint64_t *pages)
+static bool move_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, struct vc_page **held,
+		     uint64_t *pages)
 {
-	struct vc_ls *ls = c->gpus[0].ls;
+	struct vc_ls *ls = g->ls;
 	if (vc_ls_take(ls, seg) < 0)
 		return false;
 	uint32_t nh = 0;
 	struct vc_page **h = held;
 	if (eng_dd(c) ? !eng_dd_claim(c, 1, &seg, &h, &nh)
-		      : !eng_segs_claim(c, &c->gpus[0], 1, &seg, h, &nh)) {
+		      : !eng_segs_claim(c, g, 1, &seg, h, &nh)) {
 		vc_ls_unpick(ls, 1, &seg);
 		return false;
 	}
 	int r = vc_ls_clean(ls, 1, &seg);
 	if (r < 0 && r != -ENOSPC) {
 		/* The device failed mid-job (as in a cleaning step). */
-		eng_clean_failed(c, &c->gpus[0], h, nh, r);
+		eng_clean_failed(c, g, h, nh, r);
 		if (h != held)
 			free(h);
 		return true; /* the segment is released either way */
@@ -135,13 +141,13 @@ static void stat_max(_Atomic uint64_t *m, uint64_t v)
  * held back from new promises (dd.hold), so only the trips already in
  * flight must settle: the wait ends when they do (each a device round
  * trip or two). O(n x chunk) a check. */
-static void dd_hold_drain(struct vc_cache *c, const uint32_t *chs, uint32_t n)
+static void dd_hold_drain(struct vc_cache *c, struct vc_gpu *g, const uint32_t *chs, uint32_t n)
 {
 	for (;;) {
 		uint64_t in = 0;
 		for (uint32_t i = 0; i < n; i++)
-			in += vc_ls_chunk_room(c->gpus[0].ls, chs[i]);
-		if (vc_ls_room(c->gpus[0].ls) - in >= c->dd.resv)
+			in += vc_ls_chunk_room(g->ls, chs[i]);
+		if (vc_ls_room(g->ls) - in >= c->dd.resv)
 			break;
 		c->dd.hold = in;
 		eng_wait_cv(c);
@@ -149,18 +155,30 @@ static void dd_hold_drain(struct vc_cache *c, const uint32_t *chs, uint32_t n)
 	c->dd.hold = 0;
 }
 
-static int resizable(struct vc_cache *c, const char *what)
+/* Part `gpu` of c, if its size can change: *out. The old calls
+ * (vc_gpu_shrink ...) name part 0 and need a tier of one part. */
+static int resizable(struct vc_cache *c, unsigned gpu, const char *what, struct vc_gpu **out)
 {
 	if (!c)
 		return vc_err(-EINVAL, "%s: NULL cache", what);
 	if (!c->gpus[0].ls)
 		return vc_err(-EINVAL, "%s: the cache has no GPU tier", what);
-	if (c->ngpus > 1)
-		return vc_err(-EOPNOTSUPP, "%s: the GPU tier spans %u parts; shrinking one is not "
-					   "built yet (vc_gpu_evacuate empties a part)", what, c->ngpus);
-	if (!vc_ls_resizable(c->gpus[0].ls))
+	if (gpu >= c->ngpus)
+		return vc_err(-EINVAL, "%s: part %u of %u", what, gpu, c->ngpus);
+	struct vc_gpu *g = &c->gpus[gpu];
+	if (!vc_ls_resizable(g->ls))
 		return vc_err(-EOPNOTSUPP, "%s: the device cannot map memory by chunks (no virtual "
 					   "memory management), so the GPU tier has a fixed size", what);
+	*out = g;
+	return 0;
+}
+
+/* The calls without a part: part 0 of a tier of one part. */
+static int only_part(struct vc_cache *c, const char *what)
+{
+	if (c && c->ngpus > 1 && c->gpus[0].ls)
+		return vc_err(-EOPNOTSUPP, "%s: the GPU tier spans %u parts: name one (%s_on)", what,
+			      c->ngpus, what);
 	return 0;
 }
 
@@ -187,6 +205,7 @@ static int resizable(struct vc_cache *c, const char *what)
 
 struct claim {
 	struct vc_cache *c;
+	struct vc_gpu *g; /* the part being shrunk */
 	const uint32_t *segs;
 	uint32_t nseg, per;
 	_Atomic uint32_t next;
@@ -198,7 +217,7 @@ struct claim {
 static void claim_seg(struct claim *cl, uint32_t i)
 {
 	struct vc_cache *c = cl->c;
-	struct vc_ls *ls = c->gpus[0].ls;
+	struct vc_ls *ls = cl->g->ls;
 	const uint32_t g0 = cl->segs[i] * cl->per;
 	struct vc_page **out = cl->held + (size_t)i * cl->per;
 	uint32_t n = 0, nd = 0;
@@ -255,7 +274,7 @@ static void claim_all(struct claim *cl)
 	for (uint32_t w = 1; w < nw; w++)
 		if (pthread_create(&th[started], NULL, claim_main, cl) == 0)
 			started++;
-	if (cl->c->gpus[0].profile)
+	if (cl->g->profile)
 		fprintf(stderr, "vc_gpu_shrink: %u claim threads\n", started + 1);
 	claim_main(cl);
 	for (uint32_t w = 0; w < started; w++)
@@ -279,6 +298,7 @@ static void drop_claimed(struct drop_job *j)
 {
 	struct vc_cache *c = j->c;
 	struct claim *cl = &j->cl;
+	struct vc_gpu *g = cl->g;
 	const uint64_t t0 = vc_now_ns();
 	eng_lock(c);
 	vc_opq_drain(c->opq); /* once: page_drop_drained's precondition */
@@ -296,14 +316,15 @@ static void drop_claimed(struct drop_job *j)
 				vc_opq_drain(c->opq);
 			}
 		}
-		vc_ls_release(c->gpus[0].ls, cl->segs[i], true);
+		vc_ls_release(g->ls, cl->segs[i], true);
 	}
 	for (uint32_t i = 0; i < j->nch; i++)
-		vc_ls_chunk_gone(c->gpus[0].ls, j->chs[i]);
+		vc_ls_chunk_gone(g->ls, j->chs[i]);
 	c->st.evictions[GPU] += dropped;
+	g->n_evicted += dropped;
 	eng_wake(c);
 	eng_unlock(c);
-	atomic_fetch_add(&c->gpus[0].rs.drop_ns_total, vc_now_ns() - t0);
+	atomic_fetch_add(&g->rs.drop_ns_total, vc_now_ns() - t0);
 }
 
 static void drop_job_free(struct drop_job *j)
@@ -324,22 +345,21 @@ static void *dropper_main(void *arg)
 	return NULL;
 }
 
-/* Under resize_mu: waits for the last shrink's dropper. */
-static void dropper_join(struct vc_cache *c)
+/* Under g->resize_mu: waits for the part's last shrink's dropper. */
+static void dropper_join(struct vc_gpu *g)
 {
-	if (c->gpus[0].dropper_job) {
-		pthread_join(c->gpus[0].dropper, NULL);
-		drop_job_free(c->gpus[0].dropper_job);
-		c->gpus[0].dropper_job = NULL;
+	if (g->dropper_job) {
+		pthread_join(g->dropper, NULL);
+		drop_job_free(g->dropper_job);
+		g->dropper_job = NULL;
 	}
 }
 
 void eng_gpu_resize_fini(struct vc_cache *c, struct vc_gpu *g)
 {
-	if (g != &c->gpus[0]) /* shrinks run on part 0 alone (resizable) */
-		return;
+	(void)c;
 	pthread_mutex_lock(&g->resize_mu);
-	dropper_join(c);
+	dropper_join(g);
 	pthread_mutex_unlock(&g->resize_mu);
 }
 
@@ -347,21 +367,21 @@ void eng_gpu_resize_fini(struct vc_cache *c, struct vc_gpu *g)
  * youngest first, to the rest of the tier while it has room beyond one
  * segment (and the watermark) that nobody was promised (eng_gpu_free):
  * they stay cached. Returns the pages moved. */
-static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs,
-			 struct vc_page **held)
+static uint64_t move_hot(struct vc_cache *c, struct vc_gpu *g, const uint32_t *chs, uint32_t n,
+			 uint32_t *segs, struct vc_page **held)
 {
-	struct vc_ls *ls = c->gpus[0].ls;
+	struct vc_ls *ls = g->ls;
 	const uint32_t per = vc_ls_slots_per_seg(ls);
 	uint64_t moved = 0;
 	/* Quiet mode: moving is a cleaning job (kernels); evict instead. */
-	for (uint32_t i = 0; i < n && !c->gpus[0].off && !atomic_load(&c->gpus[0].quiet); i++) {
-		int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
+	for (uint32_t i = 0; i < n && !atomic_load(&g->off) && !atomic_load(&g->quiet); i++) {
+		int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(g));
 		for (int j = 0; j < k; j++) {
 			uint32_t live = vc_ls_seg_live(ls, segs[j]);
-			uint64_t room = eng_gpu_free(c, &c->gpus[0]), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
+			uint64_t room = eng_gpu_free(c, g), keep = (uint64_t)per * (vc_ls_low(ls) ? 0 : 1);
 			if (!live || room <= keep || room - keep < live)
 				return moved;
-			move_seg(c, segs[j], held, &moved);
+			move_seg(c, g, segs[j], held, &moved);
 		}
 	}
 	return moved;
@@ -372,23 +392,24 @@ static uint64_t move_hot(struct vc_cache *c, const uint32_t *chs, uint32_t n, ui
  * take; with dedup, everything: the head comment). 0 once every one is
  * empty, or the first write-back error (the chunk holding that dirty page
  * stays). */
-static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint32_t *segs)
+static int empty_slow(struct vc_cache *c, struct vc_gpu *g, const uint32_t *chs, uint32_t n,
+		      uint32_t *segs)
 {
-	struct vc_ls *ls = c->gpus[0].ls;
+	struct vc_ls *ls = g->ls;
 	for (;;) {
 		bool empty = true, progress = false;
 		for (uint32_t i = 0; i < n; i++) {
 			if (vc_ls_chunk_empty(ls, chs[i]))
 				continue;
 			empty = false;
-			int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(c));
+			int k = vc_ls_chunk_sealed(ls, chs[i], segs, chunk_seg_max(g));
 			for (int j = 0; j < k; j++) {
 				if (vc_ls_take(ls, segs[j]) < 0)
 					continue; /* a cleaner or evictor has it: it goes off when done */
 				if (eng_dd(c))
 					eng_dd_unindex_seg(c, segs[j]);
 				uint64_t ev = 0;
-				int r = eng_evict_seg(c, &c->gpus[0], segs[j], &ev);
+				int r = eng_evict_seg(c, g, segs[j], &ev);
 				if (r == 0)
 					progress = true;
 				else if (r != -EAGAIN)
@@ -407,10 +428,11 @@ static int empty_slow(struct vc_cache *c, const uint32_t *chs, uint32_t n, uint3
  * (sealed) for empty_slow. Dirty claimed pages are written back; one whose
  * write-back fails is let go, and its segment with it. Fills cl with the
  * segments that are ready: every live page claimed and clean. */
-static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, struct claim *cl)
+static int claim_chunks(struct vc_cache *c, struct vc_gpu *g, const uint32_t *chs, uint32_t n,
+			struct claim *cl)
 {
-	struct vc_ls *ls = c->gpus[0].ls;
-	const uint32_t per = vc_ls_slots_per_seg(ls), max = chunk_seg_max(c);
+	struct vc_ls *ls = g->ls;
+	const uint32_t per = vc_ls_slots_per_seg(ls), max = chunk_seg_max(g);
 	uint32_t *segs = malloc((size_t)n * max * sizeof *segs), ns = 0;
 	if (!segs)
 		return vc_err(-ENOMEM, "out of memory");
@@ -422,7 +444,7 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 				segs[ns + got++] = segs[ns + (uint32_t)j];
 		ns += got;
 	}
-	*cl = (struct claim){ .c = c, .segs = segs, .nseg = ns, .per = per };
+	*cl = (struct claim){ .c = c, .g = g, .segs = segs, .nseg = ns, .per = per };
 	cl->held = malloc(((size_t)ns * per + 1) * sizeof *cl->held);
 	cl->nheld = malloc(((size_t)ns + 1) * sizeof *cl->nheld);
 	cl->ndirty = malloc(((size_t)ns + 1) * sizeof *cl->ndirty);
@@ -432,7 +454,7 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	}
 	const uint64_t t0 = vc_now_ns();
 	claim_all(cl);
-	if (c->gpus[0].profile)
+	if (g->profile)
 		fprintf(stderr, "vc_gpu_shrink: claimed %u segments in %.2f ms\n", ns,
 			(vc_now_ns() - t0) / 1e6);
 	/* Dirty pages of the claimed segments: written back all together,
@@ -450,7 +472,7 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	bool *done = malloc(((size_t)nd + 1) * sizeof *done);
 	struct vc_tiermem *stage = NULL;
 	if (!seg_ok || !dirty || !dseg || !done ||
-	    (nd && vc_tier_open(c->gpus[0].dev, HOST, nd < SHRINK_STAGE_PAGES ? nd : SHRINK_STAGE_PAGES,
+	    (nd && vc_tier_open(g->dev, HOST, nd < SHRINK_STAGE_PAGES ? nd : SHRINK_STAGE_PAGES,
 				c->page_size, &stage) < 0)) {
 		err = vc_err(-ENOMEM, "out of memory for a shrink's write-back");
 		for (uint32_t i = 0; i < ns; i++)
@@ -501,9 +523,11 @@ static int claim_chunks(struct vc_cache *c, const uint32_t *chs, uint32_t n, str
 	return err;
 }
 
-int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *released)
+int vc_gpu_shrink_on(vc_cache *c, unsigned gpu, uint64_t bytes, unsigned flags,
+		     uint64_t *released)
 {
-	int r = resizable(c, "vc_gpu_shrink");
+	struct vc_gpu *g = NULL;
+	int r = resizable(c, gpu, "vc_gpu_shrink", &g);
 	if (released)
 		*released = 0;
 	if (r < 0)
@@ -512,11 +536,11 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		return vc_err(-EINVAL, "vc_gpu_shrink: unknown flags %#x", flags);
 	if (bytes == 0)
 		return 0;
-	struct vc_ls *ls = c->gpus[0].ls;
+	struct vc_ls *ls = g->ls;
 	const uint32_t nch = vc_ls_nchunks(ls);
 	struct drop_job *j = calloc(1, sizeof *j);
 	uint32_t *chs = malloc(nch * sizeof *chs);
-	uint32_t *segs = malloc(chunk_seg_max(c) * sizeof *segs);
+	uint32_t *segs = malloc(chunk_seg_max(g) * sizeof *segs);
 	struct vc_page **held = malloc(vc_ls_slots_per_seg(ls) * sizeof *held);
 	if (!j || !chs || !segs || !held) {
 		free(j);
@@ -525,8 +549,8 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 		free(held);
 		return vc_err(-ENOMEM, "out of memory");
 	}
-	pthread_mutex_lock(&c->gpus[0].resize_mu);
-	dropper_join(c);
+	pthread_mutex_lock(&g->resize_mu);
+	dropper_join(g);
 	const uint64_t t0 = vc_now_ns();
 	eng_lock(c);
 	/* Chunks a failed write-back left drained come first: they hold
@@ -543,18 +567,19 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 	while (take < n && plan < bytes)
 		plan += vc_ls_chunk_bytes(ls, chs[take++]);
 	if (eng_dd(c))
-		dd_hold_drain(c, chs + drained, take - drained);
+		dd_hold_drain(c, g, chs + drained, take - drained);
 	for (uint32_t i = drained; i < take; i++)
 		vc_ls_chunk_drain(ls, chs[i]);
-	uint64_t moved = move_hot(c, chs, take, segs, held);
+	uint64_t moved = move_hot(c, g, chs, take, segs, held);
 	const uint64_t t_claim = vc_now_ns();
 	j->c = c;
-	r = eng_dd(c) ? 0 : claim_chunks(c, chs, take, &j->cl); /* dedup: all in empty_slow */
+	j->cl.g = g;
+	r = eng_dd(c) ? 0 : claim_chunks(c, g, chs, take, &j->cl); /* dedup: all in empty_slow */
 	/* The claimed segments count as gone; what is left (claims that met
 	 * a pin) goes the slow way, now, before the memory can go. */
 	for (uint32_t i = 0; i < j->cl.nseg; i++)
 		vc_ls_seg_condemn(ls, j->cl.segs[i]);
-	int e = empty_slow(c, chs, take, segs);
+	int e = empty_slow(c, g, chs, take, segs);
 	r = r ? r : e;
 	eng_wake(c); /* capacity changed: waiters for GPU room re-check */
 	/* Chunks whose every segment is off or condemned go back. */
@@ -574,34 +599,34 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 			vc_ls_chunk_range(ls, chs[i], &addr[i], &addr[nback + i]);
 			gone += addr[nback + i];
 		}
-		int e2 = nback ? c->gpus[0].dev->ops->mem_unmap_n(c->gpus[0].dev, addr, addr + nback, nback) : 0;
+		int e2 = nback ? g->dev->ops->mem_unmap_n(g->dev, addr, addr + nback, nback) : 0;
 		r = r ? r : e2;
 		free(addr);
 	}
 	const uint64_t ns = vc_now_ns() - t0;
-	if (c->gpus[0].profile)
+	if (g->profile)
 		fprintf(stderr, "vc_gpu_shrink: %u chunks, %.2f ms: choose and move %.2f, claim %.2f, "
 				"unmap %.2f\n", nback, ns / 1e6, (t_claim - t0) / 1e6,
 			(t1 - t_claim) / 1e6, (vc_now_ns() - t1) / 1e6);
 	/* The memory is back; the pages' entries go on the dropper thread. */
 	j->chs = chs;
 	j->nch = nback;
-	if (pthread_create(&c->gpus[0].dropper, NULL, dropper_main, j) == 0) {
-		c->gpus[0].dropper_job = j;
+	if (pthread_create(&g->dropper, NULL, dropper_main, j) == 0) {
+		g->dropper_job = j;
 	} else {
 		drop_claimed(j);
 		drop_job_free(j);
 	}
-	atomic_fetch_add(&c->gpus[0].rs.chunks_released, nback);
-	atomic_fetch_add(&c->gpus[0].rs.bytes_released, gone);
+	atomic_fetch_add(&g->rs.chunks_released, nback);
+	atomic_fetch_add(&g->rs.bytes_released, gone);
 	if (flags & VC_SHRINK_REQUESTED)
-		atomic_fetch_add(&c->gpus[0].rs.bytes_released_req, gone);
-	atomic_fetch_add(&c->gpus[0].rs.pages_moved, moved);
-	atomic_fetch_add(&c->gpus[0].rs.shrinks, 1);
-	atomic_fetch_add(&c->gpus[0].rs.shrink_ns_total, ns);
-	atomic_store(&c->gpus[0].rs.shrink_ns_last, ns);
-	stat_max(&c->gpus[0].rs.shrink_ns_max, ns);
-	pthread_mutex_unlock(&c->gpus[0].resize_mu);
+		atomic_fetch_add(&g->rs.bytes_released_req, gone);
+	atomic_fetch_add(&g->rs.pages_moved, moved);
+	atomic_fetch_add(&g->rs.shrinks, 1);
+	atomic_fetch_add(&g->rs.shrink_ns_total, ns);
+	atomic_store(&g->rs.shrink_ns_last, ns);
+	stat_max(&g->rs.shrink_ns_max, ns);
+	pthread_mutex_unlock(&g->resize_mu);
 	free(segs);
 	free(held);
 	if (released)
@@ -609,17 +634,20 @@ int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *release
 	return r;
 }
 
-int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
+int vc_gpu_grow_on(vc_cache *c, unsigned gpu, uint64_t bytes, uint64_t *grown)
 {
-	int r = resizable(c, "vc_gpu_grow");
+	struct vc_gpu *g = NULL;
+	int r = resizable(c, gpu, "vc_gpu_grow", &g);
 	if (grown)
 		*grown = 0;
 	if (r < 0)
 		return r;
-	struct vc_ls *ls = c->gpus[0].ls;
+	if (atomic_load(&g->off))
+		return vc_err(-VC_EDEVICE, "vc_gpu_grow: part %u failed", gpu);
+	struct vc_ls *ls = g->ls;
 	uint64_t got = 0;
-	pthread_mutex_lock(&c->gpus[0].resize_mu);
-	dropper_join(c); /* its chunks are gone once it is done */
+	pthread_mutex_lock(&g->resize_mu);
+	dropper_join(g); /* its chunks are gone once it is done */
 	/* Chunks given back, lowest first. (A chunk that a failed write-back
 	 * left drained is not one: the next shrink empties it.) */
 	for (uint32_t ch = 0; ch < vc_ls_nchunks(ls) && got < bytes; ch++) {
@@ -630,7 +658,7 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 			continue;
 		uint64_t addr, len;
 		vc_ls_chunk_range(ls, ch, &addr, &len);
-		r = c->gpus[0].dev->ops->mem_map(c->gpus[0].dev, addr, len);
+		r = g->dev->ops->mem_map(g->dev, addr, len);
 		if (r < 0)
 			break;
 		eng_lock(c);
@@ -638,9 +666,9 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 		eng_wake(c);
 		eng_unlock(c);
 		got += len;
-		atomic_fetch_add(&c->gpus[0].rs.chunks_regained, 1);
+		atomic_fetch_add(&g->rs.chunks_regained, 1);
 	}
-	pthread_mutex_unlock(&c->gpus[0].resize_mu);
+	pthread_mutex_unlock(&g->resize_mu);
 	if (grown)
 		*grown = got;
 	if (r == -ENOMEM && got > 0)
@@ -648,20 +676,48 @@ int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
 	return r;
 }
 
+int vc_gpu_mem_info_on(vc_cache *c, unsigned gpu, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	if (!c || !free_bytes || !total_bytes || gpu >= c->ngpus)
+		return vc_err(-EINVAL, "vc_gpu_mem_info: NULL argument or no part %u", gpu);
+	struct vc_device *d = c->gpus[gpu].dev;
+	if (!d->ops->mem_info)
+		return vc_err(-EOPNOTSUPP, "vc_gpu_mem_info: the device cannot say");
+	return d->ops->mem_info(d, free_bytes, total_bytes);
+}
+
+int vc_gpu_uuid_on(vc_cache *c, unsigned gpu, unsigned char uuid[16])
+{
+	if (!c || !uuid || gpu >= c->ngpus)
+		return vc_err(-EINVAL, "vc_gpu_uuid: NULL argument or no part %u", gpu);
+	struct vc_device *d = c->gpus[gpu].dev;
+	if (!d->ops->uuid)
+		return vc_err(-EOPNOTSUPP, "vc_gpu_uuid: the device has none");
+	return d->ops->uuid(d, uuid);
+}
+
+int vc_gpu_shrink(vc_cache *c, uint64_t bytes, unsigned flags, uint64_t *released)
+{
+	int r = only_part(c, "vc_gpu_shrink");
+	if (r < 0 && released)
+		*released = 0;
+	return r < 0 ? r : vc_gpu_shrink_on(c, 0, bytes, flags, released);
+}
+
+int vc_gpu_grow(vc_cache *c, uint64_t bytes, uint64_t *grown)
+{
+	int r = only_part(c, "vc_gpu_grow");
+	if (r < 0 && grown)
+		*grown = 0;
+	return r < 0 ? r : vc_gpu_grow_on(c, 0, bytes, grown);
+}
+
 int vc_gpu_mem_info(vc_cache *c, uint64_t *free_bytes, uint64_t *total_bytes)
 {
-	if (!c || !free_bytes || !total_bytes)
-		return vc_err(-EINVAL, "vc_gpu_mem_info: NULL argument");
-	if (!c->gpus[0].dev->ops->mem_info)
-		return vc_err(-EOPNOTSUPP, "vc_gpu_mem_info: the device cannot say");
-	return c->gpus[0].dev->ops->mem_info(c->gpus[0].dev, free_bytes, total_bytes);
+	return vc_gpu_mem_info_on(c, 0, free_bytes, total_bytes);
 }
 
 int vc_gpu_uuid(vc_cache *c, unsigned char uuid[16])
 {
-	if (!c || !uuid)
-		return vc_err(-EINVAL, "vc_gpu_uuid: NULL argument");
-	if (!c->gpus[0].dev->ops->uuid)
-		return vc_err(-EOPNOTSUPP, "vc_gpu_uuid: the device has none");
-	return c->gpus[0].dev->ops->uuid(c->gpus[0].dev, uuid);
+	return vc_gpu_uuid_on(c, 0, uuid);
 }
