@@ -972,6 +972,9 @@ int eng_gpus_parse(const char *spec, int kind, int ordinal, uint32_t *n, int *or
 void eng_gpu_fail(struct vc_cache *c, struct vc_gpu *g, int err);
 /* Unlocked form: takes c->mu. Returns err, for tail calls. */
 int eng_gpu_fail_unlocked(struct vc_cache *c, struct vc_gpu *g, int err);
+/* A public call's part argument: 0, or -EINVAL with a message (NULL
+ * cache, no GPU tier, no part `gpu`). */
+int eng_part_arg(struct vc_cache *c, unsigned gpu, const char *what);
 /* Whether err is a device's failure (not a store's, nor a full tier). */
 static inline bool eng_dev_err(int err)
 {

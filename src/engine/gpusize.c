@@ -159,12 +159,9 @@ static void dd_hold_drain(struct vc_cache *c, struct vc_gpu *g, const uint32_t *
  * (vc_gpu_shrink ...) name part 0 and need a tier of one part. */
 static int resizable(struct vc_cache *c, unsigned gpu, const char *what, struct vc_gpu **out)
 {
-	if (!c)
-		return vc_err(-EINVAL, "%s: NULL cache", what);
-	if (!c->gpus[0].ls)
-		return vc_err(-EINVAL, "%s: the cache has no GPU tier", what);
-	if (gpu >= c->ngpus)
-		return vc_err(-EINVAL, "%s: part %u of %u", what, gpu, c->ngpus);
+	int r = eng_part_arg(c, gpu, what);
+	if (r < 0)
+		return r;
 	struct vc_gpu *g = &c->gpus[gpu];
 	if (!vc_ls_resizable(g->ls))
 		return vc_err(-EOPNOTSUPP, "%s: the device cannot map memory by chunks (no virtual "

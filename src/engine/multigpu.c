@@ -80,7 +80,7 @@ unsigned vc_gpu_count(const vc_cache *c)
 	return c && c->gpus[0].ls ? c->ngpus : 0;
 }
 
-static int part_arg(vc_cache *c, unsigned gpu, const char *what)
+int eng_part_arg(struct vc_cache *c, unsigned gpu, const char *what)
 {
 	if (!c)
 		return vc_err(-EINVAL, "%s: NULL cache", what);
@@ -93,7 +93,7 @@ static int part_arg(vc_cache *c, unsigned gpu, const char *what)
 
 int vc_get_gpu_stats(vc_cache *c, unsigned gpu, struct vc_gpu_stats *out)
 {
-	int r = part_arg(c, gpu, "vc_get_gpu_stats");
+	int r = eng_part_arg(c, gpu, "vc_get_gpu_stats");
 	if (r < 0)
 		return r;
 	if (!out || out->size < offsetof(struct vc_gpu_stats, ordinal))
@@ -131,7 +131,7 @@ int vc_get_gpu_stats(vc_cache *c, unsigned gpu, struct vc_gpu_stats *out)
 
 int vc_gpu_set_weight(vc_cache *c, unsigned gpu, double weight)
 {
-	int r = part_arg(c, gpu, "vc_gpu_set_weight");
+	int r = eng_part_arg(c, gpu, "vc_gpu_set_weight");
 	if (r < 0)
 		return r;
 	if (!(weight >= 0) || !isfinite(weight))
@@ -334,7 +334,7 @@ static int part_move_out(struct vc_cache *c, struct vc_gpu *s, uint64_t *moved, 
 int vc_gpu_rebalance(vc_cache *c, uint64_t *moved)
 {
 	uint64_t mv = 0, left = 0;
-	int r = part_arg(c, 0, "vc_gpu_rebalance");
+	int r = eng_part_arg(c, 0, "vc_gpu_rebalance");
 	for (uint32_t s = 0; r == 0 && c->ngpus > 1 && s < c->ngpus; s++)
 		if (!atomic_load(&c->gpus[s].off))
 			r = part_move_out(c, &c->gpus[s], &mv, &left);
@@ -364,7 +364,7 @@ static int part_evict_rest(struct vc_cache *c, struct vc_gpu *s)
 
 int vc_gpu_evacuate(vc_cache *c, unsigned gpu, uint64_t *moved)
 {
-	int r = part_arg(c, gpu, "vc_gpu_evacuate");
+	int r = eng_part_arg(c, gpu, "vc_gpu_evacuate");
 	if (r < 0)
 		return r;
 	if (eng_dd(c))
