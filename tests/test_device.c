@@ -738,7 +738,9 @@ static void test_fault(int kind, int victim, int bystander)
 	}
 	ta1.b.n = BIG_PAGES;
 	ta2.b.n = tb.b.n = MG_PAGES;
-	memcpy(before, host, hpages * MG_PS);
+	/* Not the producer's pages: its queue moves into them meanwhile. */
+	memcpy(before + (size_t)FP_PAGES * MG_PS, host + (size_t)FP_PAGES * MG_PS,
+	       (hpages - FP_PAGES) * MG_PS);
 
 	CHECK_OK(d->ops->batch_submit(d, &ta1.b));
 	CHECK_OK(d->ops->batch_submit(d, &ta2.b));
