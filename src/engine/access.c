@@ -476,7 +476,9 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	}
 	if (ng) {
 		atomic_fetch_add_explicit(&t->d2h, (uint64_t)ng * c->page_size, memory_order_relaxed);
-		for (uint32_t i = 0; i < ng; i++)
+		if (!mixed) /* one add, not one a page */
+			atomic_fetch_add_explicit(&t->gpu_hits[gp[0]], ng, memory_order_relaxed);
+		for (uint32_t i = 0; mixed && i < ng; i++)
 			atomic_fetch_add_explicit(&t->gpu_hits[gp[i]], 1, memory_order_relaxed);
 	}
 	bool second = mixed || !(r1 == 0 && r2 == 0 && half < ng); /* true: nothing left to wait for */
@@ -517,9 +519,9 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 		 * (misses now, from the store). Nothing of this run counts. */
 		if (!mixed)
 			perr[gp[0]] = r;
-		for (uint32_t p = 0; p < c->ngpus; p++)
-			if (eng_dev_err(perr[p]))
-				eng_gpu_fail_unlocked(c, &c->gpus[p], perr[p]);
+		eng_lock(c);
+		eng_fail_parts(c, perr);
+		eng_unlock(c);
 		return 0;
 	}
 	return r < 0 ? r : (ssize_t)done;

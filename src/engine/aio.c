@@ -376,15 +376,23 @@ static void dev_submit(struct vc_aio *q, struct tstate *t, const struct vc_move 
 {
 	if (nd == 0)
 		return;
-	(void)nm; /* the requests' ng add up to it */
 	struct vc_ticket tk[AIO_BATCH_MOVES];
 	struct vc_move pm[AIO_BATCH_MOVES];
 	int perr[VC_GPUS_MAX] = { 0 };
 	uint32_t at[AIO_BATCH_MOVES]; /* request i's first move in moves[] */
-	for (uint32_t i = 0, m = 0; i < nd; m += batch[i++]->ng)
+	bool one = true; /* every request's pages in one part */
+	for (uint32_t i = 0, m = 0; i < nd; m += batch[i++]->ng) {
 		at[i] = m;
-	/* One submission per part, of its requests' moves in order. */
-	for (uint32_t k = 0; k < q->c->ngpus; k++) {
+		one &= batch[i]->gpu == batch[0]->gpu;
+	}
+	if (one) { /* the moves as they are: one submission */
+		const uint8_t k = batch[0]->gpu;
+		perr[k] = vc_batcher_add_n(q->c->gpus[k].bat, moves, nm, tk);
+		for (uint32_t i = 0; perr[k] == 0 && i < nd; i++)
+			memcpy(batch[i]->tk, tk + at[i], batch[i]->ng * sizeof *tk);
+	}
+	/* Else one submission per part, of its requests' moves in order. */
+	for (uint32_t k = 0; !one && k < q->c->ngpus; k++) {
 		uint32_t km = 0;
 		for (uint32_t i = 0; i < nd; i++)
 			if (batch[i]->gpu == k) {

@@ -632,10 +632,12 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	}
 	st.pages_cached[HOST] = vc_tier_used(c->host);
 	st.pages_capacity[HOST] = vc_tier_capacity(c->host);
+	uint64_t used = 0; /* slots live or dead, every part: fragmentation's weight */
 	for (uint32_t i = 0; i < c->ngpus && c->gpus[i].ls; i++) {
 		const struct vc_gpu *g = &c->gpus[i];
 		struct vc_ls_stats ls;
 		vc_ls_get_stats(g->ls, &ls);
+		used += ls.slots_live + ls.slots_dead;
 		st.gpus++;
 		st.pages_cached[GPU] += eng_dd(c) ? c->dd.pages : ls.slots_live;
 		st.pages_capacity[GPU] += vc_ls_capacity(g->ls) / eng_mpp(c);
@@ -666,15 +668,7 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 		st.gpu_shrink_ns_last = atomic_load(&g->rs.shrink_ns_last);
 		st.gpu_shrink_drop_ns_total += atomic_load(&g->rs.drop_ns_total);
 	}
-	if (st.gpus) {
-		uint64_t used = 0;
-		for (uint32_t i = 0; i < c->ngpus; i++) {
-			struct vc_ls_stats ls;
-			vc_ls_get_stats(c->gpus[i].ls, &ls);
-			used += ls.slots_live + ls.slots_dead;
-		}
-		st.gpu_fragmentation = used ? st.gpu_fragmentation / (double)used : 0;
-	}
+	st.gpu_fragmentation = used ? st.gpu_fragmentation / (double)used : 0;
 	st.gpus_failed = c->gt.failed;
 	st.gpu_dirty_lost = c->gt.dirty_lost;
 	st.misses = c->st.misses;

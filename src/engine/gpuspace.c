@@ -22,6 +22,16 @@
  * the policy meanwhile (nobody can pin them). */
 #define DROP_CHUNK 32
 
+/* With several parts the policy's GPU victim must be in part g: others
+ * are passed over (one policy orders the whole tier; each part makes its
+ * own room). Placement spreads pages evenly, so the walk passes over about
+ * ngpus - 1 pages per victim. arg: the part. */
+static bool other_part(const struct vc_pnode *n, void *arg)
+{
+	const struct vc_gpu *g = arg;
+	return eng_unevictable(n, NULL) || ((const struct vc_page *)n)->gpu != g->idx;
+}
+
 /* Evicts a whole segment of the GPU log: the one that holds the policy's
  * GPU victim. Pages reach the GPU tier only as demotions and leave it on
  * a hit, so under LRU the victim is the oldest demotion and its segment
@@ -31,26 +41,9 @@
  * written back in batches first. -EAGAIN when there is no victim, its
  * segment is taken, or one of its pages is in flight (the caller waits,
  * or, holding busy pages of its own, gives up); *evicted counts pages. */
-/* With several parts the policy's GPU victim must be in part g: others
- * are passed over (one policy orders the whole tier; each part makes its
- * own room). Placement spreads pages evenly, so the walk passes over about
- * ngpus - 1 pages per victim. */
-struct part_skip {
-	struct vc_cache *c;
-	uint32_t idx;
-};
-
-static bool other_part(const struct vc_pnode *n, void *arg)
-{
-	const struct part_skip *ps = arg;
-	const struct vc_page *p = (const struct vc_page *)n;
-	return eng_unevictable(n, NULL) || p->gpu != ps->idx;
-}
-
 static int evict_tail(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
 {
-	struct part_skip ps = { c, g->idx };
-	struct vc_opq_node *n = c->ngpus > 1 ? vc_opq_victim(c->opq, GPU, other_part, &ps)
+	struct vc_opq_node *n = c->ngpus > 1 ? vc_opq_victim(c->opq, GPU, other_part, g)
 					     : vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
 	if (!n)
 		return -EAGAIN;

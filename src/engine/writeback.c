@@ -26,8 +26,10 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	uint32_t s = 0;
 	bool on_gpu = p->tier == GPU;
 	struct vc_gpu *g = on_gpu ? gpu_of(c, p) : NULL;
-	if (on_gpu && (atomic_load(&g->off) || vc_tier_alloc(g->stage_wb, &s) < 0))
-		return atomic_load(&g->off) ? -EIO : -EAGAIN; /* a failed part's dirty page is lost */
+	if (on_gpu && atomic_load(&g->off))
+		return -EIO; /* a failed part's dirty page is lost */
+	if (on_gpu && vc_tier_alloc(g->stage_wb, &s) < 0)
+		return -EAGAIN;
 	if (!vc_page_claim(p, VC_ST_BUSY, 0)) { /* a lock-free reader pinned it */
 		if (on_gpu)
 			vc_tier_free(g->stage_wb, s);

@@ -4,6 +4,7 @@
  *   gc.c     cleaning jobs (kernels/gc.cu)
  *   queue.c  device-queue servers (kernels/server.cu)
  *   vmem.c   memory that shrinks and grows (virtual memory management)
+ *   peer.c   several GPUs: peer access, the fault hook, the device count
  *   fp.c     block fingerprints (kernels/fp.cu)
  *   cmp.c    byte compares of block pairs (kernels/cmp.cu)
  *   preload.c every kernel loaded at open (lazy loading would deadlock)
@@ -131,6 +132,10 @@ int vc_cu_uuid(struct vc_device *d, unsigned char out[16]);
  * the driver's error (some parts may have been granted: a retry grants
  * the rest). The caller has checked that the two reach each other. */
 int vc_cu_vmem_grant(int owner, int peer);
+
+/* peer.c: several GPUs (device.h's peer_enable and fault). */
+int vc_cu_peer_enable(struct vc_device *d, struct vc_device *peer);
+int vc_cu_fault(struct vc_device *d);
 
 /* fp.c: fingerprints (device/fp.h). */
 int vc_cu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
