@@ -15,7 +15,8 @@
  *   demote    --threads readers, each reading its own stripe of the file
  *             once, 4 KiB at a time, from cold, with a host tier of
  *             --host-mib: every read misses, and the host tier's victims
- *             go down to the GPU tier in demotion batches (demote_batch)
+ *             go down to the GPU tier in demotion batches (demote_batch,
+ *             --demote-batch; at most VC_DEMOTERS of them in flight)
  *   swap      gpu_hits = SWAP, the whole file in the GPU tier: --threads
  *             readers read random pages for --seconds; every GPU hit
  *             comes up to the host tier and victims go down, no store I/O
@@ -47,6 +48,7 @@
  *
  * Usage: dedup_moves [--device auto|cuda|emu] [--file-mib N] [--host-mib N]
  *                    [--threads N] [--seconds S] [--reps R] [--prefetches K] [--degrees 1,2,4,8]
+ *                    [--demote-batch N]
  *                    [--hash default|murmur3|md5] [--quick] [--json FILE] [--dir DIR]
  */
 #include <pthread.h>
@@ -85,6 +87,7 @@ struct opts {
 	uint64_t file_pages, host_pages;
 	double seconds;
 	int prefetches; /* timed prefetches a point, the median kept */
+	uint32_t demote_batch; /* vc_config.demote_batch (0: the engine's default) */
 };
 
 /* --- the readers ----------------------------------------------------- */
@@ -184,6 +187,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	cfg.host_bytes = o->host_pages * PS;
 	cfg.gpu_bytes = o->file_pages * PS / 2 * 3;
 	cfg.gpu_hits = VC_GPU_HITS_SWAP;
+	cfg.demote_batch = o->demote_batch;
 	cfg.encrypt = pt->enc;
 	cfg.dedup = pt->degree ? VC_DEDUP_ON : VC_DEDUP_OFF;
 	cfg.dedup_degree = pt->degree ? (uint32_t)pt->degree : 0;
@@ -246,6 +250,7 @@ static void write_json(const char *path, const char *desc, const struct opts *o,
 		o->reps, ndeg, o->algo < 0 ? "default" : o->algo == VC_DEDUP_MD5 ? "md5" : "murmur3");
 	bench_json_field(f, "  ", "swap_seconds", o->seconds);
 	bench_json_field(f, "  ", "prefetches", o->prefetches);
+	bench_json_field(f, "  ", "demote_batch", o->demote_batch);
 	bench_json_field(f, "  ", "goal_ratio", GOAL);
 	bench_json_field(f, "  ", "worst_ratio", worst);
 	fputs(",\n  \"points\": [", f);
@@ -280,8 +285,8 @@ static void write_json(const char *path, const char *desc, const struct opts *o,
 static void usage(void)
 {
 	fprintf(stderr, "usage: dedup_moves [--device auto|cuda|emu] [--file-mib N] [--host-mib N] "
-			"[--threads N] [--seconds S] [--reps R] [--prefetches K] [--degrees 1,2,4,8] "
-			"[--hash default|murmur3|md5] [--quick] [--json FILE] [--dir DIR]\n");
+			"[--threads N] [--seconds S] [--reps R] [--prefetches K] [--demote-batch N] "
+			"[--degrees 1,2,4,8] [--hash default|murmur3|md5] [--quick] [--json FILE] [--dir DIR]\n");
 	exit(2);
 }
 
@@ -309,6 +314,8 @@ int main(int argc, char **argv)
 			o.reps = atoi(v);
 		} else if (strcmp(a, "--prefetches") == 0) {
 			o.prefetches = atoi(v);
+		} else if (strcmp(a, "--demote-batch") == 0) {
+			o.demote_batch = (uint32_t)strtoul(v, NULL, 10);
 		} else if (strcmp(a, "--degrees") == 0) {
 			if ((ndeg = bench_parse_list_u64(v, degs, MAX_DEG)) < 0)
 				usage();
@@ -401,6 +408,9 @@ int main(int argc, char **argv)
 	       nsm ? "" : " (no SMs: the emulated device hashes on the calling thread)");
 	if (nsm)
 		printf("of %d SMs (%.0f %%)\n", nsm, 100.0 * cap / nsm);
+	const char *dm = getenv("VC_DEMOTERS");
+	printf("demotion batches of %u pages, at most %s in flight\n",
+	       o.demote_batch ? o.demote_batch : 32, dm && *dm ? dm : "the engine's default");
 	printf("%-7s %-4s %-6s | %7s %7s | %10s %6s | %10s %6s | %10s %6s\n", "data", "xts", "dedup",
 	       "factor", "shared", "prefetch/s", "ratio", "demote/s", "ratio", "swap mv/s", "ratio");
 	double worst = INFINITY;

@@ -180,7 +180,12 @@ struct vc_config {
 	 * dedup_max_factor bounds the logical pages the GPU tier may hold:
 	 * at most that many times its physical pages (1 to 64; 0: 8). Each
 	 * logical page costs a page entry in host memory (about 100 + 12 x
-	 * degree bytes), whether or not the data repeat that much. */
+	 * degree bytes), whether or not the data repeat that much. Each host
+	 * page costs 40 bytes more (notes for its way down: at degree 1 its
+	 * fingerprint, taken on the host as it is loaded, so that a
+	 * duplicate goes down without moving; with VC_GPU_HITS_SWAP, 12 x
+	 * degree more: the blocks it came up from, so that a page that comes
+	 * up unwritten goes back by reference). */
 	int dedup;
 	uint32_t dedup_degree;
 	int dedup_algo;

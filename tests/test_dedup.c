@@ -23,6 +23,12 @@
  * - Trips: unique pages go down the direct trip (into fresh slots, looked
  *   up after), repeated pages the staged one, and a volume switches
  *   between them as its share rate changes (trips()).
+ * - Swap: with gpu_hits SWAP, pages that came up unwritten go back down
+ *   by reference to their stored blocks; pages written while up do not
+ *   (swap_back()).
+ * - The known trip: at degree 1 the misses' pages go down with the
+ *   fingerprints noted as they were loaded (run(), concurrent()), the
+ *   collision hook included.
  * - Adaptive: a volume of unique pages switches off, one of repeated pages
  *   stays on, the sampled estimate near the data's factor.
  * - Hashes: the lanes hash (the default, computed in the moves),
@@ -63,8 +69,11 @@ static void make_file(uint64_t seed)
 	fclose(f);
 }
 
-static vc_cache *open_cache_mode(int kind, int encrypt, uint32_t degree, int write_mode,
-				 int mode)
+/* The tests' configuration: a host tier of 32 pages, a GPU tier of a
+ * quarter of the file's pages; `swap`: GRAM's swap mode and a GPU tier
+ * that holds every distinct block, with room. */
+static vc_cache *open_cache_x(int kind, int encrypt, uint32_t degree, int write_mode, int mode,
+			      bool swap)
 {
 	struct vc_config cfg;
 	vc_config_init(&cfg);
@@ -78,6 +87,10 @@ static vc_cache *open_cache_mode(int kind, int encrypt, uint32_t degree, int wri
 	cfg.encrypt = encrypt;
 	cfg.dedup = mode;
 	cfg.dedup_degree = degree;
+	if (swap) {
+		cfg.gpu_bytes = (uint64_t)PAGES * PS;
+		cfg.gpu_hits = VC_GPU_HITS_SWAP;
+	}
 	vc_cache *c = NULL;
 	int e = vc_open(&cfg, &c);
 	if (e == -VC_ENOTBUILT) {
@@ -87,6 +100,12 @@ static vc_cache *open_cache_mode(int kind, int encrypt, uint32_t degree, int wri
 	t_skip_if_absent(e, "dedup test");
 	CHECK_OK(e);
 	return c;
+}
+
+static vc_cache *open_cache_mode(int kind, int encrypt, uint32_t degree, int write_mode,
+				 int mode)
+{
+	return open_cache_x(kind, encrypt, degree, write_mode, mode, false);
 }
 
 static vc_cache *open_cache(int kind, int encrypt, uint32_t degree, int write_mode)
@@ -146,6 +165,13 @@ static void run(int kind, int encrypt, uint32_t degree, bool collide)
 	snprintf(what, sizeof what, "%s enc %d degree %u%s", vc_device_name(c), encrypt, degree,
 		 collide ? " collide" : "");
 	stats(c, &st, what);
+	/* At D = 1 the misses' pages go down the known trip (their
+	 * fingerprints taken as they were loaded): the lookups and compares
+	 * above ran there, collisions included. */
+	uint64_t back = 0, known = 0;
+	CHECK_OK(eng_debug_dedup_notes(c, &back, &known));
+	fprintf(stderr, "%s: %llu blocks down the known trip\n", what, (unsigned long long)known);
+	CHECK(degree != 1 || known >= PAGES / 2);
 	CHECK(st.hits[VC_TIER_GPU] > 0 && st.dedup_blocks_in > 0);
 	CHECK(st.dedup_hits > 0);
 	CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * degree);
@@ -180,6 +206,83 @@ static void run(int kind, int encrypt, uint32_t degree, bool collide)
 	if (collide)
 		CHECK(st.dedup_collisions > 0);
 	CHECK(st.integrity_failures == 0);
+	CHECK_OK(vc_close(c));
+	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	unlink(path);
+	free(shadow);
+}
+
+/* --- swap: back down by reference ------------------------------------------ */
+
+static void check_read(vc_cache *c, unsigned i)
+{
+	unsigned char buf[PS];
+	CHECK(vc_read(c, buf, PS, (uint64_t)i * PS) == (ssize_t)PS);
+	if (memcmp(buf, shadow + (uint64_t)i * PS, PS) != 0) {
+		fprintf(stderr, "page %u: wrong bytes\n", i);
+		CHECK(!"read returned wrong bytes");
+	}
+}
+
+/* GRAM's swap mode with dedup: a GPU hit brings the page up, and a host
+ * victim that came up unwritten goes back down to the stored blocks it
+ * came from, with no move and no compare (eng_debug_dedup_back counts
+ * them). The GPU tier holds the file's distinct blocks, so only the host
+ * tier turns over. Random reads: pool pages go back (their blocks keep
+ * other uses while they are up), unique pages go the usual way (their
+ * block died when they came up). Then pages written while up, partly
+ * (before the write the page was a pool page) or whole (with another pool
+ * page's bytes: it may share again, by the compare): each must read back
+ * as written after it went down, and the store after a flush; then the
+ * same pages dropped and read from the store again (their entries reused).
+ * Fails when a written page goes back by its old note (the version check)
+ * or a note outlives its page (the cleared notes). */
+static void swap_back(int kind, int encrypt, uint32_t degree)
+{
+	make_file(0xbac + degree + (uint64_t)encrypt * 5);
+	vc_cache *c = open_cache_x(kind, encrypt, degree, VC_WRITE_BACK, VC_DEDUP_ON, true);
+	read_all(c);
+	uint64_t seed = 0x5a7 + degree, back0 = 0, back1 = 0, known = 0;
+	CHECK_OK(eng_debug_dedup_notes(c, &back0, &known));
+	for (unsigned n = 0; n < 4 * PAGES; n++)
+		check_read(c, (unsigned)(t_rand(&seed) % PAGES));
+	CHECK_OK(eng_debug_dedup_notes(c, &back1, &known));
+	fprintf(stderr, "swap back enc %d degree %u: %llu blocks back by reference\n", encrypt,
+		degree, (unsigned long long)(back1 - back0));
+	CHECK(back1 - back0 >= PAGES * degree); /* most of 4 x PAGES reads hit pool pages */
+
+	/* Written while up: read (so it comes up), written, pushed down by
+	 * reads of others, read again. */
+	unsigned char buf[PS];
+	for (unsigned i = 0; i < PAGES; i += 11) {
+		if (i % 5 == 4)
+			continue; /* a unique page: its block died when it came up */
+		check_read(c, i);
+		uint32_t off = (uint32_t)(t_rand(&seed) % (PS / 2)), len = 1 + off / 3;
+		if (i % 2) {
+			off = 0;
+			len = PS;
+			memcpy(buf, shadow + (uint64_t)((i + 1) % POOL) * PS, PS);
+		} else {
+			for (uint32_t k = 0; k < len; k++)
+				buf[k] = (unsigned char)t_rand(&seed);
+		}
+		CHECK(vc_write(c, buf, len, (uint64_t)i * PS + off) == (ssize_t)len);
+		memcpy(shadow + (uint64_t)i * PS + off, buf, len);
+		for (unsigned k = 1; k <= 64; k++) /* twice the host tier */
+			check_read(c, (i + k * 7) % PAGES);
+		check_read(c, i);
+	}
+	read_all(c);
+	CHECK_OK(vc_flush(c));
+	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	CHECK_OK(vc_drop(c, 0, 0, 0));
+	for (unsigned n = 0; n < 2 * PAGES; n++)
+		check_read(c, (unsigned)(t_rand(&seed) % PAGES));
+	read_all(c);
+	struct vc_stats st;
+	stats(c, &st, "swap back");
+	CHECK(st.dedup_collisions == 0 && st.integrity_failures == 0);
 	CHECK_OK(vc_close(c));
 	t_check_file(path, shadow, (uint64_t)PAGES * PS);
 	unlink(path);
@@ -448,6 +551,10 @@ static void concurrent(int kind, int encrypt, uint32_t degree, bool collide)
 	stats(c, &st, what);
 	CHECK(st.dedup_hits > 0 && st.integrity_failures == 0);
 	CHECK(collide ? st.dedup_collisions > 0 : st.dedup_collisions == 0);
+	uint64_t back = 0, known = 0;
+	CHECK_OK(eng_debug_dedup_notes(c, &back, &known));
+	fprintf(stderr, "%s: %llu blocks down the known trip\n", what, (unsigned long long)known);
+	CHECK(degree != 1 || known > 0);
 	CHECK_OK(vc_flush(c));
 	t_check_file(path, shadow, (uint64_t)PAGES * PS);
 	CHECK_OK(vc_close(c));
@@ -519,6 +626,9 @@ int main(void)
 	capacity(kind, VC_ENCRYPT_OFF, 4);
 	capacity(kind, VC_ENCRYPT_OFF, 1);
 	capacity(kind, VC_ENCRYPT_XTS, 8);
+	swap_back(kind, VC_ENCRYPT_OFF, 1);
+	swap_back(kind, VC_ENCRYPT_XTS, 1);
+	swap_back(kind, VC_ENCRYPT_XTS_GMAC, 4);
 	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES);
 	trips(kind, VC_ENCRYPT_XTS, 1, VC_DEDUP_LANES);
 	trips(kind, VC_ENCRYPT_OFF, 2, VC_DEDUP_MURMUR3);
@@ -528,12 +638,17 @@ int main(void)
 	run(kind, VC_ENCRYPT_OFF, 4, true);
 	run(kind, VC_ENCRYPT_OFF, 8, true);
 	run(kind, VC_ENCRYPT_OFF, 1, true);
+	run(kind, VC_ENCRYPT_OFF, 1, false);
+	run(kind, VC_ENCRYPT_XTS, 1, false);
+	run(kind, VC_ENCRYPT_XTS, 1, true);
 	run(kind, VC_ENCRYPT_XTS, 4, true);
 	run(kind, VC_ENCRYPT_XTS, 8, false);
 	run(kind, VC_ENCRYPT_XTS_GMAC, 2, true);
 	concurrent(kind, VC_ENCRYPT_OFF, 4, false);
 	concurrent(kind, VC_ENCRYPT_OFF, 2, true);
 	concurrent(kind, VC_ENCRYPT_XTS, 4, false);
+	concurrent(kind, VC_ENCRYPT_OFF, 1, false); /* the known trip, notes taken by lock-free misses */
+	concurrent(kind, VC_ENCRYPT_XTS, 1, true);
 	fprintf(stderr, "dedup: all runs match\n");
 	return 0;
 }

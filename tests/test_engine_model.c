@@ -555,7 +555,8 @@ int main(void)
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, NULL, &mac_swap);
 	/* Dedup (the file repeats: t_pool_byte): degrees 1 to 8, both write
 	 * modes, cleaning forced and off, GRAM's swap mode (which makes room
-	 * instead), the adaptive mode, encryption and integrity (the host-side
+	 * instead, and sends pages that came up unwritten back by reference,
+	 * plain at D = 2 and encrypted at D = 1), the adaptive mode, encryption and integrity (the host-side
 	 * fingerprints and compares), and the collision hook, where only the
 	 * byte compare keeps blocks apart. */
 dedup:;
@@ -563,6 +564,8 @@ dedup:;
 	const struct extra dd8 = { .dedup = VC_DEDUP_ON, .degree = 8 };
 	const struct extra dd1 = { .dedup = VC_DEDUP_ON, .degree = 1 };
 	const struct extra dd2_swap = { .gpu_hits = VC_GPU_HITS_SWAP, .dedup = VC_DEDUP_ON, .degree = 2 };
+	const struct extra dd1_enc_swap = { .encrypt = VC_ENCRYPT_XTS, .gpu_hits = VC_GPU_HITS_SWAP,
+					    .dedup = VC_DEDUP_ON, .degree = 1 };
 	const struct extra dd_adapt = { .dedup = VC_DEDUP_ADAPTIVE, .degree = 4 };
 	const struct extra dd_collide = { .dedup = VC_DEDUP_ON, .degree = 4, .collide = true };
 	const struct extra dd_enc = { .encrypt = VC_ENCRYPT_XTS, .dedup = VC_DEDUP_ON, .degree = 4 };
@@ -575,6 +578,7 @@ dedup:;
 	}
 	one_run_x(kind, VC_WRITE_BACK, 512, ops, &forced[1], NULL, &dd1);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[2], NULL, &dd2_swap);
+	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops, &forced[0], NULL, &dd1_enc_swap);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, NULL, &dd_adapt);
 	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops, &forced[0], NULL, &dd_collide);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced[0], NULL, &dd_enc);

@@ -234,6 +234,8 @@ static int acquire_fast(struct vc_cache *c, struct tstate *t, uint64_t pno, int 
 			return r;
 		}
 		atomic_fetch_add_explicit(&t->rd_bytes, page_len(c, pno), memory_order_relaxed);
+		if (eng_dd(c))
+			eng_dd_note_load(c, p);
 	}
 	vc_opq_insert(t->l, &p->qn, HOST);
 	/* Ours alone until now: nobody pins or claims a BUSY page. */
@@ -350,6 +352,8 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		if (mode != ACQ_WRITE_FULL) {
 			eng_unlock(c);
 			r = eng_load_page(c, pno, host_data(c, p));
+			if (r == 0 && eng_dd(c))
+				eng_dd_note_load(c, p);
 			eng_lock(c);
 			if (r < 0) {
 				eng_page_drop(c, p);

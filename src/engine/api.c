@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 
+#include "base/env.h"
 #include "engine/engine.h"
 
 void vc_config_init(struct vc_config *cfg)
@@ -322,6 +323,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 			    (cfg.gpu_dirty == VC_GPU_DIRTY_AUTO && nparts > 1));
 	c->ngpus = nparts;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
+	c->demoters_max = vc_env_u32("VC_DEMOTERS", 4, 1, 16);
 	const bool prof = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	for (uint32_t i = 0; i < nparts; i++) {
 		struct vc_gpu *g = &c->gpus[i];

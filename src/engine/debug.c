@@ -113,6 +113,17 @@ int eng_debug_dedup_collide(vc_cache *c, bool on)
 	return 0;
 }
 
+int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
+{
+	if (!eng_dd(c))
+		return vc_err(-EINVAL, "dedup is off");
+	eng_lock(c);
+	*back = c->dd.back_in;
+	*known = c->dd.known_in;
+	eng_unlock(c);
+	return 0;
+}
+
 int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late)
 {
 	if (!eng_dd(c))

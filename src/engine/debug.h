@@ -48,5 +48,11 @@ int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late);
  * time summed since the last call (or open) to stderr, labelled `what`,
  * and starts the sums again. Nothing otherwise. For benchmarks. */
 void eng_debug_dedup_prof(vc_cache *c, const char *what);
+/* Blocks that went down by their host slots' notes (dedup_down.c): *back,
+ * by reference to the stored blocks their pages came up from (GRAM swap);
+ * *known, down the known trip (fingerprints taken when their pages were
+ * loaded, or from the blocks they came up from). -EINVAL when dedup is
+ * off. */
+int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known);
 
 #endif

@@ -350,6 +350,51 @@ void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg)
 	}
 }
 
+/* --- notes for the way down (host slots) --- */
+
+void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
+{
+	eng_assert_locked(c);
+	struct eng_dedup *d = &c->dd;
+	if (!d->note)
+		return;
+	const uint32_t id = page_id(c, p), b0 = d->res[(uint64_t)id * d->D];
+	/* An indexed block's fingerprint is its bytes'; others' may be unset. */
+	d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
+				       .back = d->back_blk != NULL,
+				       .hfp = d->hostfp && d->blk[b0].indexed, .fp = d->blk[b0].fp };
+	for (uint32_t j = 0; d->back_blk && j < d->D; j++) {
+		const uint32_t b = d->res[(uint64_t)id * d->D + j];
+		d->back_blk[(uint64_t)s * d->D + j] = b;
+		d->back_tw[(uint64_t)s * d->D + j] = d->blk[b].tweak;
+	}
+}
+
+void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p)
+{
+	struct eng_dedup *d = &c->dd;
+	if (!d->hostfp)
+		return;
+	/* Only where it saves a device round trip: the page will be selected
+	 * and its volume's blocks share often enough to be staged (a direct
+	 * volume's trip fingerprints in its moves, for free). */
+	struct vc_volume *v = vol_of(c, p->pno);
+	if (atomic_load_explicit(&v->dd_direct, memory_order_relaxed) ||
+	    (d->mode != VC_DEDUP_ON && !atomic_load_explicit(&v->dd_on, memory_order_relaxed) &&
+	     !dd_sampled(p->pno)))
+		return;
+	struct dd_note n = { .pno = p->pno, .id = page_id(c, p), .ver = p->version, .hfp = true };
+	vc_fp_block(d->algo, host_data(c, p), d->bsize, &n.fp);
+	d->note[p->slot] = n;
+}
+
+void eng_dd_back_clear(struct vc_cache *c, uint32_t s)
+{
+	eng_assert_locked(c);
+	if (eng_dd(c) && c->dd.note)
+		c->dd.note[s].pno = UINT64_MAX;
+}
+
 /* --- open and close --- */
 
 int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_pages)
@@ -405,6 +450,26 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->mark = calloc(npool, sizeof *d->mark);
 	if (!d->blk || !d->free_ids || !d->res || !d->next || !d->prev || !d->tab || !d->mark)
 		return vc_err(-ENOMEM, "out of memory for the dedup tables (%u blocks)", d->nblocks);
+	/* Notes for the way down (engine.h). VC_DD_BACK=0 and VC_DD_HOSTFP=0
+	 * (for A/Bs): neither kind; every page goes the trips of step 7. */
+	d->hostfp = d->D == 1 && d->algo == VC_FP_LANES && (!c->gt.cipher || d->dev_cmp) &&
+		    vc_env_u32("VC_DD_HOSTFP", 1, 0, 1);
+	const bool back = cfg->gpu_hits == VC_GPU_HITS_SWAP && vc_env_u32("VC_DD_BACK", 1, 0, 1);
+	if (back || d->hostfp) {
+		d->note = malloc(host_pages * sizeof *d->note);
+		if (!d->note)
+			return vc_err(-ENOMEM, "out of memory for the dedup notes (%llu host pages)",
+				      (unsigned long long)host_pages);
+		for (uint64_t i = 0; i < host_pages; i++)
+			d->note[i].pno = UINT64_MAX;
+	}
+	if (back) {
+		d->back_blk = malloc(host_pages * d->D * sizeof *d->back_blk);
+		d->back_tw = malloc(host_pages * d->D * sizeof *d->back_tw);
+		if (!d->back_blk || !d->back_tw)
+			return vc_err(-ENOMEM, "out of memory for the dedup swap notes (%llu host pages)",
+				      (unsigned long long)host_pages);
+	}
 	memset(d->res, 0xff, nuse * sizeof *d->res);
 	memset(d->tab, 0xff, tab * sizeof *d->tab);
 	for (uint32_t b = 0; b < d->nblocks; b++)
@@ -433,5 +498,8 @@ void eng_dd_close(struct vc_cache *c)
 	free(d->prev);
 	free(d->tab);
 	free(d->mark);
+	free(d->note);
+	free(d->back_blk);
+	free(d->back_tw);
 	memset(d, 0, sizeof *d);
 }

@@ -12,8 +12,17 @@
 #include "engine/dedup.h"
 #include "engine/engine.h"
 
-/* Which trip a page going down takes (eng_dd_down). */
-enum { PG_PLAIN, PG_DIRECT, PG_STAGED };
+/* Which trip a page going down takes (eng_dd_down). PG_BACK: back to
+ * the stored blocks it came up from (begin(): no move). PG_KNOWN: its
+ * fingerprint noted on the host (the known trip: known_begin()). */
+enum { PG_PLAIN, PG_DIRECT, PG_STAGED, PG_BACK, PG_KNOWN };
+
+/* Whether a page of class cls gets fresh blocks and moves straight to
+ * them in begin(). */
+static bool straight(uint8_t cls)
+{
+	return cls == PG_PLAIN || cls == PG_DIRECT;
+}
 
 /* The direct trip's switch (per volume, hysteresis): a volume whose
  * recent blocks shared less than 1 in DD_DIRECT_AT goes direct, one whose
@@ -76,7 +85,7 @@ struct scratch {
  * sel[k] % D of page sel[k] / D, in page order; dir[k]: on the direct trip
  * (its page's class PG_DIRECT), else staged. */
 struct down {
-	uint32_t n, m, np, nu, nstage;
+	uint32_t n, m, np, nu, nstage, nknown;
 	uint32_t *sel;           /* [m] */
 	uint32_t *tix;           /* [m]: its first move's index in mv (DD_NIL: none) */
 	uint8_t *cls;            /* [n]: PG_* */
@@ -296,7 +305,7 @@ static void trip_rate(struct vc_cache *c, const struct down *g, struct vc_page *
 	}
 	for (uint32_t i = 0; i < g->n; i++) { /* each volume of the trip, once or more */
 		struct vc_volume *v = vol_of(c, pages[i]->pno);
-		if (g->cls[i] == PG_PLAIN || v->dd_look < DD_RATE_MIN)
+		if (g->cls[i] == PG_PLAIN || g->cls[i] == PG_BACK || v->dd_look < DD_RATE_MIN)
 			continue;
 		if (v->dd_direct && (uint64_t)v->dd_match * DD_STAGE_AT > v->dd_look)
 			v->dd_direct = false;
@@ -364,8 +373,8 @@ static void collect(const struct vc_cache *c, struct down *g)
 	for (uint32_t k = 0; k < g->m; k++)
 		g->pfp[g->sel[k]] = g->fp[k];
 	for (uint32_t i = 0, t = 0; i < g->n; i++) {
-		g->have[i] = g->cls[i] != PG_PLAIN;
-		if (g->cls[i] == PG_STAGED)
+		g->have[i] = g->cls[i] == PG_DIRECT || g->cls[i] == PG_STAGED;
+		if (!straight(g->cls[i]))
 			continue;
 		if (g->cls[i] == PG_PLAIN && d->fp_move) {
 			g->have[i] = true;
@@ -392,7 +401,7 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], b = dd_blk_new(d);
 		d->blk[b].fp = g->fp[k];
-		if (c->gt.cipher && stage_moves(c))
+		if (c->gt.cipher && stage_moves(c) && !g->nknown)
 			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
 		dd_use_place(d, use_of(c, g, pages, k), b);
 		g->blk[k] = g->key[t] = b;
@@ -405,7 +414,7 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		const uint64_t dst = vc_ls_addr(c->gpus[0].ls, g->slot[t]);
-		if (!stage_moves(c)) {
+		if (!stage_moves(c) || g->nknown) { /* from the plaintext (the known trip stages nothing) */
 			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
 			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
 		} else {
@@ -580,7 +589,8 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
  * block died) gets a fresh block and a move into *nmv moves g->mv
  * (fresh()). Unpins, counts. 0, rc, or fresh()'s -ENOSPC. A direct block
  * that was indexed has no pair of its own, so no block another pair names
- * dies here. */
+ * dies here. The known trip's pairs and leaders are as staged ones (their
+ * blocks' moves, if they share nothing, from the plaintext). */
 static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		  const uint64_t *src, int rc, uint32_t *nmv)
 {
@@ -621,6 +631,169 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	return r;
 }
 
+/* Under c->mu: what host page p's note (BUSY, going down; dd.note by its
+ * slot) offers its trip: PG_BACK, and its uses named the blocks it came
+ * up from (refs + 1 each, its reserved slots given back: dd_use_place);
+ * PG_KNOWN, and *fp its fingerprint; else PG_PLAIN (nothing). The note
+ * must be p's (entry, number) and p unwritten since (version: every
+ * write bumps it, under EXCL, which a BUSY page excludes). Back, each
+ * block must be the same one (its serial: ids are reused, serials never)
+ * still stored and indexed (refs > 0: its slot live and its bytes those
+ * p came up with, blocks being immutable; indexed: placed, and not being
+ * emptied by a shrink, gpusize.c). The note goes either way: p leaves its
+ * host slot. O(D). PG_PLAIN here means only: no note. */
+static int note_class(struct vc_cache *c, struct vc_page *p, struct vc_fp_digest *fp)
+{
+	struct eng_dedup *d = &c->dd;
+	if (!d->note || p->tier != HOST)
+		return PG_PLAIN;
+	struct dd_note *n = &d->note[p->slot];
+	const uint32_t id = page_id(c, p);
+	const bool mine = n->pno == p->pno && n->id == id && n->ver == p->version;
+	n->pno = UINT64_MAX;
+	if (!mine)
+		return PG_PLAIN;
+	bool ok = n->back;
+	for (uint32_t j = 0; ok && j < d->D; j++) {
+		const uint64_t x = (uint64_t)p->slot * d->D + j;
+		const struct eng_blk *k = &d->blk[d->back_blk[x]];
+		ok = k->refs > 0 && k->indexed && k->tweak == d->back_tw[x];
+	}
+	for (uint32_t j = 0; ok && j < d->D; j++)
+		dd_use_place(d, (uint64_t)id * d->D + j, d->back_blk[(uint64_t)p->slot * d->D + j]);
+	if (ok) {
+		d->hits += d->D;
+		d->back_in += d->D;
+		return PG_BACK;
+	}
+	*fp = n->fp;
+	return n->hfp ? PG_KNOWN : PG_PLAIN;
+}
+
+/* Under c->mu, begin() of the known trip: every selected page is
+ * PG_KNOWN (D = 1, its fingerprint in g->pfp[i]), the others PG_PLAIN or
+ * PG_BACK. Each known block k (page g->sel[k]) is looked up now: a match
+ * pins the stored block and pairs with it (the compare reads the page's
+ * plaintext where its move would: src; with encryption against the stored
+ * ciphertext, with the stored block's tweak); else an earlier known block
+ * of the trip with that fingerprint is its pair (a local pair), else it
+ * leads: a fresh block, indexed after its move (settle()). The
+ * leaders and the plain pages get fresh blocks, appended together, and
+ * their moves (g->mv[0..*nmv)). Pairs move nothing unless their compare
+ * fails. So the trip is one hold, one device phase (moves beside one
+ * compare job) and the caller's last hold, whatever the data. 0 or
+ * -ENOSPC (nothing taken: unpinned, the uses given back). */
+static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		       const uint64_t *src, uint32_t *nmv)
+{
+	struct eng_dedup *d = &c->dd;
+	g->m = g->nstage = g->np = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		g->have[i] = g->cls[i] == PG_KNOWN;
+		if (g->have[i]) {
+			g->sel[g->m] = i;
+			g->dir[g->m] = false;
+			g->fp[g->m++] = g->pfp[i];
+		}
+	}
+	if (d->fp_same)
+		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
+	memset(g->lead, 0, g->m * sizeof *g->lead);
+	memset(g->hit, 0, g->m * sizeof *g->hit);
+	for (uint32_t k = 0; k < g->m; k++)
+		__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
+	for (uint32_t k = 0; k < g->m; k++) {
+		const uint32_t o = d->tab[dd_tab_home(d, &g->fp[k])];
+		if (o != DD_NIL)
+			__builtin_prefetch(&d->blk[o]);
+	}
+	for (uint32_t k = 0; k < g->m; k++) {
+		uint32_t o = dd_tab_find(d, &g->fp[k]);
+		const uint32_t i = g->sel[k];
+		if (o != DD_NIL) {
+			d->blk[o].pins++;
+			g->local[g->np] = false;
+			g->s.pair[2 * g->np] = c->gt.cipher ? d->blk[o].tweak : src[i];
+			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
+		} else {
+			uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
+			while (g->ltab[h] && memcmp(&g->fp[g->ltab[h] - 1], &g->fp[k], sizeof g->fp[k]))
+				h = (h + 1) & g->lmask;
+			if (!g->ltab[h]) {
+				g->ltab[h] = k + 1;
+				g->lead[k] = true;
+				continue;
+			}
+			o = g->ltab[h] - 1;
+			g->local[g->np] = true; /* plaintext against plaintext (the plain job reads both) */
+			g->s.pair[2 * g->np] = src[i];
+			g->s.pair[2 * g->np + 1] = src[g->sel[o]];
+		}
+		g->pk[g->np] = k;
+		g->cand[g->np++] = o;
+	}
+	for (uint32_t k = 0; k < g->m; k++) { /* the trip's table empty again */
+		if (!g->lead[k])
+			continue;
+		uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
+		while (g->ltab[h] != k + 1)
+			h = (h + 1) & g->lmask;
+		g->ltab[h] = 0;
+	}
+	uint32_t nk = 0, nm = 0;
+	for (uint32_t i = 0, k = 0; i < g->n; i++) {
+		const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
+		k += known;
+		if (g->cls[i] == PG_BACK || (known && !lead))
+			continue;
+		const uint32_t b = dd_blk_new(d);
+		if (lead) {
+			d->blk[b].fp = g->fp[k - 1];
+			g->blk[k - 1] = b;
+		}
+		dd_use_place(d, page_id(c, pages[i]), b);
+		g->key[nk++] = b;
+	}
+	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
+		for (uint32_t i = 0, k = 0; i < g->n; i++) {
+			const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
+			k += known;
+			if (g->cls[i] == PG_PLAIN || lead)
+				dd_use_unplace(c, page_id(c, pages[i]));
+		}
+		for (uint32_t q = 0; q < g->np; q++)
+			if (!g->local[q])
+				blk_unpin(c, g->cand[q]);
+		g->np = g->m = 0;
+		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
+	}
+	for (uint32_t i = 0, k = 0; i < g->n; i++) {
+		const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
+		k += known;
+		if (g->cls[i] == PG_PLAIN || lead)
+			nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
+	}
+	*nmv = nm;
+	return 0;
+}
+
+/* Unlocked: the known trip's compares into g->s.eq[q]: one device job
+ * over every pair (plain: the page's plaintext in host memory against the
+ * stored block's slot, or a local pair's two plaintexts), or with
+ * encryption compare_dev() (the stored pairs against their ciphertext,
+ * the local ones by memcmp). 0 or the device's error. */
+static int known_compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+			 const uint64_t *src)
+{
+	if (!g->np)
+		return 0;
+	if (c->gt.cipher)
+		return compare_dev(c, g, plain, src);
+	const struct vc_cmp_job job = { .pairs_dev = g->s.pair_dev, .out_dev = g->s.eq_dev,
+					.n = g->np, .len = c->dd.bsize };
+	return vc_cmp_run(c->gpus[0].dev, &job);
+}
+
 /* Under c->mu: the trip's pages by class (g->cls; mode, volume switch,
  * sample, the volume's trip) and its selected blocks (g->sel, g->dir).
  * Every page not staged gets fresh blocks, appended together, and its
@@ -635,12 +808,33 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 {
 	struct eng_dedup *d = &c->dd;
 	g->m = g->nstage = 0;
+	g->nknown = 0;
+	uint32_t nother = 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct vc_volume *v = vol_of(c, pages[i]->pno);
+		const int nc = note_class(c, pages[i], &g->pfp[i]);
+		g->cls[i] = (uint8_t)nc;
+		if (nc == PG_BACK)
+			continue;
 		if (d->mode != VC_DEDUP_ON && !v->dd_on && !dd_sampled(pages[i]->pno)) {
 			g->cls[i] = PG_PLAIN;
 			continue;
 		}
+		if (nc != PG_KNOWN)
+			g->cls[i] = PG_DIRECT; /* selected, no note: its trip chosen below */
+		g->nknown += nc == PG_KNOWN;
+		nother += nc != PG_KNOWN;
+	}
+	/* The known trip when every selected page's fingerprint is noted; a
+	 * trip of both kinds takes the trips below (rare: the notes' pages
+	 * come from loads into the host tier, or up from the GPU tier). */
+	if (g->nknown && !nother)
+		return known_begin(c, g, pages, src, nmv);
+	g->nknown = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct vc_volume *v = vol_of(c, pages[i]->pno);
+		if (g->cls[i] == PG_BACK || g->cls[i] == PG_PLAIN)
+			continue;
 		g->cls[i] = v->dd_direct ? PG_DIRECT : PG_STAGED;
 		g->nstage += g->cls[i] == PG_STAGED ? d->D : 0;
 		for (uint32_t j = 0; j < d->D; j++) {
@@ -655,7 +849,7 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	 * lookup's probes). */
 	uint32_t want = 0;
 	for (uint32_t i = 0; i < g->n; i++)
-		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++, want++) {
+		for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++, want++) {
 			const uint64_t u = (uint64_t)page_id(c, pages[i]) * d->D + j;
 			__builtin_prefetch(&d->res[u], 1);
 			__builtin_prefetch(&d->next[u], 1);
@@ -665,22 +859,22 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 		__builtin_prefetch(&d->blk[d->free_ids[d->nfree - 1 - t]], 1);
 	uint32_t nk = 0, nm = 0;
 	for (uint32_t i = 0; i < g->n; i++)
-		for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++) {
+		for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++) {
 			uint32_t b = dd_blk_new(d);
 			dd_use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
 			g->key[nk++] = b;
 		}
 	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
 		for (uint32_t i = 0; i < g->n; i++)
-			for (uint32_t j = 0; g->cls[i] != PG_STAGED && j < d->D; j++)
+			for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++)
 				dd_use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
 		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
 	}
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
-		if (g->cls[i] == PG_STAGED) {
+		if (g->cls[i] == PG_STAGED)
 			k += d->D;
+		if (!straight(g->cls[i]))
 			continue;
-		}
 		const uint32_t first = nm;
 		nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
 		for (uint32_t j = 0; g->cls[i] == PG_DIRECT && j < d->D; j++, k++) {
@@ -715,18 +909,19 @@ static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pa
 {
 	struct eng_dedup *d = &c->dd;
 	d->blocks_in += g->m;
-	d->direct_in += g->m - g->nstage;
+	d->direct_in += g->m - g->nstage - g->nknown;
+	d->known_in += g->nknown;
 	trip_rate(c, g, pages);
 	scratch_put(c, sc);
 }
 
-/* Under c->mu, which it drops: the trip's last hold (finish), then its
- * last phase (ph) and its profile; returns r. */
+/* Under c->mu, which it keeps (the caller's last hold is the trip's): the
+ * trip's last hold (finish), then its last phase (ph) and its profile;
+ * returns r. */
 static int trip_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		    struct dd_scratch *sc, struct dd_prof *pf, int ph, uint32_t nsel, int r)
 {
 	finish(c, g, pages, sc);
-	eng_unlock(c);
 	dd_prof_mark(pf, ph);
 	dd_prof_end(&c->dd, pf, nsel);
 	return r;
@@ -745,8 +940,65 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 	return r == 0 && n ? vc_batcher_wait_n(c->gpus[0].bat, g->tk, n) : r;
 }
 
-/* One trip (eng_dd_down), n <= scr_blocks / D pages. The staged trip, in
- * three short holds of c->mu with the device work between them unlocked:
+/* The known trip after known_begin() (r: its result), under c->mu, which
+ * it drops for the device phase and holds again at its return: the moves
+ * (leaders, plain pages) beside the compare job, then settle(), and
+ * only for pages that shared nothing after all their placement. */
+static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		      const unsigned char *const *plain, const uint64_t *src,
+		      struct dd_scratch *sc, struct dd_prof *pf, uint32_t nmv, int r)
+{
+	const uint32_t nsel = g->m;
+	if (r < 0) {
+		g->m = g->nknown = 0;
+		return trip_end(c, g, pages, sc, pf, DDP_BEGIN, 0, r);
+	}
+	eng_unlock(c);
+	dd_prof_mark(pf, DDP_BEGIN);
+	int rp = nmv ? vc_batcher_add_n(c->gpus[0].bat, g->mv, nmv, g->tk) : 0;
+	int rc = known_compare(c, g, plain, src);
+	if (rp == 0 && nmv)
+		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nmv);
+	dd_prof_mark(pf, DDP_CMP);
+	/* The settle's cold lines (the leaders' table slots, the pairs' uses
+	 * and stored blocks) asked for before the hold, not in it: c->mu is
+	 * what the demoters queue for. Addresses only; nothing is read. */
+	const struct eng_dedup *d = &c->dd;
+	for (uint32_t k = 0; k < g->m; k++)
+		if (g->lead[k])
+			__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
+	for (uint32_t q = 0; q < g->np; q++) {
+		const uint64_t u = page_id(c, pages[g->sel[g->pk[q]]]);
+		__builtin_prefetch(&d->res[u], 1);
+		__builtin_prefetch(&d->next[u], 1);
+		__builtin_prefetch(&d->prev[u], 1);
+		if (!g->local[q])
+			__builtin_prefetch(&d->blk[g->cand[q]], 1);
+	}
+	eng_lock(c);
+	feed(c, g, pages);
+	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv); /* its pairs are as staged ones */
+	if (g->np)
+		eng_wake(c); /* claims that met a pin wait for it */
+	if (r < 0)
+		g->m = g->nknown = 0;
+	if (r < 0 || nmv == 0)
+		return trip_end(c, g, pages, sc, pf, DDP_SETTLE, r < 0 ? 0 : nsel, r);
+	eng_unlock(c);
+	dd_prof_mark(pf, DDP_SETTLE);
+	r = move_all(c, g, nmv, plain, false); /* the rare: collisions, dead stored blocks */
+	dd_prof_mark(pf, DDP_PLACE);
+	eng_lock(c);
+	return trip_end(c, g, pages, sc, pf, DDP_INDEX, nsel, r);
+}
+
+/* One trip (eng_dd_down), n <= scr_blocks / D pages, entered and left
+ * under c->mu: its first hold is the caller's (a demotion's, which chose
+ * the pages) and its last hold the caller's too (which settles the pages),
+ * so that under contention for c->mu a trip costs two acquisitions more
+ * than a move without dedup (one when nothing is staged or matched). The
+ * staged trip, in three short holds of c->mu with the device work between
+ * them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
  *             (begin())
  *   unlocked  their moves, and the staged blocks into staging (encrypted
@@ -783,17 +1035,18 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	struct eng_dedup *d = &c->dd;
 	struct dd_prof pf = { .on = d->prof };
 	dd_prof_start(&pf);
-	eng_lock(c);
 	struct dd_scratch *sc = scratch_get(c);
-	if (!sc) {
-		eng_unlock(c);
+	if (!sc)
 		return vc_err(-ENOMEM, "out of pinned or device memory for a dedup trip");
-	}
 	struct down *g = sc->g;
 	g->n = n;
 	uint32_t nmv = 0;
 	int r = begin(c, g, pages, src, &nmv);
 	uint32_t nsel = g->m; /* g is the next trip's once finish() gave it back */
+	if (r == 0 && nmv == 0 && g->m == 0) /* every page went back by reference */
+		return trip_end(c, g, pages, sc, &pf, DDP_BEGIN, nsel, r);
+	if (g->nknown)
+		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
 	eng_unlock(c);
 	dd_prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)

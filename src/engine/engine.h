@@ -79,8 +79,9 @@
  *                 for a pass over the pool; an extent takes no c->mu.
  *   batcher, device queue, backing store: their own locks, taken inside
  *                 c->mu or alone; none calls back into the engine.
- *   dedup trip   a trip down (eng_dd_down) runs unlocked between four
- *                 short holds of c->mu (dedup.c): its pages BUSY, their
+ *   dedup trip   a trip down (eng_dd_down) runs unlocked between two to
+ *                 four short holds of c->mu, the first and last its
+ *                 caller's (dedup_down.c): its pages BUSY, their
  *                 slots reserved (dd.resv), the stored blocks it compares
  *                 against pinned (eng_blk.pins: not moved, evicted or
  *                 freed), re-checked under c->mu before sharing.
@@ -162,17 +163,21 @@ struct vc_volume {
 	uint64_t ndirty; /* its dirty pages (under c->mu) */
 	struct vc_dset *dirty; /* their page indexes (pno - base): see the lock rules */
 	/* Dedup (dedup.c): whether this volume's pages are deduplicated now
-	 * (read without the lock by nobody; written under c->mu), and the
+	 * (written under c->mu; read without it, relaxed, by a load deciding
+	 * whether to note the page's fingerprint: eng_dd_note_load), and the
 	 * sampled estimate's window. Reads and writes of sampled pages are
 	 * counted without the lock (atomics); the rest under c->mu. */
-	bool dd_on;
+	_Atomic bool dd_on;
 	_Atomic uint64_t dd_reads, dd_writes;
 	uint64_t dd_in;                   /* blocks fed to the estimate since its last decision */
 	double dd_est_factor, dd_est_upd; /* the last decision's estimates */
 	/* Which trip its blocks take down (dedup.c, trip_rate): direct
-	 * into fresh slots while few recent blocks shared, else staged. The
+	 * into fresh slots while few recent blocks shared, else staged, or
+	 * the known trip where their fingerprints were noted at load, which
+	 * happens only while it is not direct (read there without the lock,
+	 * relaxed: a stale value costs a hash, or a trip of step 7). The
 	 * recent blocks looked up and shared (under c->mu). */
-	bool dd_direct;
+	_Atomic bool dd_direct;
 	uint32_t dd_look, dd_match;
 };
 
@@ -269,6 +274,28 @@ struct eng_dedup {
 	struct dd_est *est; /* the data's factor, sampled (dedup_est.c) */
 	uint64_t blocks_in, hits, collisions, switches;
 	uint64_t direct_in, merged_late; /* blocks down the direct trip; of those, shared after */
+	/* Notes by host slot on the page in it, for its trip down (valid
+	 * while it is the same page, entry and number, unwritten since:
+	 * version): `back`, it came up from the GPU tier (eng_promote, GRAM
+	 * swap) and names the blocks it came from (back_blk, back_tw), so it
+	 * can go back by reference (no move, no hash, no compare: begin());
+	 * `hfp`, its fingerprint, taken on the host when it was loaded
+	 * (eng_dd_note_load) or from the block it came up from, so its
+	 * lookup needs no device round trip (the known trip). note[s].pno
+	 * == UINT64_MAX: none. NULL when neither is on (back: gpu_hits SWAP,
+	 * where reads promote; hostfp: D = 1, the lanes hash, and plain or
+	 * the device compare). */
+	struct dd_note {
+		uint64_t pno;
+		uint32_t id, ver;
+		bool back, hfp;
+		struct vc_fp_digest fp;
+	} *note;
+	bool hostfp;
+	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
+	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
+	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
+	uint64_t back_in;   /* blocks that went down by reference */
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
 	 * over trips (dedup.h's DDP_*), printed at close. */
@@ -321,6 +348,7 @@ struct vc_cache {
 	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
 	_Atomic uint32_t pw_waiters[PW_BUCKETS];
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
+	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS, for measuring) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
 	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
@@ -791,7 +819,9 @@ int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
  * none is freed and its slot orphaned) and its unplaced uses' reserved
  * slots given back. */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
-/* Unlocked (takes c->mu two to four times, briefly): pages[0..n) (BUSY,
+/* Under c->mu, which it drops for the device work and holds again at
+ * its return (two to four holds a trip, the first and last the caller's,
+ * briefly; dedup_down.c's trip()): pages[0..n) (BUSY,
  * reserved by eng_gpu_append, sealed if integrity is on) go down with
  * dedup from their plaintext: plain[i] in host memory, at device-visible
  * address src[i], unchanged meanwhile. A block equal to a stored one
@@ -803,6 +833,15 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
  * (eng_gpu_release), whatever part of it was placed. */
 int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src);
+/* Under c->mu, dedup on: page p (BUSY, its uses linked, its plaintext
+ * just copied into host slot s) is coming up (eng_promote); noted for its
+ * way back (eng_dd_down). */
+void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s);
+/* Unlocked, dedup on: page p (BUSY, the caller's) was just loaded into
+ * its host slot; its fingerprint noted (hostfp). O(page) on the host. */
+void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p);
+/* Under c->mu, dedup on: host slot s is freed; its note goes. */
+void eng_dd_back_clear(struct vc_cache *c, uint32_t s);
 /* --- dedup_est.c: the data's dedup factor, sampled by content --- */
 int eng_est_open(struct vc_cache *c);
 void eng_est_close(struct vc_cache *c);

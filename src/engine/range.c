@@ -68,7 +68,8 @@ int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags)
 	return r;
 }
 
-/* With dedup: the round's pages that arrived go down from the staging
+/* Unlocked; returns under c->mu (the trip's last hold is the caller's).
+ * With dedup: the round's pages that arrived go down from the staging
  * pages, duplicates taking no slot (eng_dd_down); sealed first. On
  * failure every such page's result is the error (the caller drops it). */
 static int prefetch_dd_down(struct vc_cache *c, struct bulk *b)
@@ -88,6 +89,7 @@ static int prefetch_dd_down(struct vc_cache *c, struct bulk *b)
 			r = eng_seal(c, pg[k], pl[k]);
 		k++;
 	}
+	eng_lock(c);
 	if (r == 0)
 		r = eng_dd_down(c, k, pg, pl, src);
 	for (unsigned i = 0; r < 0 && i < b->n; i++)
@@ -198,7 +200,8 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 	for (unsigned k = 0; k < c->ngpus; k++)
 		b.perr[k] = 0;
 	int dev_r = eng_dd(c) ? (b.perr[0] = prefetch_dd_down(c, &b)) : eng_bulk_move(c, &b, false);
-	eng_lock(c);
+	if (!eng_dd(c))
+		eng_lock(c);
 	for (unsigned j = 0; j < b.n; j++) {
 		struct vc_page *p = b.jobs[j].p;
 		vc_tier_free(gpu_of(c, p)->stage_bulk, b.jobs[j].stage);
