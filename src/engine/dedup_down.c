@@ -425,6 +425,56 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	return 0;
 }
 
+/* The m lookups' first two loads (a table slot, then its block's
+ * fingerprint) miss the caches at tier sizes (the table and the block
+ * table are megabytes), each miss waiting for the one before: asked for
+ * ahead, a trip's misses overlap (measured on the H100 host: 130 ns a
+ * block in the lookup hold, docs/DEDUP.md step 6). Under c->mu. */
+static void lookup_prefetch(const struct eng_dedup *d, const struct vc_fp_digest *fp, uint32_t m)
+{
+	for (uint32_t k = 0; k < m; k++)
+		__builtin_prefetch(&d->tab[dd_tab_home(d, &fp[k])]);
+	for (uint32_t k = 0; k < m; k++) {
+		const uint32_t o = d->tab[dd_tab_home(d, &fp[k])];
+		if (o != DD_NIL)
+			__builtin_prefetch(&d->blk[o]);
+	}
+}
+
+/* The trip's own table (g->ltab): the earlier block of this trip that
+ * leads fingerprint g->fp[k] (its index), or DD_NIL, and then block k
+ * leads it (g->lead[k]). */
+static uint32_t trip_leader(const struct eng_dedup *d, struct down *g, uint32_t k)
+{
+	uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
+	while (g->ltab[h] && memcmp(&g->fp[g->ltab[h] - 1], &g->fp[k], sizeof g->fp[k]))
+		h = (h + 1) & g->lmask;
+	if (g->ltab[h])
+		return g->ltab[h] - 1;
+	g->ltab[h] = k + 1;
+	g->lead[k] = true;
+	return DD_NIL;
+}
+
+/* The trip's own table empty again for the next trip: every entry is a
+ * leader's, found by probing past entries already cleared. With `uk`,
+ * the leaders listed in g->uk[0..g->nu). */
+static void trip_leaders_clear(const struct eng_dedup *d, struct down *g, bool uk)
+{
+	if (uk)
+		g->nu = 0;
+	for (uint32_t k = 0; k < g->m; k++) {
+		if (!g->lead[k])
+			continue;
+		uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
+		while (g->ltab[h] != k + 1)
+			h = (h + 1) & g->lmask;
+		g->ltab[h] = 0;
+		if (uk)
+			g->uk[g->nu++] = k;
+	}
+}
+
 /* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
  * fingerprint the table names pairs with that stored block, pinned (its
  * slot's address, or with encryption its tweak and slot, noted for the
@@ -440,18 +490,7 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	struct eng_dedup *d = &c->dd;
 	if (d->fp_same)
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	/* The probes' first two loads (a table slot, then its block's
-	 * fingerprint) miss the caches at tier sizes (the table and the block
-	 * table are megabytes), each miss waiting for the one before: asked
-	 * for ahead, a trip's misses overlap (measured on the H100 host: 130
-	 * ns a block in this hold, docs/DEDUP.md step 6). */
-	for (uint32_t k = 0; k < g->m; k++)
-		__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
-	for (uint32_t k = 0; k < g->m; k++) {
-		const uint32_t o = d->tab[dd_tab_home(d, &g->fp[k])];
-		if (o != DD_NIL)
-			__builtin_prefetch(&d->blk[o]);
-	}
+	lookup_prefetch(d, g->fp, g->m);
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
@@ -468,15 +507,8 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 			dd_tab_insert(d, g->blk[k]);
 			continue;
 		} else {
-			uint32_t i = dd_tab_home(d, &g->fp[k]) & g->lmask;
-			while (g->ltab[i] && memcmp(&g->fp[g->ltab[i] - 1], &g->fp[k], sizeof g->fp[k]))
-				i = (i + 1) & g->lmask;
-			if (!g->ltab[i]) {
-				g->ltab[i] = k + 1;
-				g->lead[k] = true;
+			if ((o = trip_leader(d, g, k)) == DD_NIL)
 				continue;
-			}
-			o = g->ltab[i] - 1;
 			g->local[g->np] = true;
 			g->s.pair[2 * g->np] = g->s.stage + (uint64_t)k * d->bsize;
 			g->s.pair[2 * g->np + 1] = g->s.stage + (uint64_t)o * d->bsize;
@@ -484,20 +516,10 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 		g->pk[g->np] = k;
 		g->cand[g->np++] = o;
 	}
-	/* The trip's table empty again for the next: every entry is a
-	 * leader's, found by probing past entries already cleared. The
-	 * leaders are unique whatever the compare says: their fresh blocks
-	 * and slots now, so that their placement runs beside the compare. */
-	g->nu = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (!g->lead[k])
-			continue;
-		uint32_t i = dd_tab_home(d, &g->fp[k]) & g->lmask;
-		while (g->ltab[i] != k + 1)
-			i = (i + 1) & g->lmask;
-		g->ltab[i] = 0;
-		g->uk[g->nu++] = k;
-	}
+	/* The leaders are unique whatever the compare says: their fresh
+	 * blocks and slots now, so that their placement runs beside the
+	 * compare. */
+	trip_leaders_clear(d, g, true);
 	return fresh(c, g, pages, src);
 }
 
@@ -700,13 +722,7 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
-	for (uint32_t k = 0; k < g->m; k++)
-		__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
-	for (uint32_t k = 0; k < g->m; k++) {
-		const uint32_t o = d->tab[dd_tab_home(d, &g->fp[k])];
-		if (o != DD_NIL)
-			__builtin_prefetch(&d->blk[o]);
-	}
+	lookup_prefetch(d, g->fp, g->m);
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
 		const uint32_t i = g->sel[k];
@@ -716,15 +732,8 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 			g->s.pair[2 * g->np] = c->gt.cipher ? d->blk[o].tweak : src[i];
 			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
 		} else {
-			uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
-			while (g->ltab[h] && memcmp(&g->fp[g->ltab[h] - 1], &g->fp[k], sizeof g->fp[k]))
-				h = (h + 1) & g->lmask;
-			if (!g->ltab[h]) {
-				g->ltab[h] = k + 1;
-				g->lead[k] = true;
+			if ((o = trip_leader(d, g, k)) == DD_NIL)
 				continue;
-			}
-			o = g->ltab[h] - 1;
 			g->local[g->np] = true; /* plaintext against plaintext (the plain job reads both) */
 			g->s.pair[2 * g->np] = src[i];
 			g->s.pair[2 * g->np + 1] = src[g->sel[o]];
@@ -732,14 +741,7 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 		g->pk[g->np] = k;
 		g->cand[g->np++] = o;
 	}
-	for (uint32_t k = 0; k < g->m; k++) { /* the trip's table empty again */
-		if (!g->lead[k])
-			continue;
-		uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
-		while (g->ltab[h] != k + 1)
-			h = (h + 1) & g->lmask;
-		g->ltab[h] = 0;
-	}
+	trip_leaders_clear(d, g, false);
 	uint32_t nk = 0, nm = 0;
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
 		const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
