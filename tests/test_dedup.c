@@ -206,6 +206,7 @@ static void run(int kind, int encrypt, uint32_t degree, bool collide)
 	if (collide)
 		CHECK(st.dedup_collisions > 0);
 	CHECK(st.integrity_failures == 0);
+	CHECK_OK(eng_debug_dedup_check(c));
 	CHECK_OK(vc_close(c));
 	t_check_file(path, shadow, (uint64_t)PAGES * PS);
 	unlink(path);
@@ -283,6 +284,7 @@ static void swap_back(int kind, int encrypt, uint32_t degree)
 	struct vc_stats st;
 	stats(c, &st, "swap back");
 	CHECK(st.dedup_collisions == 0 && st.integrity_failures == 0);
+	CHECK_OK(eng_debug_dedup_check(c));
 	CHECK_OK(vc_close(c));
 	t_check_file(path, shadow, (uint64_t)PAGES * PS);
 	unlink(path);
@@ -334,6 +336,7 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 	read_all(c);
 	stats(c, &st, what);
 	CHECK(st.misses == 0 && st.hits[VC_TIER_GPU] > 0 && st.integrity_failures == 0);
+	CHECK_OK(eng_debug_dedup_check(c));
 	CHECK_OK(vc_close(c));
 	unlink(path);
 	free(shadow);
@@ -429,6 +432,7 @@ static void trips(int kind, int encrypt, uint32_t degree, int algo)
 	free(buf);
 	stats(c, &st, what);
 	CHECK(st.misses == 0 && st.integrity_failures == 0);
+	CHECK_OK(eng_debug_dedup_check(c));
 	CHECK_OK(vc_close(c));
 	unlink(path);
 	free(shadow);
@@ -459,6 +463,7 @@ static void adaptive(int kind, bool repeat)
 		CHECK(st.dedup_volumes_on == 0 && st.dedup_switches == 1);
 		CHECK(st.dedup_est_factor < 1.01);
 	}
+	CHECK_OK(eng_debug_dedup_check(c));
 	CHECK_OK(vc_close(c));
 	unlink(path);
 	free(shadow);
@@ -557,6 +562,7 @@ static void concurrent(int kind, int encrypt, uint32_t degree, bool collide)
 	CHECK(degree != 1 || known > 0);
 	CHECK_OK(vc_flush(c));
 	t_check_file(path, shadow, (uint64_t)PAGES * PS);
+	CHECK_OK(eng_debug_dedup_check(c));
 	CHECK_OK(vc_close(c));
 	unlink(path);
 	free(shadow);
@@ -613,7 +619,8 @@ static void refusals(int kind)
 		CHECK_OK(vc_gpu_grow(c, UINT64_MAX, &grown));
 		CHECK(grown == rel);
 		free(buf);
-		CHECK_OK(vc_close(c));
+		CHECK_OK(eng_debug_dedup_check(c));
+	CHECK_OK(vc_close(c));
 	}
 	unlink(path);
 	free(shadow);

@@ -384,6 +384,7 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 			(unsigned long long)st.dedup_volumes_on, (unsigned long long)st.dedup_switches);
 		CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * d);
 		CHECK(st.dedup_pages == st.pages_cached[VC_TIER_GPU]);
+		CHECK_OK(eng_debug_dedup_check(r.c)); /* the run's threads are done */
 		if (ops >= 1000 && x->dedup == VC_DEDUP_ON)
 			CHECK(st.dedup_hits > 0 && st.dedup_blocks_in > 0);
 		if (x->collide && ops >= 1000)

@@ -578,10 +578,12 @@ const char *vc_device_desc(const vc_cache *c)
 	return c->gpus[0].dev->desc;
 }
 
-/* Under c->mu: the dedup figures (vc_stats v6); blocks: live slots. */
+/* Under c->mu, which takes dd.mu: the dedup figures (vc_stats v6);
+ * blocks: live slots. */
 static void dd_stats(struct vc_cache *c, uint64_t blocks, struct vc_stats *st)
 {
-	const struct eng_dedup *d = &c->dd;
+	struct eng_dedup *d = &c->dd;
+	dd_lock(d);
 	st->dedup_pages = d->pages;
 	st->dedup_blocks = blocks;
 	st->dedup_factor = blocks ? (double)(d->pages * d->D) / (double)blocks : 1;
@@ -603,6 +605,7 @@ static void dd_stats(struct vc_cache *c, uint64_t blocks, struct vc_stats *st)
 		nv++;
 	}
 	st->dedup_est_factor = eng_est_factor(c);
+	dd_unlock(d);
 	st->dedup_est_update_ratio = nv ? u / nv : 0;
 }
 

@@ -108,7 +108,9 @@ int eng_debug_dedup_collide(vc_cache *c, bool on)
 	if (!eng_dd(c))
 		return vc_err(-EINVAL, "dedup is off");
 	eng_lock(c);
+	dd_lock(&c->dd);
 	c->dd.fp_same = on;
+	dd_unlock(&c->dd);
 	eng_unlock(c);
 	return 0;
 }
@@ -118,8 +120,10 @@ int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
 	if (!eng_dd(c))
 		return vc_err(-EINVAL, "dedup is off");
 	eng_lock(c);
+	dd_lock(&c->dd);
 	*back = c->dd.back_in;
 	*known = c->dd.known_in;
+	dd_unlock(&c->dd);
 	eng_unlock(c);
 	return 0;
 }
@@ -129,8 +133,20 @@ int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late)
 	if (!eng_dd(c))
 		return vc_err(-EINVAL, "dedup is off");
 	eng_lock(c);
+	dd_lock(&c->dd);
 	*direct = c->dd.direct_in;
 	*merged_late = c->dd.merged_late;
+	dd_unlock(&c->dd);
 	eng_unlock(c);
 	return 0;
+}
+
+int eng_debug_dedup_check(vc_cache *c)
+{
+	if (!eng_dd(c))
+		return vc_err(-EINVAL, "dedup is off");
+	eng_lock(c);
+	int r = eng_dd_check(c);
+	eng_unlock(c);
+	return r;
 }

@@ -54,5 +54,14 @@ void eng_debug_dedup_prof(vc_cache *c, const char *what);
  * loaded, or from the blocks they came up from). -EINVAL when dedup is
  * off. */
 int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known);
+/* Checks the block store's invariants (dedup.c's head comment) while no
+ * trip is in flight (the caller's threads idle): no slot promised
+ * (dd.resv 0) and no block pinned; each block with uses owns a live slot
+ * keyed by it, its use list as long as its count, each use naming it;
+ * every other id free, once; the fingerprint table naming only live
+ * indexed blocks, each found by its fingerprint; dd.pages the pages
+ * whose uses are linked. 0, or -EPROTO naming the first broken one on
+ * stderr; -EINVAL when dedup is off. O(blocks + page entries). */
+int eng_debug_dedup_check(vc_cache *c);
 
 #endif

@@ -8,7 +8,13 @@
  * naming block res[u]; uses of one block are a doubly linked list through
  * next[u] and prev[u], so a page leaves a block in O(1).
  *
- * Invariants (all under c->mu):
+ * Locks (engine.h): the block store is dd.mu's, the page counts and
+ * promises c->mu's, c->mu first where both are held. A block's death
+ * orphans its slot, which needs c->mu: under dd.mu alone (the known
+ * trip's unlocked phases) nothing dies; a trip keeps its pin on a stored
+ * block that lost its last use meanwhile until its last hold of c->mu.
+ *
+ * Invariants (under those locks):
  *   - a block id is live iff refs > 0 (or pinned after losing its last
  *     use), and then it owns exactly one live slot of the log (where[id]);
  *     refs is the length of its use list
@@ -241,6 +247,7 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 		return;
 	}
 	struct eng_dedup *d = &c->dd;
+	dd_lock(d);
 	for (uint32_t j = 0; j < d->D; j++) {
 		const uint64_t u = (uint64_t)page_id(c, p) * d->D + j;
 		if (d->res[u] == DD_NIL)
@@ -248,6 +255,7 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 		else
 			dd_use_unlink(c, u, true);
 	}
+	dd_unlock(d);
 	d->pages--;
 }
 
@@ -296,6 +304,7 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 		memset(d->mark, 0, c->ix.npool * sizeof *d->mark);
 		d->mark_gen = 1;
 	}
+	dd_lock(d);
 	for (uint32_t i = 0; ok && i < n; i++)
 		for (uint32_t s = 0; ok && s < per; s++) {
 			uint32_t b = vc_ls_key(c->gpus[0].ls, segs[i] * per + s);
@@ -327,6 +336,7 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 				h[nh++] = p;
 			}
 		}
+	dd_unlock(d);
 	if (!ok) {
 		while (nh > 0)
 			st_clear(c, h[--nh], VC_ST_BUSY);
@@ -343,11 +353,87 @@ void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg)
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
 	const uint32_t per = vc_ls_slots_per_seg(c->gpus[0].ls);
+	dd_lock(d);
 	for (uint32_t s = 0; s < per; s++) {
 		uint32_t b = vc_ls_key(c->gpus[0].ls, seg * per + s);
 		if (b != VC_LS_DEAD && d->blk[b].indexed)
 			tab_remove(d, b);
 	}
+	dd_unlock(d);
+}
+
+/* --- the invariants, checked (tests) --- */
+
+static int broken(const char *what, uint64_t at, uint64_t got, uint64_t want)
+{
+	fprintf(stderr, "dedup check: %s (at %llu: %llu, want %llu)\n", what,
+		(unsigned long long)at, (unsigned long long)got, (unsigned long long)want);
+	return -EPROTO;
+}
+
+int eng_dd_check(struct vc_cache *c)
+{
+	eng_assert_locked(c);
+	struct eng_dedup *d = &c->dd;
+	const struct vc_ls *ls = c->gpus[0].ls;
+	const uint64_t nuse = c->ix.npool * d->D;
+	int r = d->resv ? broken("slots promised, no trip in flight", 0, d->resv, 0) : 0;
+	uint8_t *seen = calloc(d->nblocks, 1);
+	if (!seen)
+		return vc_err(-ENOMEM, "out of memory");
+	dd_lock(d);
+	uint64_t live = 0, uses = 0, refs = 0, pages = 0;
+	for (uint32_t b = 0; r == 0 && b < d->nblocks; b++) {
+		const struct eng_blk *k = &d->blk[b];
+		if (k->pins)
+			r = broken("block pinned, no trip in flight", b, k->pins, 0);
+		if (r || k->refs == 0)
+			continue;
+		live++;
+		refs += k->refs;
+		seen[b] = 1;
+		uint32_t n = 0;
+		for (uint32_t u = k->head; u != DD_NIL && n <= k->refs; u = d->next[u], n++)
+			if (d->res[u] != b)
+				r = broken("a use on the list names another block", u, d->res[u], b);
+		if (r == 0 && n != k->refs)
+			r = broken("use list length", b, n, k->refs);
+		if (r == 0 && vc_ls_key(ls, vc_ls_where(ls, b)) != b)
+			r = broken("block's slot keyed by another", b, vc_ls_key(ls, vc_ls_where(ls, b)), b);
+	}
+	for (uint32_t t = 0; r == 0 && t < d->nfree; t++) {
+		const uint32_t b = d->free_ids[t];
+		if (seen[b])
+			r = broken(seen[b] == 1 ? "live block on the free list" : "free twice", b, seen[b], 0);
+		seen[b] = 2;
+	}
+	if (r == 0 && live + d->nfree != d->nblocks)
+		r = broken("blocks neither live nor free", 0, live + d->nfree, d->nblocks);
+	for (uint64_t i = 0; r == 0 && i <= d->tab_mask; i++) {
+		const uint32_t b = d->tab[i];
+		if (b == DD_NIL)
+			continue;
+		if (seen[b] != 1 || !d->blk[b].indexed)
+			r = broken("table names a dead or unindexed block", i, b, 0);
+		else if (dd_tab_find(d, &d->blk[b].fp) != b)
+			r = broken("table entry not found by its fingerprint", i, b, b);
+	}
+	for (uint64_t u = 0; r == 0 && u < nuse; u += d->D) {
+		uint32_t linked = 0;
+		for (uint32_t j = 0; j < d->D; j++)
+			linked += d->res[u + j] != DD_NIL;
+		if (linked && linked != d->D)
+			r = broken("page partly linked", u / d->D, linked, d->D);
+		uses += linked;
+		pages += linked != 0;
+	}
+	if (r == 0 && uses != refs)
+		r = broken("uses linked against the blocks' counts", 0, uses, refs);
+	if (r == 0 && pages != d->pages)
+		r = broken("pages counted", 0, d->pages, pages);
+	dd_unlock(d);
+	free(seen);
+	return r;
 }
 
 /* --- notes for the way down (host slots) --- */
@@ -359,6 +445,7 @@ void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 	if (!d->note)
 		return;
 	const uint32_t id = page_id(c, p), b0 = d->res[(uint64_t)id * d->D];
+	dd_lock(d);
 	/* An indexed block's fingerprint is its bytes'; others' may be unset. */
 	d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
 				       .back = d->back_blk != NULL,
@@ -368,6 +455,7 @@ void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 		d->back_blk[(uint64_t)s * d->D + j] = b;
 		d->back_tw[(uint64_t)s * d->D + j] = d->blk[b].tweak;
 	}
+	dd_unlock(d);
 }
 
 void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p)
@@ -403,6 +491,9 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->mode = cfg->dedup;
 	if (!eng_dd(c))
 		return 0;
+	if (pthread_mutex_init(&d->mu, NULL) != 0)
+		return vc_err(-ENOMEM, "dedup: cannot create the block store's lock");
+	d->mu_ok = true;
 	d->D = eng_dd_degree(c->page_size, cfg->dedup_degree);
 	d->bsize = c->page_size / d->D;
 	static const uint32_t algo[] = { [VC_DEDUP_LANES] = VC_FP_LANES, [VC_DEDUP_MD5] = VC_FP_MD5,
@@ -501,5 +592,7 @@ void eng_dd_close(struct vc_cache *c)
 	free(d->note);
 	free(d->back_blk);
 	free(d->back_tw);
+	if (d->mu_ok)
+		pthread_mutex_destroy(&d->mu);
 	memset(d, 0, sizeof *d);
 }

@@ -1,9 +1,11 @@
 /* What dedup.c (the block store), dedup_down.c (the trip down),
  * dedup_est.c (the estimate and the adaptive switch) and dedup_prof.c (the
- * trip's phase profile) share; private to them. Everything here is called
- * under c->mu (engine.h's lock rules), except dd_sampled, a pure function,
- * and the profile's calls, which touch only the caller's struct and
- * atomics. */
+ * trip's phase profile) share; private to them. The block store's
+ * functions are called under dd.mu (engine.h's lock rules; with c->mu
+ * too where they touch the log store: dd_use_unlink of a slotted block,
+ * dd_use_place and dd_use_unplace, which count dd.resv); dd_sampled is a
+ * pure function, and the profile's calls touch only the caller's struct
+ * and atomics. */
 #ifndef VC_ENGINE_DEDUP_H
 #define VC_ENGINE_DEDUP_H
 

@@ -2,7 +2,8 @@
  * trips (staged and direct), their scratch, and each volume's choice of
  * trip by its share rate. The on/off switch of adaptive mode is
  * dedup_est.c's, the phase profile dedup_prof.c's. The block table, its invariants and lock
- * rules are dedup.c's (its head comment); everything here runs under them.
+ * rules are dedup.c's (its head comment) and engine.h's (struct
+ * eng_dedup); each function here says which locks it runs under.
  */
 #include <stdio.h>
 
@@ -86,6 +87,11 @@ struct scratch {
  * (its page's class PG_DIRECT), else staged. */
 struct down {
 	uint32_t n, m, np, nu, nstage, nknown;
+	/* Uses linked under dd.mu alone whose reserved slots c->mu gives
+	 * back (give_back()); stored blocks whose last unpin waits for c->mu
+	 * (late[0..nlate): they lost their last use while compared). */
+	uint32_t placed, nlate;
+	uint32_t *late;
 	uint32_t *sel;           /* [m] */
 	uint32_t *tix;           /* [m]: its first move's index in mv (DD_NIL: none) */
 	uint8_t *cls;            /* [n]: PG_* */
@@ -136,7 +142,7 @@ static struct down *down_alloc(uint32_t cap)
 	while (lt < 2 * cap)
 		lt <<= 1;
 	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 9 * sizeof *g->sel);
+	g->sel = malloc((size_t)cap * 10 * sizeof *g->sel);
 	g->fp = malloc((size_t)cap * sizeof *g->fp);
 	g->ltab = calloc(lt, sizeof *g->ltab);
 	g->mv = malloc((size_t)cap * sizeof *g->mv);
@@ -156,6 +162,7 @@ static struct down *down_alloc(uint32_t cap)
 	g->uk = g->slot + cap;
 	g->tix = g->uk + cap;
 	g->xq = g->tix + cap;
+	g->late = g->xq + cap;
 	g->lead = g->local + cap;
 	g->hit = g->lead + cap;
 	g->ok = g->hit + cap;
@@ -266,9 +273,9 @@ static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 	return vc_ls_addr(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 }
 
-/* Under c->mu: a trip is done comparing against block b. The last unpin
- * of a block that lost its last use meanwhile frees it (use_unlink left
- * that to us). */
+/* Under c->mu and dd.mu: a trip is done comparing against block b. The
+ * last unpin of a block that lost its last use meanwhile frees it
+ * (use_unlink left that to us). */
 static void blk_unpin(struct vc_cache *c, uint32_t b)
 {
 	struct eng_dedup *d = &c->dd;
@@ -278,7 +285,34 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
 	d->free_ids[d->nfree++] = b;
 }
 
-/* Under c->mu: the trip's pages' blocks whose fingerprints are known
+/* Under dd.mu (alone or inside c->mu): blk_unpin, but a last unpin that
+ * would free the block (its slot's orphaning needs c->mu) keeps the pin
+ * for late_unpins(), so nothing claims or frees the block before. */
+static void blk_unpin_soft(struct eng_dedup *d, struct down *g, uint32_t b)
+{
+	if (d->blk[b].pins == 1 && d->blk[b].refs == 0)
+		g->late[g->nlate++] = b;
+	else
+		d->blk[b].pins--;
+}
+
+/* Under c->mu and dd.mu: the unpins blk_unpin_soft() left. */
+static void late_unpins(struct vc_cache *c, struct down *g)
+{
+	for (uint32_t t = 0; t < g->nlate; t++)
+		blk_unpin(c, g->late[t]);
+	g->nlate = 0;
+}
+
+/* Under c->mu: the reserved slots of the uses linked under dd.mu alone
+ * go back to the tier's free room (dd.resv; dd_use_place's count). */
+static void give_back(struct vc_cache *c, struct down *g)
+{
+	c->dd.resv -= g->placed;
+	g->placed = 0;
+}
+
+/* Under dd.mu: the trip's pages' blocks whose fingerprints are known
  * (page i's block j has pfp[i x D + j] where have[i]) to the estimate,
  * then each volume's decision if due. */
 static void feed(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
@@ -292,7 +326,7 @@ static void feed(struct vc_cache *c, const struct down *g, struct vc_page *const
 			dd_decide(c, vol_of(c, pages[i]->pno));
 }
 
-/* Under c->mu: the trip's selected blocks count towards their volumes'
+/* Under dd.mu: the trip's selected blocks count towards their volumes'
  * recent share rate, and each volume chooses the trip its next pages take
  * (DD_DIRECT_AT, DD_STAGE_AT, DD_RATE_MIN, DD_RATE_WINDOW). O(m). */
 static void trip_rate(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
@@ -387,7 +421,7 @@ static void collect(const struct vc_cache *c, struct down *g)
 	}
 }
 
-/* Under c->mu: staged blocks k = g->uk[0..nu) get fresh blocks (their
+/* Under c->mu and dd.mu: staged blocks k = g->uk[0..nu) get fresh blocks (their
  * uses placed; encrypted and staged, the block takes its staging tweak)
  * and slots, appended together from the reservation, and the moves that
  * place them into g->mv[0..nu): a device copy from staging (encrypted or
@@ -429,7 +463,7 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
  * fingerprint) miss the caches at tier sizes (the table and the block
  * table are megabytes), each miss waiting for the one before: asked for
  * ahead, a trip's misses overlap (measured on the H100 host: 130 ns a
- * block in the lookup hold, docs/DEDUP.md step 6). Under c->mu. */
+ * block in the lookup hold, docs/DEDUP.md step 6). Under dd.mu. */
 static void lookup_prefetch(const struct eng_dedup *d, const struct vc_fp_digest *fp, uint32_t m)
 {
 	for (uint32_t k = 0; k < m; k++)
@@ -475,7 +509,7 @@ static void trip_leaders_clear(const struct eng_dedup *d, struct down *g, bool u
 	}
 }
 
-/* Under c->mu: the verdict on the m fingerprinted blocks. A block whose
+/* Under c->mu and dd.mu: the verdict on the m fingerprinted blocks. A block whose
  * fingerprint the table names pairs with that stored block, pinned (its
  * slot's address, or with encryption its tweak and slot, noted for the
  * unlocked compare). Else a direct block, its bytes in its slot already,
@@ -599,25 +633,27 @@ static int compare(struct vc_cache *c, struct down *g, const unsigned char *cons
 	return r;
 }
 
-/* Under c->mu, after the compare and the leaders' placement (rc: the
- * first error of the two; then nothing is shared, nothing indexed, and the
- * trip ends with rc, its pages released by the caller): settles the pairs.
- * A direct block equal to a stored one that still has a use moves its use
- * there and its fresh block dies (its slot dead, for cleaning). A staged
- * block equal to its pair shares (a stored block only if it still has a
- * use: it may have lost its last while we compared; a leader, placed). The
- * placed leaders enter the fingerprint table (if the fingerprint is still
- * free). A staged block that shares nothing (a collision, or its stored
- * block died) gets a fresh block and a move into *nmv moves g->mv
- * (fresh()). Unpins, counts. 0, rc, or fresh()'s -ENOSPC. A direct block
- * that was indexed has no pair of its own, so no block another pair names
- * dies here. The known trip's pairs and leaders are as staged ones (their
- * blocks' moves, if they share nothing, from the plaintext). */
-static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		  const uint64_t *src, int rc, uint32_t *nmv)
+/* Under dd.mu (alone on the known trip; inside c->mu on the others),
+ * after the compare and the leaders' placement (rc: the first error of
+ * the two; then nothing is shared, nothing indexed, and the trip ends
+ * with rc, its pages released by the caller): settles the pairs. A
+ * direct block equal to a stored one that still has a use moves its use
+ * there and its fresh block dies (its slot dead, for cleaning: c->mu
+ * held, direct pairs being on the staged trip only). A staged block equal
+ * to its pair shares (a stored block only if it still has a use: it may
+ * have lost its last while we compared; a leader, placed), its use
+ * linked, its reserved slot for give_back(). The placed leaders enter the
+ * fingerprint table (if the fingerprint is still free). A staged block
+ * that shares nothing (a collision, or its stored block died) is listed
+ * in g->uk[0..nu) for settle_end(). Unpins (blk_unpin_soft), counts
+ * collisions and hits. 0 or rc. A direct block that was indexed has no
+ * pair of its own, so no block another pair names dies here. The known
+ * trip's pairs and leaders are as staged ones (their blocks' moves, if
+ * they share nothing, from the plaintext). */
+static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages, int rc)
 {
 	struct eng_dedup *d = &c->dd;
-	*nmv = 0;
+	g->nu = 0;
 	for (uint32_t q = 0; q < g->np; q++) {
 		const uint32_t k = g->pk[q], o = g->cand[q];
 		const bool eq = rc == 0 && g->s.eq[q];
@@ -631,31 +667,46 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 				dd_use_link(d, u, b);
 				d->merged_late++;
 			} else {
-				dd_use_place(d, u, b);
+				dd_use_link(d, u, b);
+				g->placed++;
 				g->blk[k] = b;
 			}
 			d->hits++;
 		}
 		if (!g->local[q])
-			blk_unpin(c, o);
+			blk_unpin_soft(d, g, o);
 	}
 	if (rc < 0)
 		return rc;
 	for (uint32_t k = 0; k < g->m; k++)
 		if (g->lead[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
 			dd_tab_insert(d, g->blk[k]);
-	g->nu = 0;
 	for (uint32_t q = 0; q < g->np; q++)
 		if (!g->hit[g->pk[q]] && !g->dir[g->pk[q]])
 			g->uk[g->nu++] = g->pk[q];
-	int r = fresh(c, g, pages, src);
+	return 0;
+}
+
+/* Under c->mu and dd.mu, after settle() (r: its result): the reserved
+ * slots back, the late unpins, and the blocks that shared nothing get
+ * fresh blocks and a move each into g->mv (fresh(); *nmv of them). r,
+ * or fresh()'s -ENOSPC. */
+static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		      const uint64_t *src, int r, uint32_t *nmv)
+{
+	give_back(c, g);
+	late_unpins(c, g);
+	*nmv = 0;
+	if (r < 0 || g->nu == 0)
+		return r;
+	r = fresh(c, g, pages, src);
 	*nmv = r == 0 ? g->nu : 0;
 	return r;
 }
 
-/* Under c->mu: what host page p's note (BUSY, going down; dd.note by its
+/* Under dd.mu: what host page p's note (BUSY, going down; dd.note by its
  * slot) offers its trip: PG_BACK, and its uses named the blocks it came
- * up from (refs + 1 each, its reserved slots given back: dd_use_place);
+ * up from (refs + 1 each; their reserved slots counted in g->placed);
  * PG_KNOWN, and *fp its fingerprint; else PG_PLAIN (nothing). The note
  * must be p's (entry, number) and p unwritten since (version: every
  * write bumps it, under EXCL, which a BUSY page excludes). Back, each
@@ -663,8 +714,10 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
  * still stored and indexed (refs > 0: its slot live and its bytes those
  * p came up with, blocks being immutable; indexed: placed, and not being
  * emptied by a shrink, gpusize.c). The note goes either way: p leaves its
- * host slot. O(D). PG_PLAIN here means only: no note. */
-static int note_class(struct vc_cache *c, struct vc_page *p, struct vc_fp_digest *fp)
+ * host slot. The note and p's fields are p's owner's (BUSY): no c->mu.
+ * O(D). PG_PLAIN here means only: no note. */
+static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
+		      struct vc_fp_digest *fp)
 {
 	struct eng_dedup *d = &c->dd;
 	if (!d->note || p->tier != HOST)
@@ -682,8 +735,9 @@ static int note_class(struct vc_cache *c, struct vc_page *p, struct vc_fp_digest
 		ok = k->refs > 0 && k->indexed && k->tweak == d->back_tw[x];
 	}
 	for (uint32_t j = 0; ok && j < d->D; j++)
-		dd_use_place(d, (uint64_t)id * d->D + j, d->back_blk[(uint64_t)p->slot * d->D + j]);
+		dd_use_link(d, (uint64_t)id * d->D + j, d->back_blk[(uint64_t)p->slot * d->D + j]);
 	if (ok) {
+		g->placed += d->D;
 		d->hits += d->D;
 		d->back_in += d->D;
 		return PG_BACK;
@@ -692,21 +746,68 @@ static int note_class(struct vc_cache *c, struct vc_page *p, struct vc_fp_digest
 	return n->hfp ? PG_KNOWN : PG_PLAIN;
 }
 
-/* Under c->mu, begin() of the known trip: every selected page is
- * PG_KNOWN (D = 1, its fingerprint in g->pfp[i]), the others PG_PLAIN or
- * PG_BACK. Each known block k (page g->sel[k]) is looked up now: a match
- * pins the stored block and pairs with it (the compare reads the page's
- * plaintext where its move would: src; with encryption against the stored
- * ciphertext, with the stored block's tweak); else an earlier known block
- * of the trip with that fingerprint is its pair (a local pair), else it
- * leads: a fresh block, indexed after its move (settle()). The
- * leaders and the plain pages get fresh blocks, appended together, and
- * their moves (g->mv[0..*nmv)). Pairs move nothing unless their compare
- * fails. So the trip is one hold, one device phase (moves beside one
- * compare job) and the caller's last hold, whatever the data. 0 or
- * -ENOSPC (nothing taken: unpinned, the uses given back). */
-static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		       const uint64_t *src, uint32_t *nmv)
+/* Unlocked, under the caller's c->mu: whether the trip's first hold can
+ * end at once, its pages classed outside it (classify() under dd.mu
+ * alone): the known trip is likely (fingerprint notes on, every page in
+ * the host tier and of a staged volume, whose loads noted fingerprints).
+ * If classify() finds otherwise, the trip takes c->mu again for its
+ * staged begin (one hold more). */
+static bool class_unlocked(const struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
+{
+	if (!c->dd.hostfp)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (pages[i]->tier != HOST ||
+		    atomic_load_explicit(&vol_of(c, pages[i]->pno)->dd_direct, memory_order_relaxed))
+			return false;
+	return true;
+}
+
+/* Under dd.mu: the trip's pages by class (g->cls; notes, mode, volume
+ * switch, sample): g->pfp[i] a known page's fingerprint. Whether it is
+ * the known trip: every selected page PG_KNOWN. */
+static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *pages)
+{
+	const struct eng_dedup *d = &c->dd;
+	uint32_t nother = 0;
+	g->nknown = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct vc_volume *v = vol_of(c, pages[i]->pno);
+		const int nc = note_class(c, g, pages[i], &g->pfp[i]);
+		g->cls[i] = (uint8_t)nc;
+		if (nc == PG_BACK)
+			continue;
+		if (d->mode != VC_DEDUP_ON && !v->dd_on && !dd_sampled(pages[i]->pno)) {
+			g->cls[i] = PG_PLAIN;
+			continue;
+		}
+		if (nc != PG_KNOWN)
+			g->cls[i] = PG_DIRECT; /* selected, no note: its trip chosen by staged_begin() */
+		g->nknown += nc == PG_KNOWN;
+		nother += nc != PG_KNOWN;
+	}
+	/* A trip of both kinds takes the trips of staged_begin() (rare: the
+	 * notes' pages come from loads into the host tier, or up from the
+	 * GPU tier). */
+	if (g->nknown && !nother)
+		return true;
+	g->nknown = 0;
+	return false;
+}
+
+/* Under dd.mu (alone when the first hold ended early): the known trip's
+ * blocks. Every selected page is PG_KNOWN (D = 1, its fingerprint in
+ * g->pfp[i]), the others PG_PLAIN or PG_BACK. Each known block k (page
+ * g->sel[k]) is looked up now: a match pins the stored block and pairs
+ * with it (the compare reads the page's plaintext where its move would:
+ * src; with encryption against the stored ciphertext, with the stored
+ * block's tweak; its slot's address is known_append()'s, under c->mu);
+ * else an earlier known block of the trip with that fingerprint is its
+ * pair (a local pair), else it leads: a fresh block, indexed after its
+ * move (settle()). The leaders and the plain pages get fresh blocks, their
+ * uses linked (g->placed), listed in g->key for known_append(). */
+static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+			 const uint64_t *src)
 {
 	struct eng_dedup *d = &c->dd;
 	g->m = g->nstage = g->np = 0;
@@ -730,7 +831,6 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 			d->blk[o].pins++;
 			g->local[g->np] = false;
 			g->s.pair[2 * g->np] = c->gt.cipher ? d->blk[o].tweak : src[i];
-			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
 		} else {
 			if ((o = trip_leader(d, g, k)) == DD_NIL)
 				continue;
@@ -742,7 +842,7 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 		g->cand[g->np++] = o;
 	}
 	trip_leaders_clear(d, g, false);
-	uint32_t nk = 0, nm = 0;
+	uint32_t nk = 0;
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
 		const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
 		k += known;
@@ -753,10 +853,33 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 			d->blk[b].fp = g->fp[k - 1];
 			g->blk[k - 1] = b;
 		}
-		dd_use_place(d, page_id(c, pages[i]), b);
+		dd_use_link(d, page_id(c, pages[i]), b);
 		g->key[nk++] = b;
 	}
+	g->placed += nk;
+	g->nu = nk; /* the appends, for known_append() */
+}
+
+/* Under c->mu, after known_lookup(): the reserved slots back, the stored
+ * pairs' slot addresses (pinned: they stay), the fresh blocks' slots
+ * appended together, and their moves (g->mv[0..*nmv): the leaders and
+ * plain pages). Pairs move nothing unless their compare fails. So the
+ * trip is its caller's hold (ended at once, or classes and lookups in
+ * it), this one unless it is the caller's, one device phase (moves
+ * beside one compare job) and the caller's last hold, whatever the data.
+ * 0 or -ENOSPC (nothing taken: unpinned, the uses given back, under
+ * dd.mu). */
+static int known_append(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+			const uint64_t *src, uint32_t *nmv)
+{
+	struct eng_dedup *d = &c->dd;
+	const uint32_t nk = g->nu;
+	give_back(c, g);
+	for (uint32_t q = 0; q < g->np; q++)
+		if (!g->local[q])
+			g->s.pair[2 * q + 1] = blk_addr(c, g->cand[q]);
 	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
+		dd_lock(d);
 		for (uint32_t i = 0, k = 0; i < g->n; i++) {
 			const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
 			k += known;
@@ -766,9 +889,11 @@ static int known_begin(struct vc_cache *c, struct down *g, struct vc_page *const
 		for (uint32_t q = 0; q < g->np; q++)
 			if (!g->local[q])
 				blk_unpin(c, g->cand[q]);
+		dd_unlock(d);
 		g->np = g->m = 0;
 		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
 	}
+	uint32_t nm = 0;
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
 		const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
 		k += known;
@@ -796,8 +921,8 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
 	return vc_cmp_run(c->gpus[0].dev, &job);
 }
 
-/* Under c->mu: the trip's pages by class (g->cls; mode, volume switch,
- * sample, the volume's trip) and its selected blocks (g->sel, g->dir).
+/* Under c->mu and dd.mu, after classify() found no known trip: the
+ * selected blocks (g->sel, g->dir; each page's trip by its volume's).
  * Every page not staged gets fresh blocks, appended together, and its
  * moves straight into them (g->mv from 0, D a page in page order), with
  * the fingerprint where the moves compute it; then the staged blocks'
@@ -805,34 +930,11 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
  * g->tw[k]). Block k's move is g->mv[g->tix[k]]; a direct
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
  * *nmv: the moves. 0 or -ENOSPC (see settle). */
-static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		 const uint64_t *src, uint32_t *nmv)
+static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+			const uint64_t *src, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
 	g->m = g->nstage = 0;
-	g->nknown = 0;
-	uint32_t nother = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		const struct vc_volume *v = vol_of(c, pages[i]->pno);
-		const int nc = note_class(c, pages[i], &g->pfp[i]);
-		g->cls[i] = (uint8_t)nc;
-		if (nc == PG_BACK)
-			continue;
-		if (d->mode != VC_DEDUP_ON && !v->dd_on && !dd_sampled(pages[i]->pno)) {
-			g->cls[i] = PG_PLAIN;
-			continue;
-		}
-		if (nc != PG_KNOWN)
-			g->cls[i] = PG_DIRECT; /* selected, no note: its trip chosen below */
-		g->nknown += nc == PG_KNOWN;
-		nother += nc != PG_KNOWN;
-	}
-	/* The known trip when every selected page's fingerprint is noted; a
-	 * trip of both kinds takes the trips below (rare: the notes' pages
-	 * come from loads into the host tier, or up from the GPU tier). */
-	if (g->nknown && !nother)
-		return known_begin(c, g, pages, src, nmv);
-	g->nknown = 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct vc_volume *v = vol_of(c, pages[i]->pno);
 		if (g->cls[i] == PG_BACK || g->cls[i] == PG_PLAIN)
@@ -904,26 +1006,23 @@ static int begin(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	return 0;
 }
 
-/* Under c->mu: the trip's last hold: counts, its volumes' share rates,
- * the scratch back. */
-static void finish(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		   struct dd_scratch *sc)
+/* Under dd.mu, after settle(): counts, its volumes' share rates. */
+static void counts(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
 {
 	struct eng_dedup *d = &c->dd;
 	d->blocks_in += g->m;
 	d->direct_in += g->m - g->nstage - g->nknown;
 	d->known_in += g->nknown;
 	trip_rate(c, g, pages);
-	scratch_put(c, sc);
 }
 
 /* Under c->mu, which it keeps (the caller's last hold is the trip's): the
- * trip's last hold (finish), then its last phase (ph) and its profile;
- * returns r. */
-static int trip_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		    struct dd_scratch *sc, struct dd_prof *pf, int ph, uint32_t nsel, int r)
+ * scratch back, then the trip's last phase (ph) and its profile; returns
+ * r. The counts are counts()'s, before. */
+static int trip_end(struct vc_cache *c, struct dd_scratch *sc, struct dd_prof *pf, int ph,
+		    uint32_t nsel, int r)
 {
-	finish(c, g, pages, sc);
+	scratch_put(c, sc);
 	dd_prof_mark(pf, ph);
 	dd_prof_end(&c->dd, pf, nsel);
 	return r;
@@ -942,19 +1041,21 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 	return r == 0 && n ? vc_batcher_wait_n(c->gpus[0].bat, g->tk, n) : r;
 }
 
-/* The known trip after known_begin() (r: its result), under c->mu, which
- * it drops for the device phase and holds again at its return: the moves
- * (leaders, plain pages) beside the compare job, then settle(), and
- * only for pages that shared nothing after all their placement. */
+/* The known trip after known_append() (r: its result), under c->mu,
+ * which it drops for the device phase: the moves (leaders, plain pages)
+ * beside the compare job; then unlocked, under dd.mu, the estimate fed,
+ * settle() and the counts; then c->mu again (the caller's last hold):
+ * the reserved slots back, and only for stored blocks that lost their
+ * last use meanwhile and for pages that shared nothing after all, dd.mu
+ * inside it for their unpins and fresh blocks, and their placement. */
 static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		      const unsigned char *const *plain, const uint64_t *src,
 		      struct dd_scratch *sc, struct dd_prof *pf, uint32_t nmv, int r)
 {
+	struct eng_dedup *d = &c->dd;
 	const uint32_t nsel = g->m;
-	if (r < 0) {
-		g->m = g->nknown = 0;
-		return trip_end(c, g, pages, sc, pf, DDP_BEGIN, 0, r);
-	}
+	if (r < 0)
+		return trip_end(c, sc, pf, DDP_BEGIN, 0, r);
 	eng_unlock(c);
 	dd_prof_mark(pf, DDP_BEGIN);
 	int rp = nmv ? vc_batcher_add_n(c->gpus[0].bat, g->mv, nmv, g->tk) : 0;
@@ -963,9 +1064,9 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nmv);
 	dd_prof_mark(pf, DDP_CMP);
 	/* The settle's cold lines (the leaders' table slots, the pairs' uses
-	 * and stored blocks) asked for before the hold, not in it: c->mu is
-	 * what the demoters queue for. Addresses only; nothing is read. */
-	const struct eng_dedup *d = &c->dd;
+	 * and stored blocks) asked for before its hold, not in it: both
+	 * locks are what the demoters queue for. Addresses only; nothing is
+	 * read. */
 	for (uint32_t k = 0; k < g->m; k++)
 		if (g->lead[k])
 			__builtin_prefetch(&d->tab[dd_tab_home(d, &g->fp[k])]);
@@ -977,32 +1078,57 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 		if (!g->local[q])
 			__builtin_prefetch(&d->blk[g->cand[q]], 1);
 	}
-	eng_lock(c);
+	dd_lock(d);
 	feed(c, g, pages);
-	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv); /* its pairs are as staged ones */
+	r = settle(c, g, pages, rp < 0 ? rp : rc); /* its pairs are as staged ones */
+	if (r < 0)
+		g->m = g->nknown = 0; /* nothing counted: the pages go back */
+	counts(c, g, pages);
+	dd_unlock(d);
+	eng_lock(c);
+	if (g->nlate || g->nu) {
+		dd_lock(d);
+		r = settle_end(c, g, pages, src, r, &nmv);
+		dd_unlock(d);
+	} else {
+		give_back(c, g);
+		nmv = 0;
+	}
 	if (g->np)
 		eng_wake(c); /* claims that met a pin wait for it */
-	if (r < 0)
-		g->m = g->nknown = 0;
 	if (r < 0 || nmv == 0)
-		return trip_end(c, g, pages, sc, pf, DDP_SETTLE, r < 0 ? 0 : nsel, r);
+		return trip_end(c, sc, pf, DDP_SETTLE, r < 0 ? 0 : nsel, r);
 	eng_unlock(c);
 	dd_prof_mark(pf, DDP_SETTLE);
 	r = move_all(c, g, nmv, plain, false); /* the rare: collisions, dead stored blocks */
 	dd_prof_mark(pf, DDP_PLACE);
 	eng_lock(c);
-	return trip_end(c, g, pages, sc, pf, DDP_INDEX, nsel, r);
+	return trip_end(c, sc, pf, DDP_INDEX, nsel, r);
 }
 
 /* One trip (eng_dd_down), n <= scr_blocks / D pages, entered and left
  * under c->mu: its first hold is the caller's (a demotion's, which chose
  * the pages) and its last hold the caller's too (which settles the pages),
  * so that under contention for c->mu a trip costs two acquisitions more
- * than a move without dedup (one when nothing is staged or matched). The
- * staged trip, in three short holds of c->mu with the device work between
- * them unlocked:
+ * than a move without dedup (one when nothing is staged or matched).
+ *
+ * The known trip (every selected page's fingerprint noted, D = 1):
+ *   lock      the caller's: ended at once when class_unlocked()
+ *   dd.mu     classes, lookups, pins, fresh blocks for the leaders and
+ *             plain pages (classify(), known_lookup())
+ *   lock      their slots appended, the pairs' addresses
+ *             (known_append())
+ *   unlocked  their moves beside one compare job (known_compare())
+ *   dd.mu     estimate fed, shares, the leaders indexed, unpins, counts
+ *             (feed(), settle(), counts())
+ *   lock      the caller's last: the reserved slots back (give_back())
+ * so its block store work leaves c->mu: what the engine's demoters and
+ * readers queue for (docs/DEDUP.md, step 9).
+ *
+ * The staged trip, in three short holds of c->mu, dd.mu inside each,
+ * with the device work between them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
- *             (begin())
+ *             (classify(), staged_begin())
  *   unlocked  their moves, and the staged blocks into staging (encrypted
  *             under tweaks of their own), fingerprinting on their way
  *             (MurmurHash3/MD5: a job after, or with encryption a host
@@ -1014,10 +1140,10 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  *             runs over the pairs (compare(); encrypted, against the
  *             stored ciphertext, decrypted in the compare: compare_dev())
  *   lock      shares, the placed leaders enter the fingerprint table,
- *             unpins, counts (settle(), finish())
+ *             unpins, counts (settle(), settle_end(), counts())
  * and, only for staged blocks that share nothing after all (a collision,
- * or the stored block died meanwhile), their fresh blocks (settle), their
- * placement unlocked, and a last hold (finish()). Before step 6 the
+ * or the stored block died meanwhile), their fresh blocks (settle_end),
+ * their placement unlocked, and a last hold. Before step 6 the
  * leaders got their slots after the compare, which cost a fourth hold and
  * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
@@ -1042,13 +1168,34 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		return vc_err(-ENOMEM, "out of pinned or device memory for a dedup trip");
 	struct down *g = sc->g;
 	g->n = n;
+	g->placed = g->nlate = 0;
 	uint32_t nmv = 0;
-	int r = begin(c, g, pages, src, &nmv);
-	uint32_t nsel = g->m; /* g is the next trip's once finish() gave it back */
-	if (r == 0 && nmv == 0 && g->m == 0) /* every page went back by reference */
-		return trip_end(c, g, pages, sc, &pf, DDP_BEGIN, nsel, r);
-	if (g->nknown)
+	int r;
+	const bool gap = class_unlocked(c, n, pages);
+	if (gap)
+		eng_unlock(c);
+	dd_lock(d);
+	const bool known = classify(c, g, pages);
+	if (known)
+		known_lookup(c, g, pages, src);
+	if (gap) {
+		dd_unlock(d);
+		eng_lock(c);
+		if (!known)
+			dd_lock(d);
+	} else if (known) {
+		dd_unlock(d);
+	}
+	if (known) {
+		r = known_append(c, g, pages, src, &nmv);
 		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
+	}
+	give_back(c, g);
+	r = staged_begin(c, g, pages, src, &nmv);
+	dd_unlock(d);
+	uint32_t nsel = g->m; /* g is the next trip's once trip_end() gave it back */
+	if (r == 0 && nmv == 0 && g->m == 0) /* every page went back by reference */
+		return trip_end(c, sc, &pf, DDP_BEGIN, nsel, r);
 	eng_unlock(c);
 	dd_prof_mark(&pf, DDP_BEGIN);
 	if (r == 0)
@@ -1060,6 +1207,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
 	eng_lock(c);
+	dd_lock(d);
 	g->np = g->nu = 0;
 	if (r == 0) {
 		feed(c, g, pages);
@@ -1073,8 +1221,11 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 				blk_unpin(c, g->cand[q]);
 		if (r < 0)
 			g->m = g->nstage = nsel = 0;
-		return trip_end(c, g, pages, sc, &pf, DDP_LOOKUP, nsel, r);
+		counts(c, g, pages);
+		dd_unlock(d);
+		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, r);
 	}
+	dd_unlock(d);
 	eng_unlock(c);
 	dd_prof_mark(&pf, DDP_LOOKUP);
 	/* The leaders' placement and the compare at once: disjoint blocks
@@ -1087,18 +1238,21 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nlead);
 	dd_prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
-	r = settle(c, g, pages, src, rp < 0 ? rp : rc, &nmv);
+	dd_lock(d);
+	r = settle(c, g, pages, rp < 0 ? rp : rc);
+	r = settle_end(c, g, pages, src, r, &nmv);
+	counts(c, g, pages);
+	dd_unlock(d);
 	if (g->np)
 		eng_wake(c); /* claims that met a pin wait for it */
-	if (r < 0 || nmv == 0) {
-		return trip_end(c, g, pages, sc, &pf, DDP_SETTLE, nsel, r);
-	}
+	if (r < 0 || nmv == 0)
+		return trip_end(c, sc, &pf, DDP_SETTLE, nsel, r);
 	eng_unlock(c);
 	dd_prof_mark(&pf, DDP_SETTLE);
 	r = move_all(c, g, nmv, plain, false); /* the rare: collisions, dead stored blocks */
 	dd_prof_mark(&pf, DDP_PLACE);
 	eng_lock(c);
-	return trip_end(c, g, pages, sc, &pf, DDP_INDEX, nsel, r);
+	return trip_end(c, sc, &pf, DDP_INDEX, nsel, r);
 }
 
 int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,

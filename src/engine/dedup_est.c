@@ -22,7 +22,7 @@
  * of its content, every volume's) physical, so a volume whose blocks
  * repeat another's is credited with that sharing.
  *
- * All under c->mu. Cost: O(1) expected per block fed (a probe in each
+ * All under dd.mu (engine.h). Cost: O(1) expected per block fed (a probe in each
  * table), O(EST_SLOTS) per volume estimate and per halving. Memory: two
  * tables of EST_SLOTS entries, 16 and 24 bytes each (320 KiB).
  */

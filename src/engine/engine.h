@@ -163,10 +163,11 @@ struct vc_volume {
 	uint64_t ndirty; /* its dirty pages (under c->mu) */
 	struct vc_dset *dirty; /* their page indexes (pno - base): see the lock rules */
 	/* Dedup (dedup.c): whether this volume's pages are deduplicated now
-	 * (written under c->mu; read without it, relaxed, by a load deciding
-	 * whether to note the page's fingerprint: eng_dd_note_load), and the
-	 * sampled estimate's window. Reads and writes of sampled pages are
-	 * counted without the lock (atomics); the rest under c->mu. */
+	 * (written under dd.mu; read without it, relaxed, by a load deciding
+	 * whether to note the page's fingerprint: eng_dd_note_load, and by
+	 * a trip's classes), and the sampled estimate's window. Reads and
+	 * writes of sampled pages are counted without a lock (atomics); the
+	 * rest under dd.mu (engine's struct eng_dedup). */
 	_Atomic bool dd_on;
 	_Atomic uint64_t dd_reads, dd_writes;
 	uint64_t dd_in;                   /* blocks fed to the estimate since its last decision */
@@ -176,7 +177,7 @@ struct vc_volume {
 	 * the known trip where their fingerprints were noted at load, which
 	 * happens only while it is not direct (read there without the lock,
 	 * relaxed: a stale value costs a hash, or a trip of step 7). The
-	 * recent blocks looked up and shared (under c->mu). */
+	 * recent blocks looked up and shared (under dd.mu). */
 	_Atomic bool dd_direct;
 	uint32_t dd_look, dd_match;
 };
@@ -203,10 +204,18 @@ struct tstate {
 /* Block deduplication of the GPU tier (vc_config.dedup; dedup.c, which
  * says more). With it on the log store's slots are blocks of page / D
  * bytes and its owners block ids; a GPU page is D uses, use u = page id *
- * D + j naming block res[u]. Everything here is under c->mu, but for the
- * fields set at open and the trips' unlocked phases (dedup.c), which
- * touch only their own scratch and staging, their BUSY pages' moves and
- * plaintext, and blocks they pinned. */
+ * D + j naming block res[u]. Two locks (dedup.c's head comment):
+ *   c->mu  the page counts and promises (pages, page_cap, resv, hold),
+ *          the claim marks and the scratch list, with the log store
+ *   mu     the block store: blocks, uses and their lists, the
+ *          fingerprint table, free ids, serials, the estimate, the
+ *          counters, and each volume's dd_in, dd_est_*, dd_look and
+ *          dd_match
+ * Order: c->mu, then mu. c->mu's holders take mu for block store work;
+ * the known trip's unlocked phases (dedup_down.c) take mu alone, so that
+ * its lookups, links and settling leave c->mu. Set at open: the rest. A
+ * page's own uses (res[u]) and its host slot's note change only while
+ * the page is BUSY, by its owner. */
 #define DD_NIL UINT32_MAX
 #define DD_DEGREE_MAX 8
 /* vc_config.dedup_degree 0: blocks of 4 KiB (whole pages of 4 KiB and
@@ -241,6 +250,8 @@ struct dd_est;
 
 struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
+	pthread_mutex_t mu; /* the block store (above); mu_ok: initialized */
+	bool mu_ok;
 	uint32_t D, bsize; /* blocks per page, bytes per block */
 	uint32_t algo;     /* enum vc_fp_algo */
 	bool fp_move;      /* fingerprints come with the moves down (VC_MOVE_FP; encrypted too) */
@@ -302,6 +313,17 @@ struct eng_dedup {
 	bool prof;
 	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
+
+/* The block store's lock (above: inside c->mu where both are held). */
+static inline void dd_lock(struct eng_dedup *d)
+{
+	pthread_mutex_lock(&d->mu);
+}
+
+static inline void dd_unlock(struct eng_dedup *d)
+{
+	pthread_mutex_unlock(&d->mu);
+}
 
 struct vc_cache {
 	pthread_mutex_t mu;
@@ -819,7 +841,8 @@ int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
  * none is freed and its slot orphaned) and its unplaced uses' reserved
  * slots given back. */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
-/* Under c->mu, which it drops for the device work and holds again at
+/* Under c->mu, which it drops for the device work (and on the known
+ * trip for its block store work, under dd.mu alone) and holds again at
  * its return (two to four holds a trip, the first and last the caller's,
  * briefly; dedup_down.c's trip()): pages[0..n) (BUSY,
  * reserved by eng_gpu_append, sealed if integrity is on) go down with
@@ -845,10 +868,10 @@ void eng_dd_back_clear(struct vc_cache *c, uint32_t s);
 /* --- dedup_est.c: the data's dedup factor, sampled by content --- */
 int eng_est_open(struct vc_cache *c);
 void eng_est_close(struct vc_cache *c);
-/* Under c->mu: block j of page pno holds content fp now (a block going
+/* Under dd.mu: block j of page pno holds content fp now (a block going
  * down); counts towards the volume's next decision (dd_in). */
 void eng_est_feed(struct vc_cache *c, uint64_t pno, uint32_t j, const struct vc_fp_digest *fp);
-/* Under c->mu: sampled locations / distinct contents, all volumes (1:
+/* Under dd.mu: sampled locations / distinct contents, all volumes (1:
  * nothing sampled yet); and the same with volume v's locations, each
  * counting 1 / (locations of its content) physical. */
 double eng_est_factor(const struct vc_cache *c);
@@ -867,6 +890,8 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
  * trip down shares them from now on: a shrink's segment, about to be
  * emptied. O(segment). */
 void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg);
+/* Under c->mu, no trip in flight: eng_debug_dedup_check. */
+int eng_dd_check(struct vc_cache *c);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holding);
