@@ -305,7 +305,16 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	struct vc_cache *c = calloc(1, sizeof *c);
 	if (!c)
 		return vc_err(-ENOMEM, "out of memory");
-	pthread_mutex_init(&c->mu, NULL);
+	/* VC_MU_ADAPTIVE=1 (for measuring): the engine lock spins a while
+	 * before it sleeps (glibc's adaptive mutex). */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+	if (vc_env_u32("VC_MU_ADAPTIVE", 0, 0, 1))
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+	pthread_mutex_init(&c->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)

@@ -545,6 +545,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * (for A/Bs): neither kind; every page goes the trips of step 7. */
 	d->hostfp = d->D == 1 && d->algo == VC_FP_LANES && (!c->gt.cipher || d->dev_cmp) &&
 		    vc_env_u32("VC_DD_HOSTFP", 1, 0, 1);
+	d->early = vc_env_u32("VC_DD_EARLY", 1, 0, 1) != 0;
 	const bool back = cfg->gpu_hits == VC_GPU_HITS_SWAP && vc_env_u32("VC_DD_BACK", 1, 0, 1);
 	if (back || d->hostfp) {
 		d->note = malloc(host_pages * sizeof *d->note);

@@ -754,7 +754,7 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
  * staged begin (one hold more). */
 static bool class_unlocked(const struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
 {
-	if (!c->dd.hostfp)
+	if (!c->dd.hostfp || !c->dd.early)
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		if (pages[i]->tier != HOST ||

@@ -303,6 +303,10 @@ struct eng_dedup {
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
+	/* The known trip's first hold may end at once, its classes and
+	 * lookups under mu alone (dedup_down.c: class_unlocked);
+	 * VC_DD_EARLY=0 keeps them in the caller's hold, mu inside it. */
+	bool early;
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
