@@ -11,7 +11,7 @@
  * Locks (engine.h): the block store is dd.mu's, the page counts and
  * promises c->mu's, c->mu first where both are held. A block's death
  * orphans its slot, which needs c->mu: under dd.mu alone (the known
- * trip's unlocked phases) nothing dies; a trip keeps its pin on a stored
+ * trip's settle) nothing dies; a trip keeps its pin on a stored
  * block that lost its last use meanwhile until its last hold of c->mu.
  *
  * Invariants (under those locks):
@@ -545,7 +545,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * (for A/Bs): neither kind; every page goes the trips of step 7. */
 	d->hostfp = d->D == 1 && d->algo == VC_FP_LANES && (!c->gt.cipher || d->dev_cmp) &&
 		    vc_env_u32("VC_DD_HOSTFP", 1, 0, 1);
-	d->early = vc_env_u32("VC_DD_EARLY", 1, 0, 1) != 0;
 	const bool back = cfg->gpu_hits == VC_GPU_HITS_SWAP && vc_env_u32("VC_DD_BACK", 1, 0, 1);
 	if (back || d->hostfp) {
 		d->note = malloc(host_pages * sizeof *d->note);

@@ -746,23 +746,6 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 	return n->hfp ? PG_KNOWN : PG_PLAIN;
 }
 
-/* Unlocked, under the caller's c->mu: whether the trip's first hold can
- * end at once, its pages classed outside it (classify() under dd.mu
- * alone): the known trip is likely (fingerprint notes on, every page in
- * the host tier and of a staged volume, whose loads noted fingerprints).
- * If classify() finds otherwise, the trip takes c->mu again for its
- * staged begin (one hold more). */
-static bool class_unlocked(const struct vc_cache *c, uint32_t n, struct vc_page *const *pages)
-{
-	if (!c->dd.hostfp || !c->dd.early)
-		return false;
-	for (uint32_t i = 0; i < n; i++)
-		if (pages[i]->tier != HOST ||
-		    atomic_load_explicit(&vol_of(c, pages[i]->pno)->dd_direct, memory_order_relaxed))
-			return false;
-	return true;
-}
-
 /* Under dd.mu: the trip's pages by class (g->cls; notes, mode, volume
  * switch, sample): g->pfp[i] a known page's fingerprint. Whether it is
  * the known trip: every selected page PG_KNOWN. */
@@ -795,7 +778,7 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
 	return false;
 }
 
-/* Under dd.mu (alone when the first hold ended early): the known trip's
+/* Under c->mu and dd.mu: the known trip's
  * blocks. Every selected page is PG_KNOWN (D = 1, its fingerprint in
  * g->pfp[i]), the others PG_PLAIN or PG_BACK. Each known block k (page
  * g->sel[k]) is looked up now: a match pins the stored block and pairs
@@ -864,9 +847,9 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
  * pairs' slot addresses (pinned: they stay), the fresh blocks' slots
  * appended together, and their moves (g->mv[0..*nmv): the leaders and
  * plain pages). Pairs move nothing unless their compare fails. So the
- * trip is its caller's hold (ended at once, or classes and lookups in
- * it), this one unless it is the caller's, one device phase (moves
- * beside one compare job) and the caller's last hold, whatever the data.
+ * trip is its caller's hold, one device phase (moves beside one compare
+ * job), a hold of dd.mu alone and the caller's last hold, whatever the
+ * data.
  * 0 or -ENOSPC (nothing taken: unpinned, the uses given back, under
  * dd.mu). */
 static int known_append(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
@@ -1113,17 +1096,19 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * than a move without dedup (one when nothing is staged or matched).
  *
  * The known trip (every selected page's fingerprint noted, D = 1):
- *   lock      the caller's: ended at once when class_unlocked()
- *   dd.mu     classes, lookups, pins, fresh blocks for the leaders and
- *             plain pages (classify(), known_lookup())
- *   lock      their slots appended, the pairs' addresses
- *             (known_append())
+ *   lock      the caller's, dd.mu inside: classes, lookups, pins, fresh
+ *             blocks for the leaders and plain pages (classify(),
+ *             known_lookup()); then c->mu alone: their slots appended,
+ *             the pairs' addresses (known_append())
  *   unlocked  their moves beside one compare job (known_compare())
  *   dd.mu     estimate fed, shares, the leaders indexed, unpins, counts
  *             (feed(), settle(), counts())
  *   lock      the caller's last: the reserved slots back (give_back())
- * so its block store work leaves c->mu: what the engine's demoters and
- * readers queue for (docs/DEDUP.md, step 9).
+ * so its settling leaves c->mu, what the engine's demoters and readers
+ * queue for, at no acquisition of c->mu more (docs/DEDUP.md, step 9:
+ * ending the first hold early, the classes and lookups under dd.mu
+ * alone, cost a third acquisition, 12-20 us of waiting on the H200,
+ * more than it saved).
  *
  * The staged trip, in three short holds of c->mu, dd.mu inside each,
  * with the device work between them unlocked:
@@ -1171,22 +1156,10 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	g->placed = g->nlate = 0;
 	uint32_t nmv = 0;
 	int r;
-	const bool gap = class_unlocked(c, n, pages);
-	if (gap)
-		eng_unlock(c);
 	dd_lock(d);
-	const bool known = classify(c, g, pages);
-	if (known)
+	if (classify(c, g, pages)) {
 		known_lookup(c, g, pages, src);
-	if (gap) {
 		dd_unlock(d);
-		eng_lock(c);
-		if (!known)
-			dd_lock(d);
-	} else if (known) {
-		dd_unlock(d);
-	}
-	if (known) {
 		r = known_append(c, g, pages, src, &nmv);
 		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
 	}

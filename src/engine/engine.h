@@ -212,8 +212,8 @@ struct tstate {
  *          counters, and each volume's dd_in, dd_est_*, dd_look and
  *          dd_match
  * Order: c->mu, then mu. c->mu's holders take mu for block store work;
- * the known trip's unlocked phases (dedup_down.c) take mu alone, so that
- * its lookups, links and settling leave c->mu. Set at open: the rest. A
+ * the known trip's settle (dedup_down.c) takes mu alone, so that its
+ * links, the estimate's feed and the counts leave c->mu. Set at open: the rest. A
  * page's own uses (res[u]) and its host slot's note change only while
  * the page is BUSY, by its owner. */
 #define DD_NIL UINT32_MAX
@@ -303,10 +303,6 @@ struct eng_dedup {
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
-	/* The known trip's first hold may end at once, its classes and
-	 * lookups under mu alone (dedup_down.c: class_unlocked);
-	 * VC_DD_EARLY=0 keeps them in the caller's hold, mu inside it. */
-	bool early;
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
@@ -846,7 +842,7 @@ int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
  * slots given back. */
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
 /* Under c->mu, which it drops for the device work (and on the known
- * trip for its block store work, under dd.mu alone) and holds again at
+ * trip for its settle, under dd.mu alone) and holds again at
  * its return (two to four holds a trip, the first and last the caller's,
  * briefly; dedup_down.c's trip()): pages[0..n) (BUSY,
  * reserved by eng_gpu_append, sealed if integrity is on) go down with
