@@ -1,6 +1,6 @@
 /* What dedup.c (the block store), dedup_down.c (the trip down),
- * dedup_est.c (the estimate and the adaptive switch) and dedup_prof.c (the
- * trip's phase profile) share; private to them. The block store's
+ * dedup_scratch.c (its scratch), dedup_est.c (the estimate and the
+ * adaptive switch) and dedup_prof.c (the trip's phase profile) share; private to them. The block store's
  * functions are called under dd.mu (engine.h's lock rules; with c->mu
  * too where they touch the log store: dd_use_unlink of a slotted block,
  * dd_use_place and dd_use_unplace, which count dd.resv); dd_sampled is a
@@ -34,8 +34,8 @@ void dd_use_unplace(struct vc_cache *c, uint64_t u);
  * dedup turned on or off with hysteresis. */
 void dd_decide(struct vc_cache *c, struct vc_volume *v);
 
-/* The trips' scratches (dedup_down.c): one at open (-ENOMEM), all freed
- * at close. */
+/* The trips' scratches (dedup_scratch.c): one at open (-ENOMEM), all
+ * freed at close. */
 int dd_scratch_open(struct vc_cache *c);
 void dd_scratch_close(struct vc_cache *c);
 

@@ -1,9 +1,11 @@
-/* Block deduplication, the trip down (docs/DEDUP.md): eng_dd_down's two
- * trips (staged and direct), their scratch, and each volume's choice of
- * trip by its share rate. The on/off switch of adaptive mode is
- * dedup_est.c's, the phase profile dedup_prof.c's. The block table, its invariants and lock
- * rules are dedup.c's (its head comment) and engine.h's (struct
- * eng_dedup); each function here says which locks it runs under.
+/* Block deduplication, the trip down (docs/DEDUP.md): eng_dd_down's
+ * trips (staged, direct, known, and pages back by reference) and each
+ * volume's choice of trip by its share rate. The trip's state and scratch
+ * are dedup_trip.h's and dedup_scratch.c's, the on/off switch of adaptive
+ * mode dedup_est.c's, the phase profile dedup_prof.c's. The block table,
+ * its invariants and lock rules are dedup.c's (its head comment) and
+ * engine.h's (struct eng_dedup); each function here says which locks it
+ * runs under.
  */
 #include <stdio.h>
 
@@ -11,6 +13,7 @@
 #include "device/cmp.h"
 #include "engine/debug.h"
 #include "engine/dedup.h"
+#include "engine/dedup_trip.h"
 #include "engine/engine.h"
 
 /* Which trip a page going down takes (eng_dd_down). PG_BACK: back to
@@ -43,230 +46,6 @@ static bool straight(uint8_t cls)
 #define DD_RATE_WINDOW 1024
 #define DD_DIRECT_AT 16
 #define DD_STAGE_AT 8
-
-/* A trip's scratch for up to scr_blocks blocks (a demotion batch or a
- * prefetch round): device-visible host memory (one host_alloc) for
- * addresses (8 B a block), digests (16), pairs (16), results (1), and with
- * encryption either the device compare's job (its pairs, tweaks and
- * results, compacted: 25 B a block; dev_cmp) or a bounce for the stored
- * blocks' plaintext (a block each; VC_DD_DEV_CMP=0);
- * where staged blocks move before their lookup (stage_moves()), staging
- * blocks in device memory (mem_alloc, a block each; encrypted, they hold
- * ciphertext); and the trip's host-side arrays (struct down), so that a
- * trip allocates nothing. */
-struct dd_scratch {
-	struct dd_scratch *next; /* on d->scr_free */
-	void *mem;
-	uint64_t dev;
-	uint64_t stage; /* device memory (plain only), else 0 */
-	struct down *g;
-};
-
-struct scratch {
-	uint64_t *addr, addr_dev;
-	struct vc_fp_digest *fp;
-	uint64_t fp_dev;
-	uint64_t *pair, pair_dev;
-	uint8_t *eq;
-	uint64_t eq_dev;
-	unsigned char *buf; /* the bounce (!dev_cmp) */
-	uint64_t buf_dev;
-	/* The device compare's job (dev_cmp): pair t is the plaintext of
-	 * block pk[xq[t]] against its stored block's slot, with that block's
-	 * tweak, result in xeq[t]. In the bounce's place. */
-	uint64_t *xpair, xpair_dev;
-	uint64_t *xtw, xtw_dev;
-	uint8_t *xeq;
-	uint64_t xeq_dev;
-	uint64_t stage;
-};
-
-/* One trip down (eng_dd_down) of n pages, at most scr_blocks / D. Of
- * its n x D blocks, the m selected for dedup are block k = 0..m-1, block
- * sel[k] % D of page sel[k] / D, in page order; dir[k]: on the direct trip
- * (its page's class PG_DIRECT), else staged. */
-struct down {
-	uint32_t n, m, np, nu, nstage, nknown;
-	/* Uses linked under dd.mu alone whose reserved slots c->mu gives
-	 * back (give_back()); stored blocks whose last unpin waits for c->mu
-	 * (late[0..nlate): they lost their last use while compared). */
-	uint32_t placed, nlate;
-	uint32_t *late;
-	uint32_t *sel;           /* [m] */
-	uint32_t *tix;           /* [m]: its first move's index in mv (DD_NIL: none) */
-	uint8_t *cls;            /* [n]: PG_* */
-	bool *dir;               /* [m] */
-	struct vc_fp_digest *fp; /* [m] */
-	/* Pair q: block pk[q] against stored block cand[q], or, local[q],
-	 * against block cand[q] of this trip (its leader: the first staged
-	 * block of the trip with that fingerprint that matched nothing stored). */
-	uint32_t *pk, *cand;
-	bool *local;
-	bool *lead; /* [m]: a staged leader (indexed once placed, if still first) */
-	bool *hit;  /* [m]: shares a block (stored or a leader's) */
-	uint32_t *blk;  /* [m]: the block its use names (direct: from the start) */
-	uint64_t *tw;   /* [m]: a staged block's tweak, encrypted into staging */
-	uint32_t *ltab; /* the trip's own fingerprints: k + 1, 0 empty */
-	uint32_t lmask;
-	uint32_t *key, *slot, *uk; /* appends: block ids, their slots, block k of each */
-	uint32_t *xq;              /* [m]: the device compare's pair t is pair xq[t] */
-	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; by move */
-	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
-	struct vc_move *mv;        /* [n x D], and their tickets */
-	struct vc_ticket *tk;
-	struct scratch s;
-};
-
-static void down_free(struct down *g)
-{
-	if (!g)
-		return;
-	free(g->sel);
-	free(g->fp);
-	free(g->ltab);
-	free(g->mv);
-	free(g->tk);
-	free(g->local);
-	free(g->pfp);
-	free(g->tw);
-	free(g);
-}
-
-/* Room for trips of up to cap = n x D blocks; NULL on memory failure. */
-static struct down *down_alloc(uint32_t cap)
-{
-	struct down *g = calloc(1, sizeof *g);
-	if (!g)
-		return NULL;
-	uint32_t lt = 2;
-	while (lt < 2 * cap)
-		lt <<= 1;
-	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 10 * sizeof *g->sel);
-	g->fp = malloc((size_t)cap * sizeof *g->fp);
-	g->ltab = calloc(lt, sizeof *g->ltab);
-	g->mv = malloc((size_t)cap * sizeof *g->mv);
-	g->tk = malloc((size_t)cap * sizeof *g->tk);
-	g->local = calloc((size_t)cap * 7, sizeof *g->local);
-	g->pfp = malloc((size_t)cap * 2 * sizeof *g->pfp);
-	g->tw = malloc((size_t)cap * sizeof *g->tw);
-	if (!g->sel || !g->fp || !g->ltab || !g->mv || !g->tk || !g->local || !g->pfp || !g->tw) {
-		down_free(g);
-		return NULL;
-	}
-	g->pk = g->sel + cap;
-	g->cand = g->pk + cap;
-	g->blk = g->cand + cap;
-	g->key = g->blk + cap;
-	g->slot = g->key + cap;
-	g->uk = g->slot + cap;
-	g->tix = g->uk + cap;
-	g->xq = g->tix + cap;
-	g->late = g->xq + cap;
-	g->lead = g->local + cap;
-	g->hit = g->lead + cap;
-	g->ok = g->hit + cap;
-	g->have = g->ok + cap;
-	g->dir = g->have + cap;
-	g->cls = (uint8_t *)(g->dir + cap);
-	g->dfp = g->pfp + cap;
-	return g;
-}
-
-/* Staged blocks move into staging before their lookup, fingerprinted on
- * the way (plain: any hash, the job after the move for MurmurHash3/MD5;
- * encrypted: the lanes hash in the encrypting move, the ciphertext
- * staged under a tweak of its own, which becomes the stored block's if it
- * is unique). Encrypted with MurmurHash3/MD5 they are hashed on the host
- * and move once, only if unique, from the plaintext. */
-static bool stage_moves(const struct vc_cache *c)
-{
-	return !c->gt.cipher || c->dd.fp_move;
-}
-
-/* With encryption, the region after the results: the device compare's
- * job (25 B a block, rounded up to 32) or the bounce (a block). */
-static uint64_t cipher_len(const struct eng_dedup *d)
-{
-	return (uint64_t)d->scr_blocks * (d->dev_cmp ? 32 : d->bsize);
-}
-
-static uint64_t scratch_len(const struct vc_cache *c)
-{
-	const uint64_t m = c->dd.scr_blocks;
-	return m * 41 + 64 + (c->gt.cipher ? cipher_len(&c->dd) : 0);
-}
-
-static struct scratch scratch_of(const struct eng_dedup *d, const struct dd_scratch *sc)
-{
-	const uint64_t m = d->scr_blocks;
-	unsigned char *h = sc->mem;
-	uint64_t o_fp = m * 8, o_pair = o_fp + m * 16, o_eq = o_pair + m * 16;
-	uint64_t o_buf = (o_eq + m + 63) / 64 * 64, o_xtw = o_buf + m * 16, o_xeq = o_xtw + m * 8;
-	struct scratch s = { .addr = (uint64_t *)h, .addr_dev = sc->dev,
-			     .fp = (struct vc_fp_digest *)(h + o_fp), .fp_dev = sc->dev + o_fp,
-			     .pair = (uint64_t *)(h + o_pair), .pair_dev = sc->dev + o_pair,
-			     .eq = h + o_eq, .eq_dev = sc->dev + o_eq,
-			     .buf = h + o_buf, .buf_dev = sc->dev + o_buf, .stage = sc->stage };
-	if (d->dev_cmp) { /* the cipher region holds the job, not the bounce */
-		s.xpair = (uint64_t *)(h + o_buf), s.xpair_dev = sc->dev + o_buf;
-		s.xtw = (uint64_t *)(h + o_xtw), s.xtw_dev = sc->dev + o_xtw;
-		s.xeq = h + o_xeq, s.xeq_dev = sc->dev + o_xeq;
-	}
-	return s;
-}
-
-static void scratch_free(struct vc_cache *c, struct dd_scratch *sc)
-{
-	if (sc->stage)
-		c->gpus[0].dev->ops->mem_free(c->gpus[0].dev, sc->stage);
-	if (sc->mem)
-		c->gpus[0].dev->ops->host_free(c->gpus[0].dev, sc->mem);
-	down_free(sc->g);
-	free(sc);
-}
-
-/* Unlocked: a new scratch (as many exist as trips ever ran at once; the
- * free list keeps them). NULL on failure. */
-static struct dd_scratch *scratch_new(struct vc_cache *c)
-{
-	struct eng_dedup *d = &c->dd;
-	struct vc_device *dev = c->gpus[0].dev;
-	struct dd_scratch *sc = calloc(1, sizeof *sc);
-	if (!sc)
-		return NULL;
-	if (!(sc->g = down_alloc(d->scr_blocks)) ||
-	    dev->ops->host_alloc(dev, scratch_len(c), &sc->mem, &sc->dev) < 0 ||
-	    (stage_moves(c) &&
-	     dev->ops->mem_alloc(dev, (size_t)d->scr_blocks * d->bsize, &sc->stage) < 0)) {
-		scratch_free(c, sc);
-		return NULL;
-	}
-	sc->g->s = scratch_of(d, sc);
-	return sc;
-}
-
-/* Under c->mu: a scratch off the free list, or (dropping c->mu for the
- * allocation) a new one. NULL on failure. */
-static struct dd_scratch *scratch_get(struct vc_cache *c)
-{
-	struct dd_scratch *sc = c->dd.scr_free;
-	if (sc) {
-		c->dd.scr_free = sc->next;
-		return sc;
-	}
-	eng_unlock(c);
-	sc = scratch_new(c);
-	eng_lock(c);
-	return sc;
-}
-
-/* Under c->mu. */
-static void scratch_put(struct vc_cache *c, struct dd_scratch *sc)
-{
-	sc->next = c->dd.scr_free;
-	c->dd.scr_free = sc;
-}
 
 static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 {
@@ -435,7 +214,7 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], b = dd_blk_new(d);
 		d->blk[b].fp = g->fp[k];
-		if (c->gt.cipher && stage_moves(c) && !g->nknown)
+		if (c->gt.cipher && dd_stage_moves(c) && !g->nknown)
 			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
 		dd_use_place(d, use_of(c, g, pages, k), b);
 		g->blk[k] = g->key[t] = b;
@@ -448,7 +227,7 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		const uint64_t dst = vc_ls_addr(c->gpus[0].ls, g->slot[t]);
-		if (!stage_moves(c) || g->nknown) { /* from the plaintext (the known trip stages nothing) */
+		if (!dd_stage_moves(c) || g->nknown) { /* from the plaintext (the known trip stages nothing) */
 			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
 			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
 		} else {
@@ -909,7 +688,7 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
  * Every page not staged gets fresh blocks, appended together, and its
  * moves straight into them (g->mv from 0, D a page in page order), with
  * the fingerprint where the moves compute it; then the staged blocks'
- * moves into staging (stage_moves(); encrypted, each under a fresh tweak,
+ * moves into staging (dd_stage_moves(); encrypted, each under a fresh tweak,
  * g->tw[k]). Block k's move is g->mv[g->tix[k]]; a direct
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
  * *nmv: the moves. 0 or -ENOSPC (see settle). */
@@ -977,8 +756,8 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 			continue;
 		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		g->s.addr[k] = g->s.stage + (uint64_t)k * d->bsize;
-		g->tix[k] = stage_moves(c) ? nm : DD_NIL;
-		if (!stage_moves(c))
+		g->tix[k] = dd_stage_moves(c) ? nm : DD_NIL;
+		if (!dd_stage_moves(c))
 			continue;
 		g->mv[nm] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, g->s.addr[k], pages[i]->pno);
 		if (c->gt.cipher)
@@ -1005,7 +784,7 @@ static void counts(struct vc_cache *c, const struct down *g, struct vc_page *con
 static int trip_end(struct vc_cache *c, struct dd_scratch *sc, struct dd_prof *pf, int ph,
 		    uint32_t nsel, int r)
 {
-	scratch_put(c, sc);
+	dd_scratch_put(c, sc);
 	dd_prof_mark(pf, ph);
 	dd_prof_end(&c->dd, pf, nsel);
 	return r;
@@ -1148,7 +927,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	struct eng_dedup *d = &c->dd;
 	struct dd_prof pf = { .on = d->prof };
 	dd_prof_start(&pf);
-	struct dd_scratch *sc = scratch_get(c);
+	struct dd_scratch *sc = dd_scratch_get(c);
 	if (!sc)
 		return vc_err(-ENOMEM, "out of pinned or device memory for a dedup trip");
 	struct down *g = sc->g;
@@ -1236,24 +1015,4 @@ int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	for (uint32_t i = 0; r == 0 && i < n; i += most)
 		r = trip(c, n - i < most ? n - i : most, pages + i, plain + i, src + i);
 	return r;
-}
-
-int dd_scratch_open(struct vc_cache *c)
-{
-	struct dd_scratch *sc = scratch_new(c);
-	if (!sc)
-		return vc_err(-ENOMEM, "out of pinned or device memory for the dedup scratch");
-	c->dd.scr_free = sc;
-	return 0;
-}
-
-void dd_scratch_close(struct vc_cache *c)
-{
-	struct eng_dedup *d = &c->dd;
-	dd_prof_print(c, "since the last");
-	while (d->scr_free) {
-		struct dd_scratch *sc = d->scr_free;
-		d->scr_free = sc->next;
-		scratch_free(c, sc);
-	}
 }
