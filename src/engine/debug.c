@@ -107,38 +107,33 @@ int eng_debug_dedup_collide(vc_cache *c, bool on)
 {
 	if (!eng_dd(c))
 		return vc_err(-EINVAL, "dedup is off");
-	eng_lock(c);
 	dd_lock(&c->dd);
 	c->dd.fp_same = on;
 	dd_unlock(&c->dd);
-	eng_unlock(c);
+	return 0;
+}
+
+/* Two of dedup's counters (dd.mu's), read together. */
+static int dd_counters(vc_cache *c, const uint64_t *x, const uint64_t *y, uint64_t *a,
+		       uint64_t *b)
+{
+	if (!eng_dd(c))
+		return vc_err(-EINVAL, "dedup is off");
+	dd_lock(&c->dd);
+	*a = *x;
+	*b = *y;
+	dd_unlock(&c->dd);
 	return 0;
 }
 
 int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
 {
-	if (!eng_dd(c))
-		return vc_err(-EINVAL, "dedup is off");
-	eng_lock(c);
-	dd_lock(&c->dd);
-	*back = c->dd.back_in;
-	*known = c->dd.known_in;
-	dd_unlock(&c->dd);
-	eng_unlock(c);
-	return 0;
+	return dd_counters(c, &c->dd.back_in, &c->dd.known_in, back, known);
 }
 
 int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late)
 {
-	if (!eng_dd(c))
-		return vc_err(-EINVAL, "dedup is off");
-	eng_lock(c);
-	dd_lock(&c->dd);
-	*direct = c->dd.direct_in;
-	*merged_late = c->dd.merged_late;
-	dd_unlock(&c->dd);
-	eng_unlock(c);
-	return 0;
+	return dd_counters(c, &c->dd.direct_in, &c->dd.merged_late, direct, merged_late);
 }
 
 int eng_debug_dedup_check(vc_cache *c)

@@ -567,7 +567,7 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
  * else an earlier known block of the trip with that fingerprint is its
  * pair (a local pair), else it leads: a fresh block, indexed after its
  * move (settle()). The leaders and the plain pages get fresh blocks, their
- * uses linked (g->placed), listed in g->key for known_append(). */
+ * uses linked (g->placed), listed in g->key[0..nkey) for known_append(). */
 static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 			 const uint64_t *src)
 {
@@ -619,7 +619,7 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 		g->key[nk++] = b;
 	}
 	g->placed += nk;
-	g->nu = nk; /* the appends, for known_append() */
+	g->nkey = nk;
 }
 
 /* Under c->mu, after known_lookup(): the reserved slots back, the stored
@@ -635,7 +635,7 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
 			const uint64_t *src, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
-	const uint32_t nk = g->nu;
+	const uint32_t nk = g->nkey;
 	give_back(c, g);
 	for (uint32_t q = 0; q < g->np; q++)
 		if (!g->local[q])
