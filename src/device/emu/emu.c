@@ -386,6 +386,12 @@ struct emu_dq {
 	struct emu *e; /* the device: its fault flag */
 	_Atomic bool closing;
 	_Atomic int err; /* sticky: a piece's cipher failed */
+	/* Lanes between taking a descriptor and finishing its move: while
+	 * any is, health does not fail (emu_dq_health), so no waiter is
+	 * released, and frees or reuses the move's memory, while a lane
+	 * still copies it (as a real device's copies in flight end, done
+	 * or failed, before its error reaches the host). */
+	_Atomic uint32_t moving;
 	struct emu_ring rings[VC_DQ_MAX_RINGS];
 	struct emu_lane *lanes;
 	uint32_t nlanes;
@@ -418,9 +424,18 @@ static void *emu_lane_main(void *arg)
 		uint64_t tag = vc_dq_tag(t, q->dshift);
 		uint64_t op = atomic_load(&d->op);
 		/* A failed device takes nothing more: its tickets never
-		 * complete, and health releases their waiters. */
-		const bool dead = atomic_load(&ed->e->faulted);
-		if (!dead && op >> VC_DQ_ADDR_BITS == tag) {
+		 * complete, and health releases their waiters once no lane
+		 * is moving. Counted before the flag's load, both seq_cst
+		 * (as emu_dq_health's two loads and emu_fault's store): a
+		 * lane that misses the fault is counted where health looks. */
+		bool take = op >> VC_DQ_ADDR_BITS == tag;
+		if (take) {
+			atomic_fetch_add(&ed->moving, 1);
+			take = !atomic_load(&ed->e->faulted);
+			if (!take)
+				atomic_fetch_sub(&ed->moving, 1);
+		}
+		if (take) {
 			uint64_t src = atomic_load_explicit(&d->src, memory_order_relaxed);
 			uint64_t dst = atomic_load_explicit(&d->dst, memory_order_relaxed);
 			uint64_t tw = atomic_load_explicit(&d->tweak, memory_order_relaxed);
@@ -443,6 +458,7 @@ static void *emu_lane_main(void *arg)
 				atomic_store(&ed->err, -VC_EDEVICE);
 			else
 				atomic_store(&rg->done[t & mask], t + 1); /* seq_cst: see above */
+			atomic_fetch_sub(&ed->moving, 1);
 			if (atomic_load(&er->waiters)) {
 				pthread_mutex_lock(&er->mu);
 				pthread_cond_broadcast(&er->done);
@@ -460,7 +476,7 @@ static void *emu_lane_main(void *arg)
 		}
 		pthread_mutex_lock(&er->mu);
 		atomic_fetch_add(&er->sleepers, 1);
-		if ((dead || atomic_load(&d->op) >> VC_DQ_ADDR_BITS != tag) &&
+		if ((atomic_load(&ed->e->faulted) || atomic_load(&d->op) >> VC_DQ_ADDR_BITS != tag) &&
 		    !atomic_load(&ed->closing))
 			nap(&er->work, &er->mu);
 		atomic_fetch_sub(&er->sleepers, 1);
@@ -495,6 +511,8 @@ static void emu_dq_block(struct vc_dq *q, uint32_t r, uint64_t t)
 static int emu_dq_health(struct vc_dq *q)
 {
 	struct emu_dq *ed = q->priv;
+	if (atomic_load(&ed->e->faulted) && atomic_load(&ed->moving))
+		return 0; /* not yet: a lane still moves (struct emu_dq) */
 	int r = vc_emu_health(&ed->e->dev);
 	return r < 0 ? r : atomic_load(&ed->err);
 }
@@ -577,7 +595,7 @@ static int emu_dq_init(struct vc_device *d, struct vc_dq *q)
 static int emu_fault(struct vc_device *d)
 {
 	struct emu *e = EMU(d);
-	atomic_store_explicit(&e->faulted, true, memory_order_release);
+	atomic_store(&e->faulted, true); /* seq_cst: see emu_lane_main */
 	pthread_mutex_lock(&e->mu);
 	pthread_cond_broadcast(&e->work);
 	pthread_mutex_unlock(&e->mu);
