@@ -385,6 +385,10 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 		CHECK(st.dedup_blocks <= st.pages_capacity[VC_TIER_GPU] * d);
 		CHECK(st.dedup_pages == st.pages_cached[VC_TIER_GPU]);
 		CHECK_OK(eng_debug_dedup_check(r.c)); /* the run's threads are done */
+		uint64_t kept_back = 0, kept_freed = 0;
+		CHECK_OK(eng_debug_dedup_kept(r.c, &kept_back, &kept_freed));
+		fprintf(stderr, "  kept blocks: %llu gone back to, %llu freed by claims\n",
+			(unsigned long long)kept_back, (unsigned long long)kept_freed);
 		if (ops >= 1000 && x->dedup == VC_DEDUP_ON)
 			CHECK(st.dedup_hits > 0 && st.dedup_blocks_in > 0);
 		if (x->collide && ops >= 1000)

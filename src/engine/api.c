@@ -593,11 +593,13 @@ const char *vc_device_desc(const vc_cache *c)
 }
 
 /* Under c->mu, which takes dd.mu: the dedup figures (vc_stats v6);
- * blocks: live slots. */
+ * blocks: live slots, of which dd.kept hold no page (kept for pages that
+ * are up, GRAM swap) and are not counted. */
 static void dd_stats(struct vc_cache *c, uint64_t blocks, struct vc_stats *st)
 {
 	struct eng_dedup *d = &c->dd;
 	dd_lock(d);
+	blocks = blocks > d->kept ? blocks - d->kept : 0;
 	st->dedup_pages = d->pages;
 	st->dedup_blocks = blocks;
 	st->dedup_factor = blocks ? (double)(d->pages * d->D) / (double)blocks : 1;

@@ -131,6 +131,11 @@ int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
 	return dd_counters(c, &c->dd.back_in, &c->dd.known_in, back, known);
 }
 
+int eng_debug_dedup_kept(vc_cache *c, uint64_t *back, uint64_t *freed)
+{
+	return dd_counters(c, &c->dd.kept_back, &c->dd.kept_freed, back, freed);
+}
+
 int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late)
 {
 	return dd_counters(c, &c->dd.direct_in, &c->dd.merged_late, direct, merged_late);

@@ -54,13 +54,19 @@ void eng_debug_dedup_prof(vc_cache *c, const char *what);
  * loaded, or from the blocks they came up from). -EINVAL when dedup is
  * off. */
 int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known);
+/* Kept blocks (GRAM swap, dedup.c): *back, blocks gone back to by
+ * reference that had no use left, kept for their pages while up;
+ * *freed, kept blocks freed by claims (cleaning, eviction, a shrink)
+ * before their pages came back. -EINVAL when dedup is off. */
+int eng_debug_dedup_kept(vc_cache *c, uint64_t *back, uint64_t *freed);
 /* Checks the block store's invariants (dedup.c's head comment) while no
  * trip is in flight (the caller's threads idle): no slot promised
  * (dd.resv 0) and no block pinned; each block with uses owns a live slot
  * keyed by it, its use list as long as its count, each use naming it;
  * every other id free, once; the fingerprint table naming only live
  * indexed blocks, each found by its fingerprint; dd.pages the pages
- * whose uses are linked. 0, or -EPROTO naming the first broken one on
+ * whose uses are linked; dd.kept the blocks with keeps and no use, each
+ * indexed; every keep a note's. 0, or -EPROTO naming the first broken one on
  * stderr; -EINVAL when dedup is off. O(blocks + page entries). */
 int eng_debug_dedup_check(vc_cache *c);
 

@@ -15,9 +15,14 @@
  * block that lost its last use meanwhile until its last hold of c->mu.
  *
  * Invariants (under those locks):
- *   - a block id is live iff refs > 0 (or pinned after losing its last
- *     use), and then it owns exactly one live slot of the log (where[id]);
- *     refs is the length of its use list
+ *   - a block id is live iff refs > 0 or keeps > 0 (or pinned after
+ *     losing both), and then it owns exactly one live slot of the log
+ *     (where[id]); refs is the length of its use list; a freed block's
+ *     serial (tweak) is 0
+ *   - keeps counts the back notes (GRAM swap) holding the block: a page
+ *     that came up from it, in the host tier; a block with keeps and no
+ *     use is kept (dd.kept of them), indexed when kept, and freed when
+ *     the last note lets go or a claim takes its segment
  *   - a block's bytes never change while it is live: writes never touch
  *     GPU memory (a write to a GPU page promotes or drops it first), so a
  *     shared block is immutable and copy-on-write costs nothing
@@ -60,7 +65,12 @@
  * DD_WINDOW blocks fed the volume switches with hysteresis (dd_decide).
  *
  * Leaving (drop, promote, eviction): eng_gpu_release unlinks the page's D
- * uses; a block left with none dies. Cleaning moves a block once, and all
+ * uses; a block left with none dies, unless the page came up (GRAM swap)
+ * and its note keeps the block, so that the page, unwritten, goes back to
+ * it by reference: no move, as for shared blocks. A kept block costs its
+ * slot while the page is up, so notes keep only while a quarter of the
+ * tier is free, and cleaning, eviction and shrinks free the kept blocks
+ * of the segments they claim rather than move them. Cleaning moves a block once, and all
  * its pages follow through res[] and where[]; eviction and cleaning claim
  * every page of every block in their segments (eng_dd_claim).
  *
@@ -153,11 +163,52 @@ void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 	if (k->head != DD_NIL)
 		d->prev[k->head] = (uint32_t)u;
 	k->head = (uint32_t)u;
-	k->refs++;
+	if (k->refs++ == 0 && k->keeps > 0)
+		d->kept--; /* a kept block in use again */
 }
 
-/* Unlinks use u; a block left with no use dies: out of the table, its
- * slot orphaned (if it has one: `slotted`), its id free. */
+void dd_blk_free(struct vc_cache *c, uint32_t b)
+{
+	struct eng_dedup *d = &c->dd;
+	vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
+	d->blk[b].tweak = 0; /* serials start at 1: no note names it now */
+	d->free_ids[d->nfree++] = b;
+}
+
+/* Block b lost its last use and keep: out of the table; its slot
+ * orphaned and its id free, unless a trip has it pinned (the last unpin
+ * frees it) or it was never placed (!slotted: its id alone). */
+static void blk_gone(struct vc_cache *c, uint32_t b, bool slotted)
+{
+	struct eng_dedup *d = &c->dd;
+	struct eng_blk *k = &d->blk[b];
+	if (k->indexed)
+		tab_remove(d, b);
+	if (k->pins > 0)
+		return;
+	if (slotted) {
+		dd_blk_free(c, b);
+	} else {
+		k->tweak = 0;
+		d->free_ids[d->nfree++] = b;
+	}
+}
+
+/* Under c->mu and dd.mu: a note lets go of its keep on block b, serial
+ * tw (a block freed by a claim, or its id reused since, has another). */
+static void blk_unkeep(struct vc_cache *c, uint32_t b, uint64_t tw)
+{
+	struct eng_dedup *d = &c->dd;
+	struct eng_blk *k = &d->blk[b];
+	if (k->tweak != tw || k->keeps == 0 || --k->keeps > 0 || k->refs > 0)
+		return;
+	d->kept--;
+	blk_gone(c, b, true);
+}
+
+
+/* Unlinks use u; a block left with no use and no keep dies: out of the
+ * table, its slot orphaned (if it has one: `slotted`), its id free. */
 void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 {
 	struct eng_dedup *d = &c->dd;
@@ -172,13 +223,11 @@ void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 	d->res[u] = DD_NIL;
 	if (--k->refs > 0)
 		return;
-	if (k->indexed)
-		tab_remove(d, b);
-	if (k->pins > 0)
-		return; /* a trip compares against it: its last unpin frees it */
-	if (slotted)
-		vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
-	d->free_ids[d->nfree++] = b;
+	if (k->keeps > 0) {
+		d->kept++; /* its page is up, and may come back to it */
+		return;
+	}
+	blk_gone(c, b, slotted);
 }
 
 /* Takes a free block id for a block about to be stored: fresh state, a
@@ -336,6 +385,18 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 				h[nh++] = p;
 			}
 		}
+	/* Claimed: the kept blocks here go (their pages are up; the notes
+	 * find another serial), so the segments' space is the pages'. */
+	for (uint32_t i = 0; ok && i < n; i++)
+		for (uint32_t s = 0; s < per; s++) {
+			uint32_t b = vc_ls_key(c->gpus[0].ls, segs[i] * per + s);
+			if (b == VC_LS_DEAD || d->blk[b].refs > 0 || d->blk[b].keeps == 0)
+				continue;
+			d->blk[b].keeps = 0;
+			d->kept--;
+			d->kept_freed++;
+			blk_gone(c, b, true);
+		}
 	dd_unlock(d);
 	if (!ok) {
 		while (nh > 0)
@@ -382,15 +443,17 @@ int eng_dd_check(struct vc_cache *c)
 	if (!seen)
 		return vc_err(-ENOMEM, "out of memory");
 	dd_lock(d);
-	uint64_t live = 0, uses = 0, refs = 0, pages = 0;
+	uint64_t live = 0, uses = 0, refs = 0, pages = 0, keeps = 0, kept = 0, held = 0;
 	for (uint32_t b = 0; r == 0 && b < d->nblocks; b++) {
 		const struct eng_blk *k = &d->blk[b];
 		if (k->pins)
 			r = broken("block pinned, no trip in flight", b, k->pins, 0);
-		if (r || k->refs == 0)
+		if (r || !dd_blk_live(k))
 			continue;
 		live++;
 		refs += k->refs;
+		keeps += k->keeps;
+		kept += k->refs == 0;
 		seen[b] = 1;
 		uint32_t n = 0;
 		for (uint32_t u = k->head; u != DD_NIL && n <= k->refs; u = d->next[u], n++)
@@ -431,6 +494,19 @@ int eng_dd_check(struct vc_cache *c)
 		r = broken("uses linked against the blocks' counts", 0, uses, refs);
 	if (r == 0 && pages != d->pages)
 		r = broken("pages counted", 0, d->pages, pages);
+	if (r == 0 && kept != d->kept)
+		r = broken("kept blocks counted", 0, d->kept, kept);
+	/* Every keep is a note's, on a block of the serial it names. */
+	for (uint64_t s = 0; r == 0 && d->back_blk && s < vc_tier_capacity(c->host); s++) {
+		if (!d->note[s].keep)
+			continue;
+		for (uint32_t j = 0; r == 0 && j < d->D; j++) {
+			const uint64_t x = s * d->D + j;
+			held += d->blk[d->back_blk[x]].tweak == d->back_tw[x];
+		}
+	}
+	if (r == 0 && held != keeps)
+		r = broken("keeps held by notes against the blocks' counts", 0, held, keeps);
 	dd_unlock(d);
 	free(seen);
 	return r;
@@ -445,15 +521,24 @@ void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 	if (!d->note)
 		return;
 	const uint32_t id = page_id(c, p), b0 = d->res[(uint64_t)id * d->D];
+	/* Keeping costs the blocks' slots while p is up, so only while the
+	 * tier has room to spare (a quarter of it free and unpromised), and
+	 * only blocks p can come back to (indexed: note_class). */
+	const struct vc_gpu *g = &c->gpus[0];
+	bool keep = d->keep && !atomic_load_explicit(&g->off, memory_order_relaxed) &&
+		    eng_gpu_free(c, g) > vc_ls_capacity(g->ls) / 4;
 	dd_lock(d);
+	for (uint32_t j = 0; keep && j < d->D; j++)
+		keep = d->blk[d->res[(uint64_t)id * d->D + j]].indexed;
 	/* An indexed block's fingerprint is its bytes'; others' may be unset. */
 	d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
-				       .back = d->back_blk != NULL,
+				       .back = d->back_blk != NULL, .keep = keep,
 				       .hfp = d->hostfp && d->blk[b0].indexed, .fp = d->blk[b0].fp };
 	for (uint32_t j = 0; d->back_blk && j < d->D; j++) {
 		const uint32_t b = d->res[(uint64_t)id * d->D + j];
 		d->back_blk[(uint64_t)s * d->D + j] = b;
 		d->back_tw[(uint64_t)s * d->D + j] = d->blk[b].tweak;
+		d->blk[b].keeps += keep;
 	}
 	dd_unlock(d);
 }
@@ -479,8 +564,21 @@ void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p)
 void eng_dd_back_clear(struct vc_cache *c, uint32_t s)
 {
 	eng_assert_locked(c);
-	if (eng_dd(c) && c->dd.note)
-		c->dd.note[s].pno = UINT64_MAX;
+	struct eng_dedup *d = &c->dd;
+	if (!eng_dd(c) || !d->note)
+		return;
+	/* The slot's page leaves it: the note's keeps go (the one place
+	 * they do; a trip that took the note may have come back to them). */
+	d->note[s].pno = UINT64_MAX;
+	if (!d->note[s].keep)
+		return;
+	d->note[s].keep = false;
+	dd_lock(d);
+	for (uint32_t j = 0; j < d->D; j++) {
+		const uint64_t x = (uint64_t)s * d->D + j;
+		blk_unkeep(c, d->back_blk[x], d->back_tw[x]);
+	}
+	dd_unlock(d);
 }
 
 /* --- open and close --- */
@@ -507,6 +605,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
+	d->alone = vc_env_u32("VC_DD_ALONE", 1, 0, 1) != 0;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */
@@ -552,9 +651,10 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 			return vc_err(-ENOMEM, "out of memory for the dedup notes (%llu host pages)",
 				      (unsigned long long)host_pages);
 		for (uint64_t i = 0; i < host_pages; i++)
-			d->note[i].pno = UINT64_MAX;
+			d->note[i] = (struct dd_note){ .pno = UINT64_MAX };
 	}
 	if (back) {
+		d->keep = vc_env_u32("VC_DD_KEEP", 1, 0, 1) != 0;
 		d->back_blk = malloc(host_pages * d->D * sizeof *d->back_blk);
 		d->back_tw = malloc(host_pages * d->D * sizeof *d->back_tw);
 		if (!d->back_blk || !d->back_tw)

@@ -28,6 +28,9 @@ void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b);
 void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted);
 void dd_use_place(struct eng_dedup *d, uint64_t u, uint32_t b);
 void dd_use_unplace(struct vc_cache *c, uint64_t u);
+/* Under c->mu and dd.mu: a block with no use, keep or pin left: its slot
+ * orphaned, its serial cleared, its id free. */
+void dd_blk_free(struct vc_cache *c, uint32_t b);
 
 /* The adaptive switch (dedup_est.c): every DD_WINDOW blocks volume v fed
  * to the estimate, its estimates are taken and (mode adaptive) its

@@ -58,10 +58,9 @@ static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 static void blk_unpin(struct vc_cache *c, uint32_t b)
 {
 	struct eng_dedup *d = &c->dd;
-	if (--d->blk[b].pins > 0 || d->blk[b].refs > 0)
+	if (--d->blk[b].pins > 0 || dd_blk_live(&d->blk[b]))
 		return;
-	vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
-	d->free_ids[d->nfree++] = b;
+	dd_blk_free(c, b);
 }
 
 /* Under dd.mu (alone or inside c->mu): blk_unpin, but a last unpin that
@@ -69,7 +68,7 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
  * for late_unpins(), so nothing claims or frees the block before. */
 static void blk_unpin_soft(struct eng_dedup *d, struct down *g, uint32_t b)
 {
-	if (d->blk[b].pins == 1 && d->blk[b].refs == 0)
+	if (d->blk[b].pins == 1 && !dd_blk_live(&d->blk[b]))
 		g->late[g->nlate++] = b;
 	else
 		d->blk[b].pins--;
@@ -336,6 +335,37 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	return fresh(c, g, pages, src);
 }
 
+/* Under dd.mu alone, the direct trip's fingerprints in hand: when every
+ * selected block went direct (its bytes in its slot, its page BUSY, so no
+ * claim moves it) and none matches a stored block or another block of
+ * the trip, they enter the table here and the trip is done with the
+ * block store: true. Else nothing changed (false), and lookup() runs
+ * inside c->mu, whose holders' claims a pin must exclude before the
+ * stored block's address is read. So a trip of unique data (a direct
+ * volume's blocks share less than 1 in DD_DIRECT_AT) leaves the caller's
+ * last hold of c->mu its own work: its m probes and inserts, cold lines
+ * of megabyte tables, held the engine lock before (docs/DEDUP.md step
+ * 10). O(m) probes, the trip's own table's too. */
+static bool direct_alone(struct vc_cache *c, struct down *g)
+{
+	struct eng_dedup *d = &c->dd;
+	bool clash = d->fp_same || !d->alone;
+	for (uint32_t k = 0; !clash && k < g->m; k++)
+		clash = !g->dir[k];
+	if (clash)
+		return false;
+	lookup_prefetch(d, g->fp, g->m);
+	for (uint32_t k = 0; !clash && k < g->m; k++)
+		clash = dd_tab_find(d, &g->fp[k]) != DD_NIL || trip_leader(d, g, k) != DD_NIL;
+	trip_leaders_clear(d, g, false);
+	memset(g->lead, 0, g->m * sizeof *g->lead);
+	for (uint32_t k = 0; !clash && k < g->m; k++) {
+		d->blk[g->blk[k]].fp = g->fp[k];
+		dd_tab_insert(d, g->blk[k]);
+	}
+	return !clash;
+}
+
 /* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
  * in one device job with the key (device/cmp.h), compacted into g->s.x*:
  * each block's plaintext, read where its move down reads it (src: host
@@ -437,7 +467,7 @@ static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 		const uint32_t k = g->pk[q], o = g->cand[q];
 		const bool eq = rc == 0 && g->s.eq[q];
 		d->collisions += rc == 0 && !eq;
-		g->hit[k] = eq && (g->local[q] || d->blk[o].refs > 0);
+		g->hit[k] = eq && (g->local[q] || dd_blk_live(&d->blk[o]));
 		if (g->hit[k]) {
 			const uint64_t u = use_of(c, g, pages, k);
 			const uint32_t b = g->local[q] ? g->blk[o] : o;
@@ -483,18 +513,21 @@ static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const 
 	return r;
 }
 
-/* Under dd.mu: what host page p's note (BUSY, going down; dd.note by its
- * slot) offers its trip: PG_BACK, and its uses named the blocks it came
- * up from (refs + 1 each; their reserved slots counted in g->placed);
- * PG_KNOWN, and *fp its fingerprint; else PG_PLAIN (nothing). The note
- * must be p's (entry, number) and p unwritten since (version: every
- * write bumps it, under EXCL, which a BUSY page excludes). Back, each
- * block must be the same one (its serial: ids are reused, serials never)
- * still stored and indexed (refs > 0: its slot live and its bytes those
- * p came up with, blocks being immutable; indexed: placed, and not being
- * emptied by a shrink, gpusize.c). The note goes either way: p leaves its
- * host slot. The note and p's fields are p's owner's (BUSY): no c->mu.
- * O(D). PG_PLAIN here means only: no note. */
+/* Under dd.mu (and c->mu): what host page p's note (BUSY, going down;
+ * dd.note by its slot) offers its trip: PG_BACK, and its uses named the
+ * blocks it came up from (refs + 1 each; their reserved slots counted in
+ * g->placed); PG_KNOWN, and *fp its fingerprint; else PG_PLAIN
+ * (nothing). The note must be p's (entry, number) and p unwritten since
+ * (version: every write bumps it, under EXCL, which a BUSY page
+ * excludes). Back, each block must be the same one (its serial: ids are
+ * reused, serials never, a freed block's is 0) still stored and indexed
+ * (dd_blk_live: its slot live and its bytes those p came up with, blocks
+ * being immutable; a unique one kept for p by the note, dd_note.keep;
+ * indexed: placed, and not being emptied by a shrink, gpusize.c). The
+ * note goes either way, p leaving its host slot; its keeps go when the
+ * slot is freed (eng_dd_back_clear), where a kept block p did not come
+ * back to dies. The note and p's fields are p's owner's (BUSY). O(D).
+ * PG_PLAIN here means only: no note. */
 static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 		      struct vc_fp_digest *fp)
 {
@@ -505,16 +538,17 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 	const uint32_t id = page_id(c, p);
 	const bool mine = n->pno == p->pno && n->id == id && n->ver == p->version;
 	n->pno = UINT64_MAX;
-	if (!mine)
-		return PG_PLAIN;
-	bool ok = n->back;
+	bool ok = mine && n->back;
 	for (uint32_t j = 0; ok && j < d->D; j++) {
 		const uint64_t x = (uint64_t)p->slot * d->D + j;
 		const struct eng_blk *k = &d->blk[d->back_blk[x]];
-		ok = k->refs > 0 && k->indexed && k->tweak == d->back_tw[x];
+		ok = dd_blk_live(k) && k->indexed && k->tweak == d->back_tw[x];
 	}
-	for (uint32_t j = 0; ok && j < d->D; j++)
-		dd_use_link(d, (uint64_t)id * d->D + j, d->back_blk[(uint64_t)p->slot * d->D + j]);
+	for (uint32_t j = 0; ok && j < d->D; j++) {
+		const uint32_t b = d->back_blk[(uint64_t)p->slot * d->D + j];
+		d->kept_back += d->blk[b].refs == 0;
+		dd_use_link(d, (uint64_t)id * d->D + j, b);
+	}
 	if (ok) {
 		g->placed += d->D;
 		d->hits += d->D;
@@ -522,7 +556,7 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 		return PG_BACK;
 	}
 	*fp = n->fp;
-	return n->hfp ? PG_KNOWN : PG_PLAIN;
+	return mine && n->hfp ? PG_KNOWN : PG_PLAIN;
 }
 
 /* Under dd.mu: the trip's pages by class (g->cls; notes, mode, volume
@@ -912,7 +946,8 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
  * hold when nothing matched (unique data: two holds and one device
- * submission, as without dedup but for the lookups), else at the third.
+ * submission, as without dedup), its lookups and table entries made under
+ * dd.mu alone before that hold (direct_alone()); else at the third.
  * What the unlocked phases read cannot change under them: the trip's
  * pages are BUSY (nobody else moves, drops, cleans or evicts their
  * blocks), a pinned stored block is not moved, evicted or freed, and the
@@ -958,13 +993,25 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r == 0)
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
-	eng_lock(c);
 	dd_lock(d);
 	g->np = g->nu = 0;
+	bool done = r < 0;
 	if (r == 0) {
 		feed(c, g, pages);
-		r = lookup(c, g, pages, src);
+		done = direct_alone(c, g);
 	}
+	if (done) { /* failed, or unique and direct: nothing pinned or placed */
+		if (r < 0)
+			g->m = g->nstage = nsel = 0;
+		counts(c, g, pages);
+		dd_unlock(d);
+		eng_lock(c);
+		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, r);
+	}
+	dd_unlock(d);
+	eng_lock(c);
+	dd_lock(d);
+	r = lookup(c, g, pages, src);
 	if (r < 0 || (g->np == 0 && g->nu == 0)) {
 		/* Failed (nothing counted: the pages go back; fresh() gave
 		 * back what it took), or nothing matched and nothing staged. */

@@ -55,8 +55,21 @@ struct eng_blk {
 	 * moved nor evicted (eng_dd_claim refuses its segments) nor freed
 	 * (a block that loses its last use meanwhile dies at the last unpin). */
 	uint32_t pins;
+	/* Back notes holding it (GRAM swap: the page it came up with is in
+	 * the host tier, unwritten so far, and may go back by reference):
+	 * while > 0 it stays stored and indexed with no use (a kept block),
+	 * unless a claim for cleaning, eviction or a shrink frees it first
+	 * (eng_dd_claim). */
+	uint32_t keeps;
 	bool indexed;           /* the fingerprint table names it */
 };
+
+/* Whether block k is stored: it has a use or a note keeps it (a block
+ * pinned after losing both is on its way out, its serial still set). */
+static inline bool dd_blk_live(const struct eng_blk *k)
+{
+	return k->refs > 0 || k->keeps > 0;
+}
 
 struct dd_scratch;
 struct dd_est;
@@ -113,13 +126,24 @@ struct eng_dedup {
 		uint64_t pno;
 		uint32_t id, ver;
 		bool back, hfp;
+		bool keep; /* holds a keep on each of its back blocks (eng_blk.keeps) */
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
+	/* The direct trip's lookups under dd.mu alone when the trip is
+	 * unique (direct_alone; VC_DD_ALONE=0: inside c->mu, for measuring). */
+	bool alone;
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
 	uint64_t back_in;   /* blocks that went down by reference */
+	uint64_t kept;      /* blocks stored with no use, kept by notes (keeps > 0, refs 0) */
+	uint64_t kept_back; /* of back_in, to blocks that were kept (no use left) */
+	uint64_t kept_freed; /* kept blocks freed by claims (cleaning, eviction, a shrink) */
+	/* Back notes keep their blocks (VC_DD_KEEP=0: never, for
+	 * measuring), while the tier has more than a quarter of its slots
+	 * free and unpromised (eng_dd_back_note). */
+	bool keep;
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
 	 * over trips (dedup.h's DDP_*), printed at close. */
