@@ -206,6 +206,18 @@ static void blk_unkeep(struct vc_cache *c, uint32_t b, uint64_t tw)
 	blk_gone(c, b, true);
 }
 
+void dd_note_unkeep(struct vc_cache *c, uint32_t s)
+{
+	struct eng_dedup *d = &c->dd;
+	if (!d->note[s].keep)
+		return;
+	d->note[s].keep = false;
+	for (uint32_t j = 0; j < d->D; j++) {
+		const uint64_t x = (uint64_t)s * d->D + j;
+		blk_unkeep(c, d->back_blk[x], d->back_tw[x]);
+	}
+}
+
 
 /* Unlinks use u; a block left with no use and no keep dies: out of the
  * table, its slot orphaned (if it has one: `slotted`), its id free. */
@@ -543,6 +555,25 @@ void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 	dd_unlock(d);
 }
 
+void eng_dd_up_prefetch(const struct vc_cache *c, const struct vc_page *p, uint32_t s)
+{
+	const struct eng_dedup *d = &c->dd;
+	const uint64_t u0 = (uint64_t)page_id(c, p) * d->D;
+	if (d->note)
+		__builtin_prefetch(&d->note[s], 1);
+	if (d->back_blk) {
+		__builtin_prefetch(&d->back_blk[(uint64_t)s * d->D], 1);
+		__builtin_prefetch(&d->back_tw[(uint64_t)s * d->D], 1);
+	}
+	for (uint32_t j = 0; j < d->D; j++) {
+		const uint32_t b = d->res[u0 + j];
+		__builtin_prefetch(&d->next[u0 + j], 1);
+		__builtin_prefetch(&d->prev[u0 + j], 1);
+		if (b != DD_NIL)
+			__builtin_prefetch(&d->blk[b], 1);
+	}
+}
+
 void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p)
 {
 	struct eng_dedup *d = &c->dd;
@@ -567,17 +598,13 @@ void eng_dd_back_clear(struct vc_cache *c, uint32_t s)
 	struct eng_dedup *d = &c->dd;
 	if (!eng_dd(c) || !d->note)
 		return;
-	/* The slot's page leaves it: the note's keeps go (the one place
-	 * they do; a trip that took the note may have come back to them). */
+	/* The slot's page leaves it: the note's keeps go, unless a trip
+	 * that took the note let go of them already (note_class). */
 	d->note[s].pno = UINT64_MAX;
 	if (!d->note[s].keep)
 		return;
-	d->note[s].keep = false;
 	dd_lock(d);
-	for (uint32_t j = 0; j < d->D; j++) {
-		const uint64_t x = (uint64_t)s * d->D + j;
-		blk_unkeep(c, d->back_blk[x], d->back_tw[x]);
-	}
+	dd_note_unkeep(c, s);
 	dd_unlock(d);
 }
 

@@ -31,6 +31,10 @@ void dd_use_unplace(struct vc_cache *c, uint64_t u);
 /* Under c->mu and dd.mu: a block with no use, keep or pin left: its slot
  * orphaned, its serial cleared, its id free. */
 void dd_blk_free(struct vc_cache *c, uint32_t b);
+/* Under c->mu and dd.mu: the note of host slot s lets go of the keeps it
+ * holds (dd_note.keep), if any; a block left with no use and no keep
+ * dies. */
+void dd_note_unkeep(struct vc_cache *c, uint32_t s);
 
 /* The adaptive switch (dedup_est.c): every DD_WINDOW blocks volume v fed
  * to the estimate, its estimates are taken and (mode adaptive) its

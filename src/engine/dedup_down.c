@@ -513,7 +513,7 @@ static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const 
 	return r;
 }
 
-/* Under dd.mu (and c->mu): what host page p's note (BUSY, going down;
+/* Under c->mu and dd.mu: what host page p's note (BUSY, going down;
  * dd.note by its slot) offers its trip: PG_BACK, and its uses named the
  * blocks it came up from (refs + 1 each; their reserved slots counted in
  * g->placed); PG_KNOWN, and *fp its fingerprint; else PG_PLAIN
@@ -524,9 +524,9 @@ static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const 
  * (dd_blk_live: its slot live and its bytes those p came up with, blocks
  * being immutable; a unique one kept for p by the note, dd_note.keep;
  * indexed: placed, and not being emptied by a shrink, gpusize.c). The
- * note goes either way, p leaving its host slot; its keeps go when the
- * slot is freed (eng_dd_back_clear), where a kept block p did not come
- * back to dies. The note and p's fields are p's owner's (BUSY). O(D).
+ * note goes either way, p leaving its host slot, and its keeps with it
+ * (after p's links): a kept block p did not come back to dies, which
+ * needs c->mu. The note and p's fields are p's owner's (BUSY). O(D).
  * PG_PLAIN here means only: no note. */
 static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 		      struct vc_fp_digest *fp)
@@ -549,6 +549,10 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 		d->kept_back += d->blk[b].refs == 0;
 		dd_use_link(d, (uint64_t)id * d->D + j, b);
 	}
+	/* Here, where dd.mu is held and the blocks' lines are hot, rather
+	 * than at the slot's free (eng_dd_back_clear), which would take
+	 * dd.mu a page in the demotion's last hold of c->mu. */
+	dd_note_unkeep(c, p->slot);
 	if (ok) {
 		g->placed += d->D;
 		d->hits += d->D;
@@ -559,12 +563,46 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 	return mine && n->hfp ? PG_KNOWN : PG_PLAIN;
 }
 
-/* Under dd.mu: the trip's pages by class (g->cls; notes, mode, volume
+/* The lines note_class() reads and writes are cold ones of megabyte
+ * arrays (a host slot's note, a page's uses, a block's entry), each
+ * page's dependent on the one before: asked for ahead in two rounds, the
+ * notes and uses, then the blocks that notes name, so that a trip's misses
+ * overlap in the caller's hold of c->mu (as lookup_prefetch()'s). */
+static void classify_prefetch(const struct vc_cache *c, const struct down *g,
+			      struct vc_page *const *pages)
+{
+	const struct eng_dedup *d = &c->dd;
+	for (uint32_t i = 0; d->note && i < g->n; i++) {
+		if (pages[i]->tier != HOST)
+			continue; /* a prefetch round's: no note */
+		const uint64_t s = pages[i]->slot, u = (uint64_t)page_id(c, pages[i]) * d->D;
+		__builtin_prefetch(&d->note[s], 1);
+		if (!d->back_blk)
+			continue;
+		__builtin_prefetch(&d->back_blk[s * d->D]);
+		__builtin_prefetch(&d->back_tw[s * d->D]);
+		__builtin_prefetch(&d->res[u], 1);
+		__builtin_prefetch(&d->next[u], 1);
+		__builtin_prefetch(&d->prev[u], 1);
+	}
+	for (uint32_t i = 0; d->back_blk && i < g->n; i++) {
+		if (pages[i]->tier != HOST)
+			continue;
+		const struct dd_note *n = &d->note[pages[i]->slot];
+		if (n->pno != pages[i]->pno || !n->back)
+			continue;
+		for (uint32_t j = 0; j < d->D; j++)
+			__builtin_prefetch(&d->blk[d->back_blk[(uint64_t)pages[i]->slot * d->D + j]], 1);
+	}
+}
+
+/* Under c->mu and dd.mu: the trip's pages by class (g->cls; notes, mode, volume
  * switch, sample): g->pfp[i] a known page's fingerprint. Whether it is
  * the known trip: every selected page PG_KNOWN. */
 static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *pages)
 {
 	const struct eng_dedup *d = &c->dd;
+	classify_prefetch(c, g, pages);
 	uint32_t nother = 0;
 	g->nknown = 0;
 	for (uint32_t i = 0; i < g->n; i++) {

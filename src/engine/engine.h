@@ -737,6 +737,11 @@ int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
  * just copied into host slot s) is coming up (eng_promote); noted for its
  * way back (eng_dd_down). */
 void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s);
+/* Unlocked, dedup on: the lines eng_dd_back_note and eng_gpu_release
+ * will touch for page p (BUSY, the caller's: its uses hold still) and
+ * host slot s, asked for before the caller takes c->mu, so that their
+ * cache misses overlap the lock's wait rather than lengthen its hold. */
+void eng_dd_up_prefetch(const struct vc_cache *c, const struct vc_page *p, uint32_t s);
 /* Unlocked, dedup on: page p (BUSY, the caller's) was just loaded into
  * its host slot; its fingerprint noted (hostfp). O(page) on the host. */
 void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p);

@@ -475,6 +475,8 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	bool bad = false; /* failed its integrity check (no SWAP then: encrypted) */
 	if (r == 0 && !v && eng_integ(c))
 		bad = (r = eng_check(c, p, vc_tier_host(c->host, s), &nonce)) < 0;
+	if (eng_dd(c))
+		eng_dd_up_prefetch(c, p, s);
 	eng_lock(c);
 	if (r < 0) {
 		/* The device failed mid-move: the slots' contents are unknown, so
