@@ -211,6 +211,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	}
 	pt->rate[M_PREFETCH][rep] = bench_quantile(pr, o->prefetches, 0.5);
 	eng_debug_dedup_prof(c, "prefetch");
+	eng_debug_lock_profile(c, "prefetch");
 	struct vc_stats s = stats(c);
 	if (pt->degree) {
 		pt->factor = s.dedup_factor;
@@ -222,6 +223,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	double dt = run_readers(c, o->threads, stripe_main, o->file_pages, 0);
 	pt->rate[M_DEMOTE][rep] = (double)o->file_pages / dt;
 	eng_debug_dedup_prof(c, "demote");
+	eng_debug_lock_profile(c, "demote");
 
 	/* swap: the file back in the GPU tier (what the readers left in the
 	 * host tier stays there), then random GPU hits. */
@@ -232,6 +234,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	double moves = (double)(s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes) / PS;
 	pt->rate[M_SWAP][rep] = moves / dt;
 	eng_debug_dedup_prof(c, "swap, with its prefetch");
+	eng_debug_lock_profile(c, "swap, with its prefetch");
 	if (s1.misses != s0.misses)
 		fprintf(stderr, BENCH_NAME ": warning: %llu misses in the swap run (the file should "
 				"fit the tiers)\n",

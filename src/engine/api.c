@@ -387,7 +387,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	/* VC_MISS_PATH=locked: misses and writes take the engine lock as
 	 * before the lock-free path (for measuring one against the other). */
 	const char *lp = getenv("VC_LOCK_PROFILE");
-	c->lock_prof_ns = lp ? strtoull(lp, NULL, 10) * 1000 : 0;
+	c->lock_prof_ns = lp ? (uint64_t)(strtod(lp, NULL) * 1000) : 0;
 	const char *mp = getenv("VC_MISS_PATH");
 	c->miss_fast = !(mp && strcmp(mp, "locked") == 0);
 	if (r == 0 && c->gt.serve) {
@@ -445,17 +445,19 @@ void eng_lock_profile(struct vc_cache *c, const char *fn, uint64_t ns)
 	}
 }
 
-static void lock_profile_print(const struct vc_cache *c)
+void eng_lock_profile_print(struct vc_cache *c, const char *what)
 {
-	fprintf(stderr, "engine lock: %llu holds; those of %llu us or more, by the function "
+	fprintf(stderr, "engine lock%s%s: %llu holds; those of %.3f us or more, by the function "
 			"that ended them:\n",
-		(unsigned long long)c->lock_holds, (unsigned long long)(c->lock_prof_ns / 1000));
+		what ? ", " : "", what ? what : "", (unsigned long long)c->lock_holds,
+		(double)c->lock_prof_ns / 1e3);
 	for (int i = 0; i < 16 && c->lock_sites[i].fn; i++) {
 		const struct lock_site *s = &c->lock_sites[i];
-		fprintf(stderr, "  %-24s %10llu holds, mean %7.1f us, max %7.1f us\n", s->fn,
-			(unsigned long long)s->n, (double)s->total_ns / 1e3 / (double)s->n,
-			(double)s->max_ns / 1e3);
+		fprintf(stderr, "  %-24s %10llu holds, mean %7.2f us, max %7.1f us, total %8.2f ms\n",
+			s->fn, (unsigned long long)s->n, (double)s->total_ns / 1e3 / (double)s->n,
+			(double)s->max_ns / 1e3, (double)s->total_ns / 1e6);
 	}
+	memset(c->lock_sites, 0, sizeof c->lock_sites);
 }
 
 int vc_close(vc_cache *c)
@@ -469,7 +471,7 @@ int vc_close(vc_cache *c)
 	if (c->lk && c->ndirty)
 		r = vc_flush(c);
 	if (c->lock_prof_ns)
-		lock_profile_print(c);
+		eng_lock_profile_print(c, NULL);
 	/* After the key's deletion no thread's handle is detached at its
 	 * exit: vc_opq_destroy frees them all. */
 	if (c->tls_ok)

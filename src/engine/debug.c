@@ -131,6 +131,15 @@ int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
 	return dd_counters(c, &c->dd.back_in, &c->dd.known_in, back, known);
 }
 
+void eng_debug_lock_profile(vc_cache *c, const char *what)
+{
+	if (!c->lock_prof_ns)
+		return;
+	eng_lock(c);
+	eng_lock_profile_print(c, what);
+	eng_unlock(c);
+}
+
 int eng_debug_dedup_kept(vc_cache *c, uint64_t *back, uint64_t *freed)
 {
 	return dd_counters(c, &c->dd.kept_back, &c->dd.kept_freed, back, freed);

@@ -54,6 +54,11 @@ void eng_debug_dedup_prof(vc_cache *c, const char *what);
  * loaded, or from the blocks they came up from). -EINVAL when dedup is
  * off. */
 int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known);
+/* With VC_LOCK_PROFILE=US in the environment at open: prints the engine
+ * lock's holds of US microseconds or more since the last call (or open),
+ * by the function that ended them, to stderr, labelled `what`, and
+ * starts the counts again. Nothing otherwise. For benchmarks. */
+void eng_debug_lock_profile(vc_cache *c, const char *what);
 /* Kept blocks (GRAM swap, dedup.c): *back, blocks gone back to by
  * reference that had no use left, kept for their pages while up;
  * *freed, kept blocks freed by claims (cleaning, eviction, a shrink)

@@ -255,10 +255,11 @@ struct vc_cache {
 	uint64_t mu_t0;
 	pthread_t mu_owner;
 	uint64_t lock_holds, lock_hist[VC_LOCK_HIST], lock_max_ns;
-	/* VC_LOCK_PROFILE=US (environment, read at open): holds of US
-	 * microseconds or more are counted by the function that ended them,
-	 * and vc_close prints the table to stderr: where the lock's long
-	 * holds come from. */
+	/* VC_LOCK_PROFILE=US (environment, read at open; fractions too,
+	 * 0.001 for every hold): holds of US microseconds or more are
+	 * counted by the function that ended them, and vc_close (or
+	 * eng_debug_lock_profile, for a phase) prints the table to stderr:
+	 * where the lock's time goes. */
 	uint64_t lock_prof_ns;
 	struct lock_site {
 		const char *fn;
@@ -555,6 +556,9 @@ static inline uint32_t bounce_slot(const struct vc_cache *c, const struct tstate
  * "under c->mu" can check it (eng_assert_locked), as LMDB's context
  * asserts do. eng_wait_cv ends a hold while it sleeps. */
 void eng_lock_profile(struct vc_cache *c, const char *fn, uint64_t ns);
+/* Under c->mu or idle (VC_LOCK_PROFILE): prints the holds counted since
+ * the last print, labelled `what` (may be NULL), and starts again. */
+void eng_lock_profile_print(struct vc_cache *c, const char *what);
 
 /* `fn`: the function that ends the hold (for VC_LOCK_PROFILE). */
 static inline void eng_lock_note(struct vc_cache *c, const char *fn)
