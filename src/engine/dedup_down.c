@@ -335,37 +335,6 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	return fresh(c, g, pages, src);
 }
 
-/* Under dd.mu alone, the direct trip's fingerprints in hand: when every
- * selected block went direct (its bytes in its slot, its page BUSY, so no
- * claim moves it) and none matches a stored block or another block of
- * the trip, they enter the table here and the trip is done with the
- * block store: true. Else nothing changed (false), and lookup() runs
- * inside c->mu, whose holders' claims a pin must exclude before the
- * stored block's address is read. So a trip of unique data (a direct
- * volume's blocks share less than 1 in DD_DIRECT_AT) leaves the caller's
- * last hold of c->mu its own work: its m probes and inserts, cold lines
- * of megabyte tables, held the engine lock before (docs/DEDUP.md step
- * 10). O(m) probes, the trip's own table's too. */
-static bool direct_alone(struct vc_cache *c, struct down *g)
-{
-	struct eng_dedup *d = &c->dd;
-	bool clash = d->fp_same || !d->alone;
-	for (uint32_t k = 0; !clash && k < g->m; k++)
-		clash = !g->dir[k];
-	if (clash)
-		return false;
-	lookup_prefetch(d, g->fp, g->m);
-	for (uint32_t k = 0; !clash && k < g->m; k++)
-		clash = dd_tab_find(d, &g->fp[k]) != DD_NIL || trip_leader(d, g, k) != DD_NIL;
-	trip_leaders_clear(d, g, false);
-	memset(g->lead, 0, g->m * sizeof *g->lead);
-	for (uint32_t k = 0; !clash && k < g->m; k++) {
-		d->blk[g->blk[k]].fp = g->fp[k];
-		dd_tab_insert(d, g->blk[k]);
-	}
-	return !clash;
-}
-
 /* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
  * in one device job with the key (device/cmp.h), compacted into g->s.x*:
  * each block's plaintext, read where its move down reads it (src: host
@@ -984,8 +953,7 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
  * hold when nothing matched (unique data: two holds and one device
- * submission, as without dedup), its lookups and table entries made under
- * dd.mu alone before that hold (direct_alone()); else at the third.
+ * submission, as without dedup but for the lookups), else at the third.
  * What the unlocked phases read cannot change under them: the trip's
  * pages are BUSY (nobody else moves, drops, cleans or evicts their
  * blocks), a pinned stored block is not moved, evicted or freed, and the
@@ -1031,25 +999,13 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r == 0)
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
-	dd_lock(d);
-	g->np = g->nu = 0;
-	bool done = r < 0;
-	if (r == 0) {
-		feed(c, g, pages);
-		done = direct_alone(c, g);
-	}
-	if (done) { /* failed, or unique and direct: nothing pinned or placed */
-		if (r < 0)
-			g->m = g->nstage = nsel = 0;
-		counts(c, g, pages);
-		dd_unlock(d);
-		eng_lock(c);
-		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, r);
-	}
-	dd_unlock(d);
 	eng_lock(c);
 	dd_lock(d);
-	r = lookup(c, g, pages, src);
+	g->np = g->nu = 0;
+	if (r == 0) {
+		feed(c, g, pages);
+		r = lookup(c, g, pages, src);
+	}
 	if (r < 0 || (g->np == 0 && g->nu == 0)) {
 		/* Failed (nothing counted: the pages go back; fresh() gave
 		 * back what it took), or nothing matched and nothing staged. */
