@@ -24,8 +24,9 @@
  *   up after), repeated pages the staged one, and a volume switches
  *   between them as its share rate changes (trips()).
  * - Swap: with gpu_hits SWAP, pages that came up unwritten go back down
- *   by reference to their stored blocks; pages written while up do not
- *   (swap_back()).
+ *   by reference to their stored blocks, unique ones to blocks their notes
+ *   kept; pages written while up do not (swap_back()); kept blocks freed
+ *   by a shrink's claims while their pages are up (swap_kept_freed()).
  * - The known trip: at degree 1 the misses' pages go down with the
  *   fingerprints noted as they were loaded (run(), concurrent()), the
  *   collision hook included.
