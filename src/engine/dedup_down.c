@@ -237,19 +237,23 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	return 0;
 }
 
-/* The m lookups' first two loads (a table slot, then its block's
- * fingerprint) miss the caches at tier sizes (the table and the block
- * table are megabytes), each miss waiting for the one before: asked for
- * ahead, a trip's misses overlap (measured on the H100 host: 130 ns a
- * block in the lookup hold, docs/DEDUP.md step 6). Under dd.mu. */
-static void lookup_prefetch(const struct eng_dedup *d, const struct vc_fp_digest *fp, uint32_t m)
+/* The m lookups' loads (a table slot, then its block's fingerprint,
+ * then a match's slot in the log's where[], for the compare's address)
+ * miss the caches at tier sizes (the tables are megabytes), each miss
+ * waiting for the one before: asked for ahead, a trip's misses overlap
+ * (measured on the H100 host: 130 ns a block in the lookup hold,
+ * docs/DEDUP.md step 6). Under dd.mu. */
+static void lookup_prefetch(const struct vc_cache *c, const struct vc_fp_digest *fp, uint32_t m)
 {
+	const struct eng_dedup *d = &c->dd;
 	for (uint32_t k = 0; k < m; k++)
 		__builtin_prefetch(&d->tab[dd_tab_home(d, &fp[k])]);
 	for (uint32_t k = 0; k < m; k++) {
 		const uint32_t o = d->tab[dd_tab_home(d, &fp[k])];
-		if (o != DD_NIL)
-			__builtin_prefetch(&d->blk[o]);
+		if (o == DD_NIL)
+			continue;
+		__builtin_prefetch(&d->blk[o]);
+		vc_ls_where_prefetch(c->gpus[0].ls, o);
 	}
 }
 
@@ -302,7 +306,7 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	struct eng_dedup *d = &c->dd;
 	if (d->fp_same)
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	lookup_prefetch(d, g->fp, g->m);
+	lookup_prefetch(c, g->fp, g->m);
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
@@ -626,7 +630,7 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
-	lookup_prefetch(d, g->fp, g->m);
+	lookup_prefetch(c, g->fp, g->m);
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
 		const uint32_t i = g->sel[k];

@@ -211,9 +211,12 @@ void dd_decide(struct vc_cache *c, struct vc_volume *v)
 		return;
 	uint64_t rd = atomic_load_explicit(&v->dd_reads, memory_order_relaxed);
 	uint64_t wr = atomic_load_explicit(&v->dd_writes, memory_order_relaxed);
-	v->dd_est_factor = eng_est_factor_vol(c, v);
 	v->dd_est_upd = rd + wr ? (double)wr / (double)(rd + wr) : 0;
 	if (c->dd.mode == VC_DEDUP_ADAPTIVE) {
+		/* O(the sample, 8k entries): tens of microseconds under the
+		 * locks, every DD_WINDOW blocks, and only the switch reads it
+		 * (the statistics take the sample's factor, eng_est_factor). */
+		v->dd_est_factor = eng_est_factor_vol(c, v);
 		bool on = v->dd_on;
 		if (on && (v->dd_est_factor < DD_OFF_FACTOR || v->dd_est_upd > DD_OFF_UPD))
 			on = false;

@@ -172,7 +172,8 @@ struct vc_volume {
 	_Atomic bool dd_on;
 	_Atomic uint64_t dd_reads, dd_writes;
 	uint64_t dd_in;                   /* blocks fed to the estimate since its last decision */
-	double dd_est_factor, dd_est_upd; /* the last decision's estimates */
+	/* The last decision's estimates (the factor: adaptive mode only). */
+	double dd_est_factor, dd_est_upd;
 	/* Which trip its blocks take down (dedup.c, trip_rate): direct
 	 * into fresh slots while few recent blocks shared, else staged, or
 	 * the known trip where their fingerprints were noted at load, which

@@ -270,6 +270,11 @@ uint32_t vc_ls_where(const struct vc_ls *ls, uint32_t key)
 	return ls->where[key];
 }
 
+void vc_ls_where_prefetch(const struct vc_ls *ls, uint32_t key)
+{
+	__builtin_prefetch(&ls->where[key]);
+}
+
 /* Slot g of segment sg now holds `key` with `stamp`. */
 static void slot_set(struct vc_ls *ls, struct seg *sg, uint32_t g, uint32_t key, uint64_t stamp)
 {

@@ -91,6 +91,9 @@ uint64_t vc_ls_addr(const struct vc_ls *ls, uint32_t g);
 uint32_t vc_ls_key(const struct vc_ls *ls, uint32_t g);
 /* The slot of a live owner key (< cfg.owners); anything for others. */
 uint32_t vc_ls_where(const struct vc_ls *ls, uint32_t key);
+/* Asks for the line of key's where[] entry ahead of a vc_ls_where (a
+ * hint: nothing read, any key < cfg.owners). */
+void vc_ls_where_prefetch(const struct vc_ls *ls, uint32_t key);
 uint32_t vc_ls_slots_per_seg(const struct vc_ls *ls);
 uint64_t vc_ls_capacity(const struct vc_ls *ls); /* slots */
 uint64_t vc_ls_live_total(const struct vc_ls *ls);
