@@ -175,6 +175,14 @@ static void check_pages(vc_cache *c, const struct dupdata *dd, uint64_t pages)
 	}
 }
 
+/* The profiles asked for in the environment (VC_DD_PROF, VC_LOCK_PROFILE),
+ * printed for the phase just run and started again. */
+static void phase_profiles(vc_cache *c, const char *what)
+{
+	eng_debug_dedup_prof(c, what);
+	eng_debug_lock_profile(c, what);
+}
+
 /* One repetition of one point: its own cache over `path`. */
 static void run_point(const struct opts *o, const char *path, const struct dupdata *dd,
 		      struct point *pt, int rep, char *desc, size_t desclen)
@@ -210,8 +218,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 		pr[k] = (double)o->file_pages / (bench_now_s() - t0);
 	}
 	pt->rate[M_PREFETCH][rep] = bench_quantile(pr, o->prefetches, 0.5);
-	eng_debug_dedup_prof(c, "prefetch");
-	eng_debug_lock_profile(c, "prefetch");
+	phase_profiles(c, "prefetch");
 	struct vc_stats s = stats(c);
 	if (pt->degree) {
 		pt->factor = s.dedup_factor;
@@ -222,8 +229,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	BENCH_OK(vc_drop(c, 0, 0, 0));
 	double dt = run_readers(c, o->threads, stripe_main, o->file_pages, 0);
 	pt->rate[M_DEMOTE][rep] = (double)o->file_pages / dt;
-	eng_debug_dedup_prof(c, "demote");
-	eng_debug_lock_profile(c, "demote");
+	phase_profiles(c, "demote");
 
 	/* swap: the file back in the GPU tier (what the readers left in the
 	 * host tier stays there), then random GPU hits. */
@@ -233,8 +239,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	struct vc_stats s1 = stats(c);
 	double moves = (double)(s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes) / PS;
 	pt->rate[M_SWAP][rep] = moves / dt;
-	eng_debug_dedup_prof(c, "swap, with its prefetch");
-	eng_debug_lock_profile(c, "swap, with its prefetch");
+	phase_profiles(c, "swap, with its prefetch");
 	if (s1.misses != s0.misses)
 		fprintf(stderr, BENCH_NAME ": warning: %llu misses in the swap run (the file should "
 				"fit the tiers)\n",

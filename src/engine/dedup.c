@@ -167,10 +167,11 @@ void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 		d->kept--; /* a kept block in use again */
 }
 
-void dd_blk_free(struct vc_cache *c, uint32_t b)
+void dd_blk_free(struct vc_cache *c, uint32_t b, bool slotted)
 {
 	struct eng_dedup *d = &c->dd;
-	vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
+	if (slotted)
+		vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 	d->blk[b].tweak = 0; /* serials start at 1: no note names it now */
 	d->free_ids[d->nfree++] = b;
 }
@@ -184,14 +185,8 @@ static void blk_gone(struct vc_cache *c, uint32_t b, bool slotted)
 	struct eng_blk *k = &d->blk[b];
 	if (k->indexed)
 		tab_remove(d, b);
-	if (k->pins > 0)
-		return;
-	if (slotted) {
-		dd_blk_free(c, b);
-	} else {
-		k->tweak = 0;
-		d->free_ids[d->nfree++] = b;
-	}
+	if (k->pins == 0)
+		dd_blk_free(c, b, slotted);
 }
 
 /* Under c->mu and dd.mu: a note lets go of its keep on block b, serial
@@ -217,7 +212,6 @@ void dd_note_unkeep(struct vc_cache *c, uint32_t s)
 		blk_unkeep(c, d->back_blk[x], d->back_tw[x]);
 	}
 }
-
 
 /* Unlinks use u; a block left with no use and no keep dies: out of the
  * table, its slot orphaned (if it has one: `slotted`), its id free. */

@@ -29,8 +29,9 @@ void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted);
 void dd_use_place(struct eng_dedup *d, uint64_t u, uint32_t b);
 void dd_use_unplace(struct vc_cache *c, uint64_t u);
 /* Under c->mu and dd.mu: a block with no use, keep or pin left: its slot
- * orphaned, its serial cleared, its id free. */
-void dd_blk_free(struct vc_cache *c, uint32_t b);
+ * orphaned (if it was placed: `slotted`), its serial cleared, its id
+ * free. */
+void dd_blk_free(struct vc_cache *c, uint32_t b, bool slotted);
 /* Under c->mu and dd.mu: the note of host slot s lets go of the keeps it
  * holds (dd_note.keep), if any; a block left with no use and no keep
  * dies. */

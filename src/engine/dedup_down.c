@@ -60,7 +60,7 @@ static void blk_unpin(struct vc_cache *c, uint32_t b)
 	struct eng_dedup *d = &c->dd;
 	if (--d->blk[b].pins > 0 || dd_blk_live(&d->blk[b]))
 		return;
-	dd_blk_free(c, b);
+	dd_blk_free(c, b, true);
 }
 
 /* Under dd.mu (alone or inside c->mu): blk_unpin, but a last unpin that
