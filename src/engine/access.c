@@ -610,6 +610,7 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 			return r;
 		done += k;
 	}
+	eng_demote_ahead(c);
 	return (ssize_t)len;
 }
 
@@ -663,6 +664,7 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 		release_write(c, t, p, wb, wb ? 0 : k);
 		done += k;
 	}
+	eng_demote_ahead(c);
 	return (ssize_t)len;
 }
 

@@ -370,6 +370,15 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	 * (every device reaches it at the same address). */
 	if (r == 0)
 		r = vc_tier_open(c->gpus[0].dev, HOST, host_pages, c->page_size, &c->host);
+	/* The demoters' batches' worth, at most a sixteenth of the tier (a
+	 * small tier keeps its pages instead); VC_HOST_RESERVE=N for
+	 * measuring, 0 for none (eng_demote_ahead). */
+	const uint64_t resv = c->demoters_max * c->demote_batch < host_pages / 16
+				      ? c->demoters_max * c->demote_batch
+				      : host_pages / 16;
+	c->host_reserve = cfg.gpu_bytes ? vc_env_u32("VC_HOST_RESERVE", (uint32_t)resv, 0,
+						     (uint32_t)(host_pages / 2 < UINT32_MAX ? host_pages / 2 : UINT32_MAX))
+					: 0;
 	const uint32_t owners = (uint32_t)(c->dd.mode ? cfg.gpu_bytes / move_size(c)
 						      : host_pages + (cfg.gpu_bytes >> c->pshift));
 	for (uint32_t i = 0; r == 0 && i < nparts; i++) {

@@ -247,9 +247,13 @@ struct vc_cache {
 	uint64_t ndirty;
 	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
 	_Atomic uint32_t pw_waiters[PW_BUCKETS];
-	uint32_t demoters;     /* demotion batches in flight (moves.c) */
+	/* Demotion batches in flight (moves.c): changed under mu, read
+	 * without it by eng_demote_ahead as a hint. */
+	_Atomic uint32_t demoters;
 	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS, for measuring) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
+	uint32_t host_reserve; /* free host slots demotions keep ahead; set at open */
+	_Atomic uint64_t ahead_after; /* ... not before this (vc_now_ns; moves.c) */
 	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
 	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */
@@ -655,6 +659,9 @@ void eng_fail_parts(struct vc_cache *c, const int *perr);
 int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host);
 int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
+/* Unlocked, holding nothing: tops up the free host slots to c->host_reserve
+ * (moves.c). */
+void eng_demote_ahead(struct vc_cache *c);
 int eng_promote(struct vc_cache *c, struct vc_page *p);
 
 /* --- seal.c: the integrity mode (VC_ENCRYPT_XTS_GMAC) ---

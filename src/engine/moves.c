@@ -430,6 +430,44 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 	}
 }
 
+#define AHEAD_BACKOFF_NS 1000000ull
+
+static uint64_t host_free(const struct vc_cache *c)
+{
+	return vc_tier_capacity(c->host) - vc_tier_used(c->host);
+}
+
+/* A miss that finds no free host slot waits for a demotion's round trip
+ * (its own, or one in flight), and while it does it takes c->mu, with
+ * the others that found none. So demotions run ahead of the misses: a
+ * thread whose access left fewer than c->host_reserve free slots (the
+ * misses of demoters_max batches' round trips) starts one more batch
+ * when fewer than demoters_max are in flight, after its own access, and
+ * the misses meanwhile take the reserve, lock-free (acquire_fast). Costs
+ * the thread that starts it a batch's round trip, as a miss that runs
+ * out does, and the host tier up to host_reserve + demoters_max x
+ * demote_batch pages of capacity. Unlocked, holding no page: the batch
+ * may wait for GPU-tier room (demote_room). Its errors are left to the
+ * misses that meet them (a batch that failed left its victims where
+ * they were). */
+void eng_demote_ahead(struct vc_cache *c)
+{
+	if (host_free(c) >= c->host_reserve ||
+	    atomic_load_explicit(&c->demoters, memory_order_relaxed) >= c->demoters_max ||
+	    vc_now_ns() < atomic_load_explicit(&c->ahead_after, memory_order_relaxed))
+		return;
+	eng_lock(c);
+	int r = 0;
+	if (host_free(c) < c->host_reserve && c->demoters < c->demoters_max)
+		r = eng_gpu_usable(c) ? demote_batch(c) : -ENODEV;
+	/* No GPU tier to take victims, or no victim now: the reserve waits
+	 * AHEAD_BACKOFF_NS, so that accesses do not each take c->mu for it. */
+	if (r < 0)
+		atomic_store_explicit(&c->ahead_after, vc_now_ns() + AHEAD_BACKOFF_NS,
+				      memory_order_relaxed);
+	eng_unlock(c);
+}
+
 /* Brings a GPU-tier page (not busy) to the host tier: 0, -EAGAIN (wait
  * and look again), 1 (look again now: encryption made room first), or
  * -errno. */
