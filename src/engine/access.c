@@ -46,6 +46,12 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 	atomic_fetch_sub(count, 1);
 }
 
+/* Sleeps on cv (c->mu), at most WAIT_GUARD_NS, counted in *count. */
+void eng_wait_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count)
+{
+	sleep_on(c, cv, count, NULL, 0);
+}
+
 /* Waits for a resource (a free slot, staging page, log space, victim). */
 void eng_wait_cv(struct vc_cache *c)
 {

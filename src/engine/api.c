@@ -322,6 +322,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	pthread_mutexattr_destroy(&ma);
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
+	vc_cond_init_monotonic(&c->dm_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		vc_cond_init_monotonic(&c->pw_cv[b]);
 	c->page_size = cfg.page_size;
@@ -432,6 +433,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		vc_close(c);
 		return r;
 	}
+	eng_demoters_start(c);
 	*out = c;
 	return 0;
 }
@@ -474,6 +476,7 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
+	eng_demoters_stop(c);
 	for (uint32_t i = 0; i < c->ngpus; i++)
 		if (c->gpus[i].ls)
 			eng_gpu_resize_fini(c, &c->gpus[i]); /* a shrink's drops, still running */
@@ -517,6 +520,7 @@ int vc_close(vc_cache *c)
 			vol_free(c->vols[i]);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->slot_cv);
+	pthread_cond_destroy(&c->dm_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		pthread_cond_destroy(&c->pw_cv[b]);
 	pthread_mutex_destroy(&c->mu);
