@@ -46,12 +46,6 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 	atomic_fetch_sub(count, 1);
 }
 
-/* Sleeps on cv (c->mu), at most WAIT_GUARD_NS, counted in *count. */
-void eng_wait_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count)
-{
-	sleep_on(c, cv, count, NULL, 0);
-}
-
 /* Waits for a resource (a free slot, staging page, log space, victim). */
 void eng_wait_cv(struct vc_cache *c)
 {
@@ -616,7 +610,6 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 			return r;
 		done += k;
 	}
-	eng_demote_ahead(c);
 	return (ssize_t)len;
 }
 
@@ -670,7 +663,6 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 		release_write(c, t, p, wb, wb ? 0 : k);
 		done += k;
 	}
-	eng_demote_ahead(c);
 	return (ssize_t)len;
 }
 

@@ -322,7 +322,6 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	pthread_mutexattr_destroy(&ma);
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
-	vc_cond_init_monotonic(&c->dm_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		vc_cond_init_monotonic(&c->pw_cv[b]);
 	c->page_size = cfg.page_size;
@@ -371,15 +370,6 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	 * (every device reaches it at the same address). */
 	if (r == 0)
 		r = vc_tier_open(c->gpus[0].dev, HOST, host_pages, c->page_size, &c->host);
-	/* The demoters' batches' worth, at most a sixteenth of the tier (a
-	 * small tier keeps its pages instead); VC_HOST_RESERVE=N for
-	 * measuring, 0 for none (eng_demote_ahead). */
-	const uint64_t resv = c->demoters_max * c->demote_batch < host_pages / 16
-				      ? c->demoters_max * c->demote_batch
-				      : host_pages / 16;
-	c->host_reserve = cfg.gpu_bytes ? vc_env_u32("VC_HOST_RESERVE", (uint32_t)resv, 0,
-						     (uint32_t)(host_pages / 2 < UINT32_MAX ? host_pages / 2 : UINT32_MAX))
-					: 0;
 	const uint32_t owners = (uint32_t)(c->dd.mode ? cfg.gpu_bytes / move_size(c)
 						      : host_pages + (cfg.gpu_bytes >> c->pshift));
 	for (uint32_t i = 0; r == 0 && i < nparts; i++) {
@@ -433,7 +423,6 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		vc_close(c);
 		return r;
 	}
-	eng_demoters_start(c);
 	*out = c;
 	return 0;
 }
@@ -476,7 +465,6 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
-	eng_demoters_stop(c);
 	for (uint32_t i = 0; i < c->ngpus; i++)
 		if (c->gpus[i].ls)
 			eng_gpu_resize_fini(c, &c->gpus[i]); /* a shrink's drops, still running */
@@ -520,7 +508,6 @@ int vc_close(vc_cache *c)
 			vol_free(c->vols[i]);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->slot_cv);
-	pthread_cond_destroy(&c->dm_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		pthread_cond_destroy(&c->pw_cv[b]);
 	pthread_mutex_destroy(&c->mu);

@@ -339,32 +339,6 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	return fresh(c, g, pages, src);
 }
 
-/* Under dd.mu alone, the direct trip's fingerprints in hand: when every
- * selected block went direct (its bytes in its slot, its page BUSY, so no
- * claim moves it) and none matches a stored block or another block of
- * the trip, they enter the table here and the trip is done with the
- * block store: true. Else nothing changed (false), and lookup() runs
- * inside c->mu. O(m) probes. */
-static bool direct_alone(struct vc_cache *c, struct down *g)
-{
-	struct eng_dedup *d = &c->dd;
-	bool clash = d->fp_same || !d->alone;
-	for (uint32_t k = 0; !clash && k < g->m; k++)
-		clash = !g->dir[k];
-	if (clash)
-		return false;
-	lookup_prefetch(c, g->fp, g->m);
-	for (uint32_t k = 0; !clash && k < g->m; k++)
-		clash = dd_tab_find(d, &g->fp[k]) != DD_NIL || trip_leader(d, g, k) != DD_NIL;
-	trip_leaders_clear(d, g, false);
-	memset(g->lead, 0, g->m * sizeof *g->lead);
-	for (uint32_t k = 0; !clash && k < g->m; k++) {
-		d->blk[g->blk[k]].fp = g->fp[k];
-		dd_tab_insert(d, g->blk[k]);
-	}
-	return !clash;
-}
-
 /* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
  * in one device job with the key (device/cmp.h), compacted into g->s.x*:
  * each block's plaintext, read where its move down reads it (src: host
@@ -1029,25 +1003,13 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r == 0)
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
-	dd_lock(d);
-	g->np = g->nu = 0;
-	bool done = r < 0;
-	if (r == 0) {
-		feed(c, g, pages);
-		done = direct_alone(c, g);
-	}
-	if (done) { /* failed, or unique and direct: nothing pinned or placed */
-		if (r < 0)
-			g->m = g->nstage = nsel = 0;
-		counts(c, g, pages);
-		dd_unlock(d);
-		eng_lock(c);
-		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, r);
-	}
-	dd_unlock(d);
 	eng_lock(c);
 	dd_lock(d);
-	r = lookup(c, g, pages, src);
+	g->np = g->nu = 0;
+	if (r == 0) {
+		feed(c, g, pages);
+		r = lookup(c, g, pages, src);
+	}
 	if (r < 0 || (g->np == 0 && g->nu == 0)) {
 		/* Failed (nothing counted: the pages go back; fresh() gave
 		 * back what it took), or nothing matched and nothing staged. */

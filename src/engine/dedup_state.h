@@ -130,9 +130,6 @@ struct eng_dedup {
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
-	/* The direct trip's lookups under dd.mu alone when the trip is
-	 * unique (direct_alone; VC_DD_ALONE=1, experimental). */
-	bool alone;
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */

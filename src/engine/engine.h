@@ -247,20 +247,9 @@ struct vc_cache {
 	uint64_t ndirty;
 	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
 	_Atomic uint32_t pw_waiters[PW_BUCKETS];
-	/* Demotion batches in flight (moves.c): changed under mu, read
-	 * without it by eng_demote_ahead as a hint. */
-	_Atomic uint32_t demoters;
+	uint32_t demoters;     /* demotion batches in flight (moves.c) */
 	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS, for measuring) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
-	uint32_t host_reserve; /* free host slots demotions keep ahead; set at open */
-	_Atomic uint64_t ahead_after; /* ... not before this (vc_now_ns; moves.c) */
-	/* Threads that keep the reserve (VC_DEMOTE_THREADS; moves.c): they
-	 * sleep on dm_cv (c->mu) while dm_idle counts them. */
-	pthread_t dm_th[4];
-	uint32_t dm_n;
-	_Atomic bool dm_stop;
-	_Atomic uint32_t dm_idle;
-	pthread_cond_t dm_cv;
 	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
 	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */
@@ -628,7 +617,6 @@ static inline void eng_lock_pause(struct vc_cache *c)
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);
 void eng_wait_slot(struct vc_cache *c);
-void eng_wait_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count);
 void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen);
 void eng_wake(struct vc_cache *c);
 void eng_wake_nolock(struct vc_cache *c, uint64_t pno);
@@ -667,12 +655,6 @@ void eng_fail_parts(struct vc_cache *c, const int *perr);
 int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host);
 int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
-/* Unlocked, holding nothing: tops up the free host slots to c->host_reserve
- * (moves.c). */
-void eng_demote_ahead(struct vc_cache *c);
-/* At open, after everything else; at close, before anything else. */
-int eng_demoters_start(struct vc_cache *c);
-void eng_demoters_stop(struct vc_cache *c);
 int eng_promote(struct vc_cache *c, struct vc_page *p);
 
 /* --- seal.c: the integrity mode (VC_ENCRYPT_XTS_GMAC) ---

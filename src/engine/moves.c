@@ -9,7 +9,6 @@
  *
  * All under c->mu, which they drop while data moves (the pages BUSY).
  */
-#include "base/env.h"
 #include "engine/engine.h"
 
 bool eng_unevictable(const struct vc_pnode *n, void *arg)
@@ -429,85 +428,6 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 		else if (r < 0)
 			return r;
 	}
-}
-
-#define AHEAD_BACKOFF_NS 1000000ull
-
-static uint64_t host_free(const struct vc_cache *c)
-{
-	return vc_tier_capacity(c->host) - vc_tier_used(c->host);
-}
-
-/* A miss that finds no free host slot waits for a demotion's round trip
- * (its own, or one in flight), and while it does it takes c->mu, with
- * the others that found none. So demotions run ahead of the misses: a
- * thread whose access left fewer than c->host_reserve free slots (the
- * misses of demoters_max batches' round trips) starts one more batch
- * when fewer than demoters_max are in flight, after its own access, and
- * the misses meanwhile take the reserve, lock-free (acquire_fast). Costs
- * the thread that starts it a batch's round trip, as a miss that runs
- * out does, and the host tier up to host_reserve + demoters_max x
- * demote_batch pages of capacity. Unlocked, holding no page: the batch
- * may wait for GPU-tier room (demote_room). Its errors are left to the
- * misses that meet them (a batch that failed left its victims where
- * they were). */
-void eng_demote_ahead(struct vc_cache *c)
-{
-	if (c->dm_n) {
-		/* A lost signal (the thread just past its check) costs the
-		 * thread's timed sleep at most. */
-		if (host_free(c) < c->host_reserve && atomic_load_explicit(&c->dm_idle, memory_order_relaxed))
-			pthread_cond_signal(&c->dm_cv);
-		return;
-	}
-	if (host_free(c) >= c->host_reserve ||
-	    atomic_load_explicit(&c->demoters, memory_order_relaxed) >= c->demoters_max ||
-	    vc_now_ns() < atomic_load_explicit(&c->ahead_after, memory_order_relaxed))
-		return;
-	eng_lock(c);
-	int r = 0;
-	if (host_free(c) < c->host_reserve && c->demoters < c->demoters_max)
-		r = eng_gpu_usable(c) ? demote_batch(c) : -ENODEV;
-	/* No GPU tier to take victims, or no victim now: the reserve waits
-	 * AHEAD_BACKOFF_NS, so that accesses do not each take c->mu for it. */
-	if (r < 0)
-		atomic_store_explicit(&c->ahead_after, vc_now_ns() + AHEAD_BACKOFF_NS,
-				      memory_order_relaxed);
-	eng_unlock(c);
-}
-
-static void *demoter_main(void *arg)
-{
-	struct vc_cache *c = arg;
-	eng_lock(c);
-	while (!atomic_load(&c->dm_stop)) {
-		if (host_free(c) < c->host_reserve && c->demoters < c->demoters_max && eng_gpu_usable(c) &&
-		    demote_batch(c) == 0)
-			continue;
-		eng_wait_on(c, &c->dm_cv, &c->dm_idle);
-	}
-	eng_unlock(c);
-	return NULL;
-}
-
-int eng_demoters_start(struct vc_cache *c)
-{
-	uint32_t n = c->host_reserve ? vc_env_u32("VC_DEMOTE_THREADS", 0, 0, 4) : 0;
-	for (c->dm_n = 0; c->dm_n < n; c->dm_n++)
-		if (pthread_create(&c->dm_th[c->dm_n], NULL, demoter_main, c) != 0)
-			break;
-	return 0;
-}
-
-void eng_demoters_stop(struct vc_cache *c)
-{
-	atomic_store(&c->dm_stop, true);
-	eng_lock(c);
-	pthread_cond_broadcast(&c->dm_cv);
-	eng_unlock(c);
-	for (uint32_t i = 0; i < c->dm_n; i++)
-		pthread_join(c->dm_th[i], NULL);
-	c->dm_n = 0;
 }
 
 /* Brings a GPU-tier page (not busy) to the host tier: 0, -EAGAIN (wait
