@@ -77,6 +77,7 @@ struct dd_est;
 struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
 	pthread_mutex_t mu; /* the block store (above); mu_ok: initialized */
+	pthread_t mu_owner; /* its holder (VC_DEBUG_LOCKS builds) */
 	bool mu_ok;
 	uint32_t D, bsize; /* blocks per page, bytes per block */
 	uint32_t algo;     /* enum vc_fp_algo */
@@ -130,6 +131,13 @@ struct eng_dedup {
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
+	/* The direct trip's lookups under dd.mu alone when the trip is
+	 * unique (direct_alone; VC_DD_ALONE=0: inside c->mu), and a trip's
+	 * first hold without dd.mu where its pages' notes allow
+	 * (notes_need_dd; VC_DD_FIRST=0: dd.mu always). For measuring. */
+	bool alone, first_alone;
+	uint64_t first_bare; /* trips whose first hold took no dd.mu (c->mu's) */
+	uint64_t alone_in;   /* trips whose lookups ran under dd.mu alone (dd.mu's) */
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
@@ -148,15 +156,30 @@ struct eng_dedup {
 	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
 
-/* The block store's lock (above: inside c->mu where both are held). */
+/* The block store's lock (above: inside c->mu where both are held).
+ * Sanitizer builds (VC_DEBUG_LOCKS) record its holder, so that what needs
+ * it can check (dd_assert_locked), as eng_assert_locked does c->mu. */
 static inline void dd_lock(struct eng_dedup *d)
 {
 	pthread_mutex_lock(&d->mu);
+#ifdef VC_DEBUG_LOCKS
+	d->mu_owner = pthread_self();
+#endif
 }
 
 static inline void dd_unlock(struct eng_dedup *d)
 {
+#ifdef VC_DEBUG_LOCKS
+	d->mu_owner = (pthread_t)0;
+#endif
 	pthread_mutex_unlock(&d->mu);
 }
+
+#ifdef VC_DEBUG_LOCKS
+#include "base/lockcheck.h"
+#define dd_assert_locked(d) VC_LOCK_HELD((d)->mu_owner, "dd.mu")
+#else
+#define dd_assert_locked(d) ((void)(d))
+#endif
 
 #endif

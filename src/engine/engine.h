@@ -608,8 +608,8 @@ static inline void eng_lock_pause(struct vc_cache *c)
 }
 
 #ifdef VC_DEBUG_LOCKS
-#include <assert.h>
-#define eng_assert_locked(c) assert(pthread_equal((c)->mu_owner, pthread_self()))
+#include "base/lockcheck.h"
+#define eng_assert_locked(c) VC_LOCK_HELD((c)->mu_owner, "c->mu")
 #else
 #define eng_assert_locked(c) ((void)(c))
 #endif
