@@ -46,12 +46,6 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 	atomic_fetch_sub(count, 1);
 }
 
-/* Sleeps on cv (c->mu), at most WAIT_GUARD_NS, counted in *count. */
-void eng_wait_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count)
-{
-	sleep_on(c, cv, count, NULL, 0);
-}
-
 /* Waits for a resource (a free slot, staging page, log space, victim). */
 void eng_wait_cv(struct vc_cache *c)
 {
@@ -223,7 +217,6 @@ static int acquire_fast(struct vc_cache *c, struct tstate *t, uint64_t pno, int 
 	uint32_t s;
 	if (vc_tier_alloc(c->host, &s) < 0)
 		return -EAGAIN;
-	eng_host_slot_taken(c);
 	int r = vc_index_insert(&c->ix, pno, HOST, s, VC_ST_BUSY, &p);
 	if (r < 0) {
 		vc_tier_free(c->host, s);

@@ -322,7 +322,6 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	pthread_mutexattr_destroy(&ma);
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
-	vc_cond_init_monotonic(&c->dm_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		vc_cond_init_monotonic(&c->pw_cv[b]);
 	c->page_size = cfg.page_size;
@@ -338,7 +337,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 			    (cfg.gpu_dirty == VC_GPU_DIRTY_AUTO && nparts > 1));
 	c->ngpus = nparts;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
-	c->demoters_max = vc_env_u32("VC_DEMOTERS", 4, 1, VC_DEMOTERS_MAX);
+	c->demoters_max = vc_env_u32("VC_DEMOTERS", 4, 1, 16);
 	const bool prof = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	for (uint32_t i = 0; i < nparts; i++) {
 		struct vc_gpu *g = &c->gpus[i];
@@ -371,17 +370,6 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	 * (every device reaches it at the same address). */
 	if (r == 0)
 		r = vc_tier_open(c->gpus[0].dev, HOST, host_pages, c->page_size, &c->host);
-	/* Two rounds of the demoters' batches, at most a sixteenth of the
-	 * tier; none below 64 batches (a small tier keeps its pages: its
-	 * contents are the policy's exactly, as `sim` models them) or
-	 * without a GPU tier. VC_HOST_RESERVE=N for measuring (moves.c). */
-	uint64_t resv = 2ull * c->demoters_max * c->demote_batch;
-	if (host_pages / 16 < resv)
-		resv = host_pages / 16;
-	if (!cfg.gpu_bytes || host_pages < 64ull * c->demote_batch)
-		resv = 0;
-	c->host_reserve = vc_env_u32("VC_HOST_RESERVE", (uint32_t)resv, 0,
-				     (uint32_t)(host_pages / 2 < UINT32_MAX ? host_pages / 2 : UINT32_MAX));
 	const uint32_t owners = (uint32_t)(c->dd.mode ? cfg.gpu_bytes / move_size(c)
 						      : host_pages + (cfg.gpu_bytes >> c->pshift));
 	for (uint32_t i = 0; r == 0 && i < nparts; i++) {
@@ -435,7 +423,6 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		vc_close(c);
 		return r;
 	}
-	eng_demoters_start(c);
 	*out = c;
 	return 0;
 }
@@ -478,7 +465,6 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
-	eng_demoters_stop(c);
 	for (uint32_t i = 0; i < c->ngpus; i++)
 		if (c->gpus[i].ls)
 			eng_gpu_resize_fini(c, &c->gpus[i]); /* a shrink's drops, still running */
@@ -522,7 +508,6 @@ int vc_close(vc_cache *c)
 			vol_free(c->vols[i]);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->slot_cv);
-	pthread_cond_destroy(&c->dm_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)
 		pthread_cond_destroy(&c->pw_cv[b]);
 	pthread_mutex_destroy(&c->mu);

@@ -148,8 +148,6 @@
 /* Handles for threads' policy-update queues; threads past this many take
  * the lock for their hits. */
 #define MAX_QUEUE_THREADS 128
-/* Demotion batches in flight at most (VC_DEMOTERS), and demoter threads. */
-#define VC_DEMOTERS_MAX 16
 
 struct vc_volume {
 	struct vc_cache *c;
@@ -252,15 +250,6 @@ struct vc_cache {
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
 	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS, for measuring) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
-	/* The demoters (moves.c): dm_n threads that keep host_reserve host
-	 * slots free (set at open), sleeping on dm_cv (under mu) while
-	 * dm_idle counts them; dm_stop ends them (vc_close). */
-	uint32_t host_reserve;
-	pthread_t dm_th[VC_DEMOTERS_MAX];
-	uint32_t dm_n;
-	_Atomic bool dm_stop;
-	_Atomic uint32_t dm_idle;
-	pthread_cond_t dm_cv;
 	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
 	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */
@@ -628,7 +617,6 @@ static inline void eng_lock_pause(struct vc_cache *c)
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);
 void eng_wait_slot(struct vc_cache *c);
-void eng_wait_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *count);
 void eng_wait_page(struct vc_cache *c, struct vc_page *p, uint64_t seen);
 void eng_wake(struct vc_cache *c);
 void eng_wake_nolock(struct vc_cache *c, uint64_t pno);
@@ -667,12 +655,6 @@ void eng_fail_parts(struct vc_cache *c, const int *perr);
 int eng_move_up(struct vc_cache *c, const struct vc_page *p, uint64_t host);
 int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf);
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s);
-/* Lock-free: after a host slot was taken, wakes a demoter if the free
- * slots fell below the reserve (moves.c). */
-void eng_host_slot_taken(struct vc_cache *c);
-/* At open, last; at close, first (moves.c). */
-void eng_demoters_start(struct vc_cache *c);
-void eng_demoters_stop(struct vc_cache *c);
 int eng_promote(struct vc_cache *c, struct vc_page *p);
 
 /* --- seal.c: the integrity mode (VC_ENCRYPT_XTS_GMAC) ---

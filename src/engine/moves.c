@@ -9,7 +9,6 @@
  *
  * All under c->mu, which they drop while data moves (the pages BUSY).
  */
-#include "base/env.h"
 #include "engine/engine.h"
 
 bool eng_unevictable(const struct vc_pnode *n, void *arg)
@@ -409,10 +408,8 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 {
 	eng_assert_locked(c);
 	for (;;) {
-		if (vc_tier_alloc(c->host, s) == 0) {
-			eng_host_slot_taken(c);
+		if (vc_tier_alloc(c->host, s) == 0)
 			return 0;
-		}
 		int r;
 		if (!eng_gpu_usable(c))
 			r = drop_host_one(c);
@@ -433,76 +430,6 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 	}
 }
 
-/* --- the demoters ---------------------------------------------------- */
-
-/* A miss that finds no free host slot waits for a demotion's round trip
- * (its own, or one in flight), and takes c->mu with the others that found
- * none: a queue of readers on the engine lock, each demotion paced by a
- * reader. So dm_n threads (demoters_max, VC_DEMOTE_THREADS) demote ahead
- * of the misses: woken when an access leaves fewer than host_reserve free
- * slots, each runs one batch at a time (demote_batch) while the free
- * slots stay below it, and the misses meanwhile take the reserve without
- * the lock (acquire_fast). A miss that still finds none demotes itself,
- * as before. Costs: the host tier's capacity by up to the reserve plus a
- * round of batches, and a thread a part of the time per batch of
- * demote_batch misses. Measured on the H200 (docs/DEDUP.md step 11). */
-
-static uint64_t host_free(const struct vc_cache *c)
-{
-	return vc_tier_capacity(c->host) - vc_tier_used(c->host);
-}
-
-void eng_host_slot_taken(struct vc_cache *c)
-{
-	/* A signal lost to a demoter between its check and its sleep costs
-	 * the sleep's guard (WAIT_GUARD_NS) at most. */
-	if (c->dm_n && atomic_load_explicit(&c->dm_idle, memory_order_relaxed) &&
-	    host_free(c) < c->host_reserve)
-		pthread_cond_signal(&c->dm_cv);
-}
-
-static void *demoter_main(void *arg)
-{
-	struct vc_cache *c = arg;
-	eng_lock(c);
-	while (!atomic_load(&c->dm_stop)) {
-		/* demote_batch: 0 when pages went down (or a part failed: the
-		 * others are tried next); no victim, no room or an error: the
-		 * thread sleeps, and the misses meet what remains. */
-		if (host_free(c) < c->host_reserve && c->demoters < c->demoters_max &&
-		    eng_gpu_usable(c) && demote_batch(c) == 0)
-			continue;
-		eng_wait_on(c, &c->dm_cv, &c->dm_idle);
-	}
-	eng_unlock(c);
-	return NULL;
-}
-
-void eng_demoters_start(struct vc_cache *c)
-{
-	uint32_t n = c->host_reserve ? vc_env_u32("VC_DEMOTE_THREADS", c->demoters_max, 0,
-						  VC_DEMOTERS_MAX)
-				     : 0;
-	/* Fewer threads than asked (pthread_create failed) only demote less
-	 * ahead: the misses still demote for themselves. */
-	for (c->dm_n = 0; c->dm_n < n; c->dm_n++)
-		if (pthread_create(&c->dm_th[c->dm_n], NULL, demoter_main, c) != 0)
-			break;
-}
-
-void eng_demoters_stop(struct vc_cache *c)
-{
-	if (!c->dm_n)
-		return;
-	atomic_store(&c->dm_stop, true);
-	eng_lock(c);
-	pthread_cond_broadcast(&c->dm_cv);
-	eng_unlock(c);
-	for (uint32_t i = 0; i < c->dm_n; i++)
-		pthread_join(c->dm_th[i], NULL);
-	c->dm_n = 0;
-}
-
 /* Brings a GPU-tier page (not busy) to the host tier: 0, -EAGAIN (wait
  * and look again), 1 (look again now: encryption made room first), or
  * -errno. */
@@ -514,8 +441,6 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	if (!vc_page_claim(p, VC_ST_BUSY, 0))
 		return -EAGAIN; /* a reader is copying it out in place */
 	const bool slot_free = vc_tier_alloc(c->host, &s) == 0;
-	if (slot_free)
-		eng_host_slot_taken(c);
 	if (!slot_free && (c->gt.cipher || eng_dd(c) || c->gt.clean_down || c->ngpus > 1)) {
 		/* No SWAP under encryption: the victim's plaintext would go
 		 * down and p's ciphertext up in one move, two tweaks in one
