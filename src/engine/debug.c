@@ -131,19 +131,6 @@ int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
 	return dd_counters(c, &c->dd.back_in, &c->dd.known_in, back, known);
 }
 
-int eng_debug_dedup_bare(vc_cache *c, uint64_t *bare, uint64_t *alone)
-{
-	if (!eng_dd(c))
-		return vc_err(-EINVAL, "dedup is off");
-	eng_lock(c);
-	dd_lock(&c->dd);
-	*bare = c->dd.first_bare;
-	*alone = c->dd.alone_in;
-	dd_unlock(&c->dd);
-	eng_unlock(c);
-	return 0;
-}
-
 void eng_debug_lock_profile(vc_cache *c, const char *what)
 {
 	if (!c->lock_prof_ns)

@@ -59,10 +59,6 @@ int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known);
  * by the function that ended them, to stderr, labelled `what`, and
  * starts the counts again. Nothing otherwise. For benchmarks. */
 void eng_debug_lock_profile(vc_cache *c, const char *what);
-/* Trips down whose first hold took no dd.mu (*bare: no page's note named
- * or kept blocks) and trips whose lookups ran under dd.mu alone (*alone:
- * unique and direct; dedup_down.c). -EINVAL when dedup is off. */
-int eng_debug_dedup_bare(vc_cache *c, uint64_t *bare, uint64_t *alone);
 /* Kept blocks (GRAM swap, dedup.c): *back, blocks gone back to by
  * reference that had no use left, kept for their pages while up;
  * *freed, kept blocks freed by claims (cleaning, eviction, a shrink)

@@ -11,17 +11,10 @@
  * Locks (engine.h): the block store is dd.mu's, the page counts and
  * promises c->mu's, c->mu first where both are held. A block's death
  * orphans its slot, which needs c->mu: under dd.mu alone (the known
- * trip's settle, the direct trip's lookups) nothing dies; a trip keeps
- * its pin on a stored block that lost its last use meanwhile until its
- * last hold of c->mu. So blocks are born and die under c->mu alone, and
- * what that changes is c->mu's: the free ids (free_ids, nfree), the
- * serials (tweak_next), the promises (resv), a free or fresh block's
- * entry, and the links of a fresh block's uses, which are a trip's own
- * BUSY pages' lines and the block's; holders of dd.mu alone reach
- * neither a free block (the table and the pins name live ones) nor
- * another trip's fresh one (it enters the table under dd.mu, after). A
- * trip's first hold makes its fresh blocks under c->mu alone
- * (dedup_down.c, notes_need_dd).
+ * trip's settle) nothing dies; a trip keeps its pin on a stored
+ * block that lost its last use meanwhile until its last hold of c->mu.
+ * Sanitizer builds check dd.mu where the table and the uses change
+ * (dd_assert_locked).
  *
  * Invariants (under those locks):
  *   - a block id is live iff refs > 0 or keeps > 0 (or pinned after
@@ -169,8 +162,7 @@ static void tab_remove(struct eng_dedup *d, uint32_t b)
 void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 {
 	struct eng_blk *k = &d->blk[b];
-	if (k->refs > 0 || k->keeps > 0) /* a stored block: others may link to it */
-		dd_assert_locked(d);
+	dd_assert_locked(d);
 	d->res[u] = b;
 	d->prev[u] = DD_NIL;
 	d->next[u] = k->head;
@@ -233,6 +225,7 @@ void dd_note_unkeep(struct vc_cache *c, uint32_t s)
 void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted)
 {
 	struct eng_dedup *d = &c->dd;
+	dd_assert_locked(d);
 	uint32_t b = d->res[u];
 	struct eng_blk *k = &d->blk[b];
 	if (d->prev[u] != DD_NIL)
@@ -641,8 +634,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
-	d->alone = vc_env_u32("VC_DD_ALONE", 1, 0, 1) != 0;
-	d->first_alone = vc_env_u32("VC_DD_FIRST", 1, 0, 1) != 0;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */

@@ -339,36 +339,6 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	return fresh(c, g, pages, src);
 }
 
-/* Under dd.mu alone, the direct trip's fingerprints in hand: when every
- * selected block went direct (its bytes in its slot, its page BUSY, so no
- * claim moves it) and none matches a stored block or another block of
- * the trip, they enter the table here and the trip is done with the
- * block store: true. Else nothing changed (false), and lookup() runs
- * inside c->mu, whose holders' claims a pin must exclude before the
- * stored block's address is read. So a trip of unique data (a direct
- * volume's blocks share less than 1 in DD_DIRECT_AT) leaves the caller's
- * last hold of c->mu its own work. O(m) probes, the trip's own table's
- * too. */
-static bool direct_alone(struct vc_cache *c, struct down *g)
-{
-	struct eng_dedup *d = &c->dd;
-	bool clash = d->fp_same || !d->alone;
-	for (uint32_t k = 0; !clash && k < g->m; k++)
-		clash = !g->dir[k];
-	if (clash)
-		return false;
-	lookup_prefetch(c, g->fp, g->m);
-	for (uint32_t k = 0; !clash && k < g->m; k++)
-		clash = dd_tab_find(d, &g->fp[k]) != DD_NIL || trip_leader(d, g, k) != DD_NIL;
-	trip_leaders_clear(d, g, false);
-	memset(g->lead, 0, g->m * sizeof *g->lead);
-	for (uint32_t k = 0; !clash && k < g->m; k++) {
-		d->blk[g->blk[k]].fp = g->fp[k];
-		dd_tab_insert(d, g->blk[k]);
-	}
-	return !clash;
-}
-
 /* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
  * in one device job with the key (device/cmp.h), compacted into g->s.x*:
  * each block's plaintext, read where its move down reads it (src: host
@@ -516,7 +486,7 @@ static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const 
 	return r;
 }
 
-/* Under c->mu, and dd.mu where notes_need_dd(): what host page p's note (BUSY, going down;
+/* Under c->mu and dd.mu: what host page p's note (BUSY, going down;
  * dd.note by its slot) offers its trip: PG_BACK, and its uses named the
  * blocks it came up from (refs + 1 each; their reserved slots counted in
  * g->placed); PG_KNOWN, and *fp its fingerprint; else PG_PLAIN
@@ -599,35 +569,13 @@ static void classify_prefetch(const struct vc_cache *c, const struct down *g,
 	}
 }
 
-/* Under c->mu: whether the trip's classes need dd.mu (note_class): a
- * page whose note may name blocks it came up from (their uses are
- * linked: shared lists), or keeps blocks (let go of: a block may die).
- * Any other note (none, another page's, a known fingerprint) is read and
- * cleared under c->mu alone: a host slot's note is written by the slot's
- * page while it owns it (BUSY), or under c->mu. O(n). */
-static bool notes_need_dd(const struct vc_cache *c, const struct down *g,
-			  struct vc_page *const *pages)
-{
-	const struct eng_dedup *d = &c->dd;
-	if (!d->first_alone)
-		return true;
-	for (uint32_t i = 0; d->note && i < g->n; i++) {
-		if (pages[i]->tier != HOST)
-			continue;
-		const struct dd_note *n = &d->note[pages[i]->slot];
-		if (n->keep || (n->back && n->pno == pages[i]->pno))
-			return true;
-	}
-	return false;
-}
-
-/* Under c->mu, and dd.mu where notes_need_dd(): the trip's pages by class
- * (g->cls; notes, mode, volume switch, sample): g->pfp[i] a known page's
- * fingerprint. Whether it is the known trip: every selected page
- * PG_KNOWN. The notes' lines were asked for (classify_prefetch). */
+/* Under c->mu and dd.mu: the trip's pages by class (g->cls; notes, mode, volume
+ * switch, sample): g->pfp[i] a known page's fingerprint. Whether it is
+ * the known trip: every selected page PG_KNOWN. */
 static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *pages)
 {
 	const struct eng_dedup *d = &c->dd;
+	classify_prefetch(c, g, pages);
 	uint32_t nother = 0;
 	g->nknown = 0;
 	for (uint32_t i = 0; i < g->n; i++) {
@@ -780,12 +728,8 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
 	return vc_cmp_run(c->gpus[0].dev, &job);
 }
 
-/* Under c->mu, and dd.mu where the classes needed it, after classify()
- * found no known trip: the selected blocks (g->sel, g->dir; each page's
- * trip by its volume's). What it changes of the block store is c->mu's
- * (dedup.c, Locks): fresh blocks' ids, serials and entries, the links
- * of their uses (the trip's own pages' and blocks' lines) and the
- * promises.
+/* Under c->mu and dd.mu, after classify() found no known trip: the
+ * selected blocks (g->sel, g->dir; each page's trip by its volume's).
  * Every page not staged gets fresh blocks, appended together, and its
  * moves straight into them (g->mv from 0, D a page in page order), with
  * the fingerprint where the moves compute it; then the staged blocks'
@@ -990,11 +934,10 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * alone, cost a third acquisition, 12-20 us of waiting on the H200,
  * more than it saved).
  *
- * The staged trip, in three short holds of c->mu, dd.mu inside the
- * last two, with the device work between them unlocked:
+ * The staged trip, in three short holds of c->mu, dd.mu inside each,
+ * with the device work between them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
- *             (classify(), staged_begin()); dd.mu only where a page's
- *             note names or keeps blocks (notes_need_dd())
+ *             (classify(), staged_begin())
  *   unlocked  their moves, and the staged blocks into staging (encrypted
  *             under tweaks of their own), fingerprinting on their way
  *             (MurmurHash3/MD5: a job after, or with encryption a host
@@ -1012,12 +955,9 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * their placement unlocked, and a last hold. Before step 6 the
  * leaders got their slots after the compare, which cost a fourth hold and
  * a placement after the compare instead of beside it (docs/DEDUP.md).
- * A trip with no staged page (direct or plain only) whose blocks match
- * nothing (unique data) looks them up and indexes them under dd.mu
- * alone (direct_alone()) and ends at the second hold: two holds of c->mu
- * and one device submission, as without dedup, and dd.mu nowhere inside
- * c->mu unless a page's note needs it (docs/DEDUP.md step 11). Else it
- * ends at the third.
+ * A trip with no staged page (direct or plain only) ends at the second
+ * hold when nothing matched (unique data: two holds and one device
+ * submission, as without dedup but for the lookups), else at the third.
  * What the unlocked phases read cannot change under them: the trip's
  * pages are BUSY (nobody else moves, drops, cleans or evicts their
  * blocks), a pinned stored block is not moved, evicted or freed, and the
@@ -1040,15 +980,8 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	g->placed = g->nlate = 0;
 	uint32_t nmv = 0;
 	int r;
-	classify_prefetch(c, g, pages);
-	const bool ddl = notes_need_dd(c, g, pages);
-	if (ddl)
-		dd_lock(d);
-	else
-		d->first_bare++;
+	dd_lock(d);
 	if (classify(c, g, pages)) {
-		if (!ddl)
-			dd_lock(d);
 		known_lookup(c, g, pages, src);
 		dd_unlock(d);
 		r = known_append(c, g, pages, src, &nmv);
@@ -1056,8 +989,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	}
 	give_back(c, g);
 	r = staged_begin(c, g, pages, src, &nmv);
-	if (ddl)
-		dd_unlock(d);
+	dd_unlock(d);
 	uint32_t nsel = g->m; /* g is the next trip's once trip_end() gave it back */
 	if (r == 0 && nmv == 0 && g->m == 0) /* every page went back by reference */
 		return trip_end(c, sc, &pf, DDP_BEGIN, nsel, r);
@@ -1071,27 +1003,13 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r == 0)
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
-	dd_lock(d);
-	g->np = g->nu = 0;
-	bool done = r < 0;
-	if (r == 0) {
-		feed(c, g, pages);
-		done = direct_alone(c, g);
-	}
-	if (done) { /* failed, or unique and direct: nothing pinned or placed */
-		if (r < 0)
-			g->m = g->nstage = nsel = 0;
-		else
-			d->alone_in++;
-		counts(c, g, pages);
-		dd_unlock(d);
-		eng_lock(c);
-		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, r);
-	}
-	dd_unlock(d);
 	eng_lock(c);
 	dd_lock(d);
-	r = lookup(c, g, pages, src);
+	g->np = g->nu = 0;
+	if (r == 0) {
+		feed(c, g, pages);
+		r = lookup(c, g, pages, src);
+	}
 	if (r < 0 || (g->np == 0 && g->nu == 0)) {
 		/* Failed (nothing counted: the pages go back; fresh() gave
 		 * back what it took), or nothing matched and nothing staged. */

@@ -131,13 +131,6 @@ struct eng_dedup {
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
-	/* The direct trip's lookups under dd.mu alone when the trip is
-	 * unique (direct_alone; VC_DD_ALONE=0: inside c->mu), and a trip's
-	 * first hold without dd.mu where its pages' notes allow
-	 * (notes_need_dd; VC_DD_FIRST=0: dd.mu always). For measuring. */
-	bool alone, first_alone;
-	uint64_t first_bare; /* trips whose first hold took no dd.mu (c->mu's) */
-	uint64_t alone_in;   /* trips whose lookups ran under dd.mu alone (dd.mu's) */
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
