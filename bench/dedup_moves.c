@@ -99,6 +99,7 @@ struct opts {
 
 struct reader {
 	vc_cache *c;
+	int fd; /* store_main: the file, no cache */
 	pthread_t th;
 	uint64_t first, count; /* demote: the stripe */
 	uint64_t seed, pages;  /* swap: random pages of [0, pages) */
@@ -134,18 +135,11 @@ static void *random_main(void *p)
 }
 
 /* The demote column's reads without the cache: each thread preads its
- * stripe of the file, 4 KiB at a time (the store's limit for that
+ * stripe of the file (r->fd), 4 KiB at a time (the store's limit for that
  * column: the OS page cache, the file being read before). */
-struct store_reader {
-	pthread_t th;
-	int fd;
-	uint64_t first, count;
-	int err;
-};
-
 static void *store_main(void *p)
 {
-	struct store_reader *r = p;
+	struct reader *r = p;
 	unsigned char buf[PS];
 	for (uint64_t i = 0; i < r->count && !r->err; i++)
 		if (pread(r->fd, buf, PS, (off_t)((r->first + i) * PS)) != PS)
@@ -153,39 +147,17 @@ static void *store_main(void *p)
 	return NULL;
 }
 
-static double store_rate(const char *path, int nt, uint64_t pages)
-{
-	struct store_reader rd[64];
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		bench_die("open", -errno);
-	const uint64_t per = (pages + (uint64_t)nt - 1) / (uint64_t)nt;
-	double t0 = bench_now_s();
-	for (int t = 0; t < nt; t++) {
-		uint64_t first = per * (uint64_t)t;
-		rd[t] = (struct store_reader){ .fd = fd, .first = first,
-					       .count = first < pages ? (pages - first < per ? pages - first : per) : 0 };
-		pthread_create(&rd[t].th, NULL, store_main, &rd[t]);
-	}
-	for (int t = 0; t < nt; t++)
-		pthread_join(rd[t].th, NULL);
-	double dt = bench_now_s() - t0;
-	close(fd);
-	for (int t = 0; t < nt; t++)
-		if (rd[t].err)
-			bench_die("pread", rd[t].err);
-	return (double)pages / dt;
-}
-
-/* Runs nt readers (fn) and returns the wall seconds. */
-static double run_readers(vc_cache *c, int nt, void *(*fn)(void *), uint64_t pages, double secs)
+/* Runs nt readers (fn) of cache c, or without one of file fd
+ * (store_main), and returns the wall seconds. */
+static double run_readers(vc_cache *c, int fd, int nt, void *(*fn)(void *), uint64_t pages,
+			  double secs)
 {
 	struct reader rd[64];
 	const uint64_t per = (pages + (uint64_t)nt - 1) / (uint64_t)nt;
 	double t0 = bench_now_s();
 	for (int t = 0; t < nt; t++) {
 		uint64_t first = per * (uint64_t)t;
-		rd[t] = (struct reader){ .c = c, .first = first,
+		rd[t] = (struct reader){ .c = c, .fd = fd, .first = first,
 					 .count = first < pages ? (pages - first < per ? pages - first : per) : 0,
 					 .seed = 0x1234567ull + (uint64_t)t, .pages = pages,
 					 .until = t0 + secs };
@@ -196,8 +168,18 @@ static double run_readers(vc_cache *c, int nt, void *(*fn)(void *), uint64_t pag
 	double dt = bench_now_s() - t0;
 	for (int t = 0; t < nt; t++)
 		if (rd[t].err)
-			bench_die("vc_read", rd[t].err);
+			bench_die(c ? "vc_read" : "pread", rd[t].err);
 	return dt;
+}
+
+static double store_rate(const char *path, int nt, uint64_t pages)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		bench_die("open", -errno);
+	double dt = run_readers(NULL, fd, nt, store_main, pages, 0);
+	close(fd);
+	return (double)pages / dt;
 }
 
 static struct vc_stats stats(vc_cache *c)
@@ -276,7 +258,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 
 	/* demote: from cold again, every page read once by misses. */
 	BENCH_OK(vc_drop(c, 0, 0, 0));
-	double dt = run_readers(c, o->threads, stripe_main, o->file_pages, 0);
+	double dt = run_readers(c, -1, o->threads, stripe_main, o->file_pages, 0);
 	pt->rate[M_DEMOTE][rep] = (double)o->file_pages / dt;
 	phase_profiles(c, "demote");
 
@@ -284,7 +266,7 @@ static void run_point(const struct opts *o, const char *path, const struct dupda
 	 * host tier stays there), then random GPU hits. */
 	BENCH_OK(vc_prefetch(c, 0, bytes, VC_TIER_GPU));
 	struct vc_stats s0 = stats(c);
-	dt = run_readers(c, o->threads, random_main, o->file_pages, o->seconds);
+	dt = run_readers(c, -1, o->threads, random_main, o->file_pages, o->seconds);
 	struct vc_stats s1 = stats(c);
 	double moves = (double)(s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes) / PS;
 	pt->rate[M_SWAP][rep] = moves / dt;

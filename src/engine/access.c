@@ -35,14 +35,10 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 		ts.tv_nsec -= 1000000000;
 	}
 	eng_lock_note(c, __func__);
-#ifdef VC_DEBUG_LOCKS
-	c->mu_owner = (pthread_t)0;
-#endif
+	VC_LOCK_LEFT(c->mu_owner);
 	pthread_cond_timedwait(cv, &c->mu, &ts);
 	c->mu_t0 = vc_now_ns();
-#ifdef VC_DEBUG_LOCKS
-	c->mu_owner = pthread_self();
-#endif
+	VC_LOCK_TAKEN(c->mu_owner);
 	atomic_fetch_sub(count, 1);
 }
 

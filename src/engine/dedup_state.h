@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/lockcheck.h"
 #include "device/fp.h"
 
 /* Block deduplication of the GPU tier (vc_config.dedup; dedup.c, which
@@ -155,24 +156,15 @@ struct eng_dedup {
 static inline void dd_lock(struct eng_dedup *d)
 {
 	pthread_mutex_lock(&d->mu);
-#ifdef VC_DEBUG_LOCKS
-	d->mu_owner = pthread_self();
-#endif
+	VC_LOCK_TAKEN(d->mu_owner);
 }
 
 static inline void dd_unlock(struct eng_dedup *d)
 {
-#ifdef VC_DEBUG_LOCKS
-	d->mu_owner = (pthread_t)0;
-#endif
+	VC_LOCK_LEFT(d->mu_owner);
 	pthread_mutex_unlock(&d->mu);
 }
 
-#ifdef VC_DEBUG_LOCKS
-#include "base/lockcheck.h"
 #define dd_assert_locked(d) VC_LOCK_HELD((d)->mu_owner, "dd.mu")
-#else
-#define dd_assert_locked(d) ((void)(d))
-#endif
 
 #endif

@@ -108,6 +108,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/hash.h"
+#include "base/lockcheck.h"
 #include "base/pageno.h"
 #include "base/gmac.h"
 #include "base/secret.h"
@@ -582,18 +583,14 @@ static inline void eng_lock(struct vc_cache *c)
 {
 	pthread_mutex_lock(&c->mu);
 	c->mu_t0 = vc_now_ns();
-#ifdef VC_DEBUG_LOCKS
-	c->mu_owner = pthread_self();
-#endif
+	VC_LOCK_TAKEN(c->mu_owner);
 }
 
 #define eng_unlock(c) eng_unlock_at((c), __func__)
 static inline void eng_unlock_at(struct vc_cache *c, const char *fn)
 {
 	eng_lock_note(c, fn);
-#ifdef VC_DEBUG_LOCKS
-	c->mu_owner = (pthread_t)0;
-#endif
+	VC_LOCK_LEFT(c->mu_owner);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -607,12 +604,7 @@ static inline void eng_lock_pause(struct vc_cache *c)
 	eng_lock(c);
 }
 
-#ifdef VC_DEBUG_LOCKS
-#include "base/lockcheck.h"
 #define eng_assert_locked(c) VC_LOCK_HELD((c)->mu_owner, "c->mu")
-#else
-#define eng_assert_locked(c) ((void)(c))
-#endif
 
 /* --- access.c: page access --- */
 void eng_wait_cv(struct vc_cache *c);
