@@ -634,11 +634,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
-	d->ab_nolook = vc_env_u32("VC_DD_NOLOOK", 0, 0, 1) != 0;
-	d->ab_nofp = vc_env_u32("VC_DD_NOFP", 0, 0, 1) != 0;
-	d->ab_bare = vc_env_u32("VC_DD_BARE", 0, 0, 1) != 0;
-	d->ab_nocmp = vc_env_u32("VC_DD_NOCMP", 0, 0, 1) != 0;
-	d->ab_known_in = vc_env_u32("VC_DD_KNOWN_IN", 0, 0, 1) != 0 || d->ab_bare;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */

@@ -794,7 +794,7 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 			g->s.addr[k] = g->mv[first + j].dst;
 		}
 	}
-	for (uint32_t t = 0; d->fp_move && !d->ab_nofp && t < nm; t++)
+	for (uint32_t t = 0; d->fp_move && t < nm; t++)
 		g->mv[t].op |= VC_MOVE_FP; /* free in the move */
 	for (uint32_t k = 0; k < g->m; k++) {
 		if (g->dir[k])
@@ -866,11 +866,7 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 	eng_unlock(c);
 	dd_prof_mark(pf, DDP_BEGIN);
 	int rp = nmv ? vc_batcher_add_n(c->gpus[0].bat, g->mv, nmv, g->tk) : 0;
-	int rc = 0;
-	if (d->ab_nocmp)
-		memset(g->s.eq, 1, g->np);
-	else
-		rc = known_compare(c, g, plain, src);
+	int rc = known_compare(c, g, plain, src);
 	if (rp == 0 && nmv)
 		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nmv);
 	dd_prof_mark(pf, DDP_CMP);
@@ -889,23 +885,15 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 		if (!g->local[q])
 			__builtin_prefetch(&d->blk[g->cand[q]], 1);
 	}
-	if (d->ab_known_in)
-		eng_lock(c);
 	dd_lock(d);
 	feed(c, g, pages);
 	r = settle(c, g, pages, rp < 0 ? rp : rc); /* its pairs are as staged ones */
 	if (r < 0)
 		g->m = g->nknown = 0; /* nothing counted: the pages go back */
 	counts(c, g, pages);
-	if (d->ab_known_in) {
-		r = settle_end(c, g, pages, src, r, &nmv);
-		dd_unlock(d);
-	} else {
-		dd_unlock(d);
-		eng_lock(c);
-	}
-	if (d->ab_known_in) {
-	} else if (g->nlate || g->nu) {
+	dd_unlock(d);
+	eng_lock(c);
+	if (g->nlate || g->nu) {
 		dd_lock(d);
 		r = settle_end(c, g, pages, src, r, &nmv);
 		dd_unlock(d);
@@ -992,11 +980,8 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	g->placed = g->nlate = 0;
 	uint32_t nmv = 0;
 	int r;
-	if (!d->ab_bare)
-		dd_lock(d);
+	dd_lock(d);
 	if (classify(c, g, pages)) {
-		if (d->ab_bare)
-			dd_lock(d);
 		known_lookup(c, g, pages, src);
 		dd_unlock(d);
 		r = known_append(c, g, pages, src, &nmv);
@@ -1004,8 +989,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	}
 	give_back(c, g);
 	r = staged_begin(c, g, pages, src, &nmv);
-	if (!d->ab_bare)
-		dd_unlock(d);
+	dd_unlock(d);
 	uint32_t nsel = g->m; /* g is the next trip's once trip_end() gave it back */
 	if (r == 0 && nmv == 0 && g->m == 0) /* every page went back by reference */
 		return trip_end(c, sc, &pf, DDP_BEGIN, nsel, r);
@@ -1014,17 +998,12 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r == 0)
 		r = move_all(c, g, nmv, plain, c->gt.cipher && !d->fp_move);
 	dd_prof_mark(&pf, DDP_MOVE);
-	if (r == 0 && !d->ab_nofp)
+	if (r == 0)
 		r = fingerprint(c, g, plain, nmv);
-	if (r == 0 && !d->ab_nofp)
+	if (r == 0)
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
-	bool alldir = d->ab_nolook && r == 0 && g->nstage == 0;
-	for (uint32_t k = 0; alldir && k < g->m; k++)
-		alldir = g->dir[k];
 	eng_lock(c);
-	if (alldir) /* ablation: no lookups, nothing indexed */
-		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, 0);
 	dd_lock(d);
 	g->np = g->nu = 0;
 	if (r == 0) {

@@ -147,7 +147,6 @@ struct eng_dedup {
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
 	 * over trips (dedup.h's DDP_*), printed at close. */
 	bool prof;
-	bool ab_nolook, ab_nocmp, ab_known_in, ab_nofp, ab_bare; /* ablations (measurement only) */
 	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
 
