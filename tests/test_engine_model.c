@@ -387,8 +387,13 @@ static void one_run_x(int kind, int write_mode, uint32_t page_size, int ops, con
 		CHECK_OK(eng_debug_dedup_check(r.c)); /* the run's threads are done */
 		uint64_t kept_back = 0, kept_freed = 0;
 		CHECK_OK(eng_debug_dedup_kept(r.c, &kept_back, &kept_freed));
-		fprintf(stderr, "  kept blocks: %llu gone back to, %llu freed by claims\n",
-			(unsigned long long)kept_back, (unsigned long long)kept_freed);
+		uint64_t direct = 0, late = 0, later = 0;
+		CHECK_OK(eng_debug_dedup_trips(r.c, &direct, &late));
+		CHECK_OK(eng_debug_dedup_later(r.c, &later));
+		fprintf(stderr, "  kept blocks: %llu gone back to, %llu freed by claims; direct %llu, "
+				"indexed later %llu, merged late %llu\n",
+			(unsigned long long)kept_back, (unsigned long long)kept_freed,
+			(unsigned long long)direct, (unsigned long long)later, (unsigned long long)late);
 		if (ops >= 1000 && x->dedup == VC_DEDUP_ON)
 			CHECK(st.dedup_hits > 0 && st.dedup_blocks_in > 0);
 		if (x->collide && ops >= 1000)

@@ -465,6 +465,7 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
+	eng_dd_later_close(c);
 	for (uint32_t i = 0; i < c->ngpus; i++)
 		if (c->gpus[i].ls)
 			eng_gpu_resize_fini(c, &c->gpus[i]); /* a shrink's drops, still running */
@@ -646,6 +647,7 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 			st.batch_hist[h] += bs.hist[h];
 		st.batch_wait_ns += bs.wait_ns;
 	}
+	eng_dd_later_drain(c); /* the dedup figures count every block down so far */
 	eng_lock(c);
 	for (int t = 0; t < VC_TIER_COUNT; t++) {
 		st.hits[t] = c->st.hits[t];

@@ -119,6 +119,7 @@ static int dd_counters(vc_cache *c, const uint64_t *x, const uint64_t *y, uint64
 {
 	if (!eng_dd(c))
 		return vc_err(-EINVAL, "dedup is off");
+	eng_dd_later_drain(c);
 	dd_lock(&c->dd);
 	*a = *x;
 	*b = *y;
@@ -150,10 +151,17 @@ int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late)
 	return dd_counters(c, &c->dd.direct_in, &c->dd.merged_late, direct, merged_late);
 }
 
+int eng_debug_dedup_later(vc_cache *c, uint64_t *later)
+{
+	uint64_t none;
+	return dd_counters(c, &c->dd.later_in, &c->dd.later_in, later, &none);
+}
+
 int eng_debug_dedup_check(vc_cache *c)
 {
 	if (!eng_dd(c))
 		return vc_err(-EINVAL, "dedup is off");
+	eng_dd_later_drain(c);
 	eng_lock(c);
 	int r = eng_dd_check(c);
 	eng_unlock(c);

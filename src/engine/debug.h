@@ -43,6 +43,15 @@ int eng_debug_dedup_collide(vc_cache *c, bool on);
  * them shared after their move (each left a dead slot). The rest of
  * dedup_blocks_in went the staged trip. -EINVAL when dedup is off. */
 int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late);
+/* Of the direct blocks, those the indexer looked up after their trip
+ * (dedup_later.c), once it is done with those queued before the call
+ * (*later); -EINVAL when dedup is off. */
+int eng_debug_dedup_later(vc_cache *c, uint64_t *later);
+/* Test hook: the indexer stops taking blocks off its queue (on) or goes
+ * on (off). Nothing that drains it (the statistics, the two calls above,
+ * the check) may run while it is paused: they would wait for it. -EINVAL
+ * without an indexer. */
+int eng_debug_dedup_later_pause(vc_cache *c, bool on);
 
 /* With VC_DD_PROF=1 in the environment at open: prints each trip phase's
  * time summed since the last call (or open) to stderr, labelled `what`,

@@ -173,6 +173,14 @@ void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 		d->kept--; /* a kept block in use again */
 }
 
+void dd_blk_unpin(struct vc_cache *c, uint32_t b)
+{
+	struct eng_dedup *d = &c->dd;
+	if (--d->blk[b].pins > 0 || dd_blk_live(&d->blk[b]))
+		return;
+	dd_blk_free(c, b, true);
+}
+
 void dd_blk_free(struct vc_cache *c, uint32_t b, bool slotted)
 {
 	struct eng_dedup *d = &c->dd;
@@ -431,8 +439,11 @@ void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg)
 	dd_lock(d);
 	for (uint32_t s = 0; s < per; s++) {
 		uint32_t b = vc_ls_key(c->gpus[0].ls, seg * per + s);
-		if (b != VC_LS_DEAD && d->blk[b].indexed)
+		if (b == VC_LS_DEAD)
+			continue;
+		if (d->blk[b].indexed)
 			tab_remove(d, b);
+		d->blk[b].later = false; /* nor will the indexer index it */
 	}
 	dd_unlock(d);
 }
@@ -700,14 +711,15 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	uint32_t pages = cfg->batch_pages > 256 ? cfg->batch_pages : 256;
 	d->scr_blocks = pages * d->D;
 	int r = eng_est_open(c);
-	if (r < 0)
-		return r;
-	return dd_scratch_open(c);
+	if (r == 0)
+		r = dd_scratch_open(c);
+	return r == 0 ? dd_later_open(c) : r;
 }
 
 void eng_dd_close(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
+	eng_dd_later_close(c); /* vc_close stopped it already, but for a failed open */
 	dd_scratch_close(c);
 	eng_est_close(c);
 	free(d->blk);

@@ -28,6 +28,9 @@ void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b);
 void dd_use_unlink(struct vc_cache *c, uint64_t u, bool slotted);
 void dd_use_place(struct eng_dedup *d, uint64_t u, uint32_t b);
 void dd_use_unplace(struct vc_cache *c, uint64_t u);
+/* Under c->mu and dd.mu: a comparer is done with block b (its pin); the
+ * last unpin of a block that lost its last use meanwhile frees it. */
+void dd_blk_unpin(struct vc_cache *c, uint32_t b);
 /* Under c->mu and dd.mu: a block with no use, keep or pin left: its slot
  * orphaned (if it was placed: `slotted`), its serial cleared, its id
  * free. */
@@ -41,6 +44,19 @@ void dd_note_unkeep(struct vc_cache *c, uint32_t s);
  * to the estimate, its estimates are taken and (mode adaptive) its
  * dedup turned on or off with hysteresis. */
 void dd_decide(struct vc_cache *c, struct vc_volume *v);
+
+/* Under dd.mu: volume v's direct trip switched by its recent share
+ * rate (dd_look, dd_match: dedup_down.c's DD_DIRECT_AT, DD_STAGE_AT). */
+void dd_vol_switch(struct vc_volume *v);
+
+/* The indexer (dedup_later.c): started at open unless encryption is on
+ * or VC_DD_LATER=0 (dd.later NULL), stopped at close after the queue
+ * drains (eng_dd_later_close). dd_later_push, holding neither lock: the direct trip's m
+ * blocks (g->sel, g->blk, g->fp) queued, or false when the queue has no
+ * room for them (the trip then looks them up itself). */
+struct down;
+int dd_later_open(struct vc_cache *c);
+bool dd_later_push(struct vc_cache *c, const struct down *g, struct vc_page *const *pages);
 
 /* The trips' scratches (dedup_scratch.c): one at open (-ENOMEM), all
  * freed at close. */

@@ -52,18 +52,7 @@ static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
 	return vc_ls_addr(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 }
 
-/* Under c->mu and dd.mu: a trip is done comparing against block b. The
- * last unpin of a block that lost its last use meanwhile frees it
- * (use_unlink left that to us). */
-static void blk_unpin(struct vc_cache *c, uint32_t b)
-{
-	struct eng_dedup *d = &c->dd;
-	if (--d->blk[b].pins > 0 || dd_blk_live(&d->blk[b]))
-		return;
-	dd_blk_free(c, b, true);
-}
-
-/* Under dd.mu (alone or inside c->mu): blk_unpin, but a last unpin that
+/* Under dd.mu (alone or inside c->mu): dd_blk_unpin, but a last unpin that
  * would free the block (its slot's orphaning needs c->mu) keeps the pin
  * for late_unpins(), so nothing claims or frees the block before. */
 static void blk_unpin_soft(struct eng_dedup *d, struct down *g, uint32_t b)
@@ -78,7 +67,7 @@ static void blk_unpin_soft(struct eng_dedup *d, struct down *g, uint32_t b)
 static void late_unpins(struct vc_cache *c, struct down *g)
 {
 	for (uint32_t t = 0; t < g->nlate; t++)
-		blk_unpin(c, g->late[t]);
+		dd_blk_unpin(c, g->late[t]);
 	g->nlate = 0;
 }
 
@@ -115,17 +104,21 @@ static void trip_rate(struct vc_cache *c, const struct down *g, struct vc_page *
 		v->dd_look++;
 		v->dd_match += g->hit[k];
 	}
-	for (uint32_t i = 0; i < g->n; i++) { /* each volume of the trip, once or more */
-		struct vc_volume *v = vol_of(c, pages[i]->pno);
-		if (g->cls[i] == PG_PLAIN || g->cls[i] == PG_BACK || v->dd_look < DD_RATE_MIN)
-			continue;
-		if (v->dd_direct && (uint64_t)v->dd_match * DD_STAGE_AT > v->dd_look)
-			v->dd_direct = false;
-		else if (!v->dd_direct && (uint64_t)v->dd_match * DD_DIRECT_AT < v->dd_look)
-			v->dd_direct = true;
-		if (v->dd_look >= DD_RATE_WINDOW)
-			v->dd_look = v->dd_match = 0;
-	}
+	for (uint32_t i = 0; i < g->n; i++) /* each volume of the trip, once or more */
+		if (g->cls[i] != PG_PLAIN && g->cls[i] != PG_BACK)
+			dd_vol_switch(vol_of(c, pages[i]->pno));
+}
+
+void dd_vol_switch(struct vc_volume *v)
+{
+	if (v->dd_look < DD_RATE_MIN)
+		return;
+	if (v->dd_direct && (uint64_t)v->dd_match * DD_STAGE_AT > v->dd_look)
+		v->dd_direct = false;
+	else if (!v->dd_direct && (uint64_t)v->dd_match * DD_DIRECT_AT < v->dd_look)
+		v->dd_direct = true;
+	if (v->dd_look >= DD_RATE_WINDOW)
+		v->dd_look = v->dd_match = 0;
 }
 
 static uint64_t use_of(const struct vc_cache *c, const struct down *g,
@@ -310,8 +303,10 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
-		if (g->dir[k])
+		if (g->dir[k]) {
 			d->blk[g->blk[k]].fp = g->fp[k];
+			d->blk[g->blk[k]].later = false; /* looked up here after all */
+		}
 		if (o != DD_NIL) {
 			d->blk[o].pins++;
 			g->local[g->np] = false;
@@ -695,7 +690,7 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
 		}
 		for (uint32_t q = 0; q < g->np; q++)
 			if (!g->local[q])
-				blk_unpin(c, g->cand[q]);
+				dd_blk_unpin(c, g->cand[q]);
 		dd_unlock(d);
 		g->np = g->m = 0;
 		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
@@ -755,6 +750,8 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 	}
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
+	/* Every page direct: its blocks for the indexer (dedup_later.c). */
+	g->later = d->later != NULL && g->m == g->n * d->D && g->nstage == 0;
 	/* The fresh blocks' entries and the uses' links are cold lines of
 	 * megabyte arrays: asked for ahead, so that their misses overlap (as
 	 * lookup's probes). */
@@ -772,6 +769,7 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 	for (uint32_t i = 0; i < g->n; i++)
 		for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++) {
 			uint32_t b = dd_blk_new(d);
+			d->blk[b].later = g->later;
 			dd_use_place(d, (uint64_t)page_id(c, pages[i]) * d->D + j, b);
 			g->key[nk++] = b;
 		}
@@ -1003,6 +1001,10 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	if (r == 0)
 		collect(c, g);
 	dd_prof_mark(&pf, DDP_FP);
+	if (r == 0 && g->later && dd_later_push(c, g, pages)) {
+		eng_lock(c); /* the caller's last hold: the pages settle */
+		return trip_end(c, sc, &pf, DDP_LOOKUP, nsel, 0);
+	}
 	eng_lock(c);
 	dd_lock(d);
 	g->np = g->nu = 0;
@@ -1015,7 +1017,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		 * back what it took), or nothing matched and nothing staged. */
 		for (uint32_t q = 0; r < 0 && q < g->np; q++)
 			if (!g->local[q])
-				blk_unpin(c, g->cand[q]);
+				dd_blk_unpin(c, g->cand[q]);
 		if (r < 0)
 			g->m = g->nstage = nsel = 0;
 		counts(c, g, pages);

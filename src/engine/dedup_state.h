@@ -63,6 +63,7 @@ struct eng_blk {
 	 * (eng_dd_claim). */
 	uint32_t keeps;
 	bool indexed;           /* the fingerprint table names it */
+	bool later;             /* queued for the indexer (dedup_later.c), not yet looked up */
 };
 
 /* Whether block k is stored: it has a use or a note keeps it (a block
@@ -74,6 +75,7 @@ static inline bool dd_blk_live(const struct eng_blk *k)
 
 struct dd_scratch;
 struct dd_est;
+struct dd_later;
 
 struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
@@ -113,6 +115,11 @@ struct eng_dedup {
 	struct dd_est *est; /* the data's factor, sampled (dedup_est.c) */
 	uint64_t blocks_in, hits, collisions, switches;
 	uint64_t direct_in, merged_late; /* blocks down the direct trip; of those, shared after */
+	/* The indexer (dedup_later.c): the direct trip's blocks looked up
+	 * and indexed after the trip, under dd.mu alone; NULL: in the trip's
+	 * own lookup hold (encryption, or VC_DD_LATER=0). */
+	struct dd_later *later;
+	uint64_t later_in; /* blocks the indexer looked up (dd.mu's) */
 	/* Notes by host slot on the page in it, for its trip down (valid
 	 * while it is the same page, entry and number, unwritten since:
 	 * version): `back`, it came up from the GPU tier (eng_promote, GRAM

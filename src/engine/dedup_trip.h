@@ -53,6 +53,7 @@ struct scratch {
 struct down {
 	uint32_t n, m, np, nu, nstage, nknown;
 	uint32_t nkey; /* the known trip's fresh blocks, key[0..nkey), to append */
+	bool later;    /* every page direct: its blocks for the indexer (staged_begin) */
 	/* Uses linked under dd.mu alone whose reserved slots c->mu gives
 	 * back (give_back()); stored blocks whose last unpin waits for c->mu
 	 * (late[0..nlate): they lost their last use while compared). */

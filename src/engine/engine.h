@@ -771,6 +771,14 @@ bool eng_dd_claim(struct vc_cache *c, uint32_t n, const uint32_t *segs, struct v
 void eng_dd_unindex_seg(struct vc_cache *c, uint32_t seg);
 /* Under c->mu, no trip in flight: eng_debug_dedup_check. */
 int eng_dd_check(struct vc_cache *c);
+/* Holding neither c->mu nor dd.mu: returns once the indexer's queue is
+ * empty and its pass done (dedup_later.c), so that what the blocks
+ * queued so far do (indexed, merged, counted) is done; at once without
+ * an indexer. For the statistics, checks and close. */
+void eng_dd_later_drain(struct vc_cache *c);
+/* Holding neither lock, first at close: the indexer drains its queue and
+ * stops (its merges need the engine lock and the device). */
+void eng_dd_later_close(struct vc_cache *c);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holding);
