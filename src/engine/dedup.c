@@ -11,8 +11,18 @@
  * Locks (engine.h): the block store is dd.mu's, the page counts and
  * promises c->mu's, c->mu first where both are held. A block's death
  * orphans its slot, which needs c->mu: under dd.mu alone (the known
- * trip's settle) nothing dies; a trip keeps its pin on a stored
- * block that lost its last use meanwhile until its last hold of c->mu.
+ * trip's settle, the indexer's lookups) nothing dies; a trip keeps its
+ * pin on a stored block that lost its last use meanwhile until its last
+ * hold of c->mu. So blocks die under both locks and are born under c->mu,
+ * with dd.mu or without: what a birth changes is c->mu's (the free ids,
+ * the serials, the promises, a free id's entry, and the links of a fresh
+ * block's uses, which are the trip's own BUSY pages' lines and the
+ * block's), and holders of dd.mu alone reach neither a free id (the
+ * table and the pins name live blocks; the indexer checks an id's
+ * generation, gen[], bumped at each death, before it reads the entry)
+ * nor another trip's fresh block. A trip's first hold makes its fresh
+ * blocks under c->mu alone unless its pages' notes name or keep blocks
+ * (dedup_down.c, notes_need_dd; docs/DEDUP.md step 12).
  * Sanitizer builds check dd.mu where the table and the uses change
  * (dd_assert_locked).
  *
@@ -162,7 +172,8 @@ static void tab_remove(struct eng_dedup *d, uint32_t b)
 void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 {
 	struct eng_blk *k = &d->blk[b];
-	dd_assert_locked(d);
+	if (k->refs > 0 || k->keeps > 0) /* a stored block: others may link to it */
+		dd_assert_locked(d);
 	d->res[u] = b;
 	d->prev[u] = DD_NIL;
 	d->next[u] = k->head;
@@ -187,6 +198,7 @@ void dd_blk_free(struct vc_cache *c, uint32_t b, bool slotted)
 	if (slotted)
 		vc_ls_orphan(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
 	d->blk[b].tweak = 0; /* serials start at 1: no note names it now */
+	d->gen[b]++;
 	d->free_ids[d->nfree++] = b;
 }
 
@@ -645,6 +657,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
+	d->first_bare = vc_env_u32("VC_DD_FIRST", 1, 0, 1) != 0;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */
@@ -677,7 +690,9 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->prev = malloc(nuse * sizeof *d->prev);
 	d->tab = malloc(tab * sizeof *d->tab);
 	d->mark = calloc(npool, sizeof *d->mark);
-	if (!d->blk || !d->free_ids || !d->res || !d->next || !d->prev || !d->tab || !d->mark)
+	d->gen = calloc(d->nblocks, sizeof *d->gen);
+	if (!d->blk || !d->free_ids || !d->res || !d->next || !d->prev || !d->tab || !d->mark ||
+	    !d->gen)
 		return vc_err(-ENOMEM, "out of memory for the dedup tables (%u blocks)", d->nblocks);
 	/* Notes for the way down (engine.h). VC_DD_BACK=0 and VC_DD_HOSTFP=0
 	 * (for A/Bs): neither kind; every page goes the trips of step 7. */
@@ -729,6 +744,7 @@ void eng_dd_close(struct vc_cache *c)
 	free(d->prev);
 	free(d->tab);
 	free(d->mark);
+	free(d->gen);
 	free(d->note);
 	free(d->back_blk);
 	free(d->back_tw);

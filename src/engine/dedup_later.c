@@ -8,11 +8,14 @@
  * hold ran 0.92 of dedup off against 0.84 with it, same session).
  *
  * A block of the queue (eng_blk.later, set at its birth in the trip's
- * first hold, under both locks) is indexed only if it is still that block
- * (its serial: ids are reused, serials never) and still flagged: a shrink
- * that empties its segment clears the flag (eng_dd_unindex_seg), as it
- * takes indexed blocks out of the table. Every block's death happens
- * under dd.mu (dedup.c), so under dd.mu the check holds for the lookup.
+ * first hold) is indexed only if it is still that block (its id's
+ * generation, dd.gen, bumped at every death: ids are reused, and a
+ * reborn id's entry may be written under c->mu alone meanwhile, so
+ * nothing of it is read before the generation matches) and still
+ * flagged: a shrink that empties its segment clears the flag
+ * (eng_dd_unindex_seg), as it takes indexed blocks out of the table.
+ * Every death happens under dd.mu (dedup.c), so under dd.mu a block whose
+ * generation matches stays that block for the lookup.
  *
  * A block that matches a stored one is a duplicate stored twice until the
  * indexer merges it (merge()): with both locks, its page claimed (BUSY,
@@ -57,8 +60,8 @@
 
 struct later_ent {
 	struct vc_fp_digest fp;
-	uint64_t serial, pno;
-	uint32_t b, j;
+	uint64_t pno;
+	uint32_t b, gen, j;
 };
 
 struct dd_later {
@@ -97,9 +100,11 @@ static void index_one(struct vc_cache *c, struct dd_later *l, const struct later
 	d->direct_in++;
 	d->later_in++;
 	v->dd_look++;
+	if (d->gen[e->b] != e->gen)
+		return; /* died: the id may be another block's, born under c->mu alone */
 	struct eng_blk *k = &d->blk[e->b];
-	if (k->tweak != e->serial || !k->later)
-		return; /* died, or its segment is being emptied */
+	if (!k->later)
+		return; /* its segment is being emptied */
 	k->later = false;
 	k->fp = fp;
 	const uint32_t o = dd_tab_find(d, &fp);
@@ -109,7 +114,7 @@ static void index_one(struct vc_cache *c, struct dd_later *l, const struct later
 	}
 	v->dd_match++;
 	if (k->refs == 1) /* room: the indexer's pass */
-		l->pair[l->npair++] = (struct later_pair){ .b = e->b, .o = o, .sb = e->serial,
+		l->pair[l->npair++] = (struct later_pair){ .b = e->b, .o = o, .sb = k->tweak,
 							   .so = d->blk[o].tweak, .u = k->head };
 }
 
@@ -258,8 +263,8 @@ bool dd_later_push(struct vc_cache *c, const struct down *g, struct vc_page *con
 	for (uint32_t k = 0; room && k < g->m; k++) {
 		const uint32_t i = g->sel[k] / D, b = g->blk[k];
 		l->q[(l->head + l->n++) % l->cap] =
-			(struct later_ent){ .fp = g->fp[k], .serial = c->dd.blk[b].tweak,
-					    .pno = pages[i]->pno, .b = b, .j = g->sel[k] % D };
+			(struct later_ent){ .fp = g->fp[k], .gen = c->dd.gen[b], .pno = pages[i]->pno,
+					    .b = b, .j = g->sel[k] % D };
 	}
 	if (room) {
 		l->pushed += g->m;
