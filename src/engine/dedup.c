@@ -65,7 +65,10 @@
  * staging, or the encrypting move). So a duplicate never takes a slot:
  * capacity is what the distinct blocks need. The blocks not chosen
  * (adaptive: volumes switched off, outside the sample) go straight to
- * fresh slots, as before dedup. Cost per page chosen: D table probes
+ * fresh slots, as before dedup. A volume whose blocks rarely share goes
+ * the direct trip: its blocks go straight to fresh slots too, and are
+ * looked up after, by the indexer (dedup_later.c), which merges the
+ * rare duplicate late. Cost per page chosen: D table probes
  * (O(1) expected), D list links; per trip a compare job if anything
  * matched and a copy job if anything was unique.
  *

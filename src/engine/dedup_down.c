@@ -963,10 +963,11 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * alone, cost a third acquisition, 12-20 us of waiting on the H200,
  * more than it saved).
  *
- * The staged trip, in three short holds of c->mu, dd.mu inside each,
- * with the device work between them unlocked:
+ * The staged trip, in three short holds of c->mu, dd.mu inside the last
+ * two, with the device work between them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
- *             (classify(), staged_begin())
+ *             (classify(), staged_begin()); dd.mu only where a page's
+ *             note names or keeps blocks (notes_need_dd())
  *   unlocked  their moves, and the staged blocks into staging (encrypted
  *             under tweaks of their own), fingerprinting on their way
  *             (MurmurHash3/MD5: a job after, or with encryption a host
@@ -985,8 +986,12 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * leaders got their slots after the compare, which cost a fourth hold and
  * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
- * hold when nothing matched (unique data: two holds and one device
- * submission, as without dedup but for the lookups), else at the third.
+ * hold when nothing matched, else at the third. A trip whose every page
+ * is direct (a volume whose blocks share less than 1 in DD_DIRECT_AT),
+ * without encryption, looks nothing up: its blocks go to the indexer
+ * (dedup_later.c) and its second hold is the caller's settle, so that it
+ * is a demotion without dedup but for its fresh blocks' bookkeeping in
+ * the first hold, with no dd.mu inside c->mu (docs/DEDUP.md step 12).
  * What the unlocked phases read cannot change under them: the trip's
  * pages are BUSY (nobody else moves, drops, cleans or evicts their
  * blocks), a pinned stored block is not moved, evicted or freed, and the
