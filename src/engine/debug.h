@@ -43,9 +43,10 @@ int eng_debug_dedup_collide(vc_cache *c, bool on);
  * them shared after their move (each left a dead slot). The rest of
  * dedup_blocks_in went the staged trip. -EINVAL when dedup is off. */
 int eng_debug_dedup_trips(vc_cache *c, uint64_t *direct, uint64_t *merged_late);
-/* Of the direct blocks, those the indexer looked up after their trip
- * (dedup_later.c), once it is done with those queued before the call
- * (*later); -EINVAL when dedup is off. */
+/* The blocks the indexer took off its queue after their trips
+ * (dedup_later.c; those that died before count here, not in *direct),
+ * once it is done with those queued before the call (*later); -EINVAL
+ * when dedup is off. */
 int eng_debug_dedup_later(vc_cache *c, uint64_t *later);
 /* Test hook: the indexer stops taking blocks off its queue (on) or goes
  * on (off). Nothing that drains it (the statistics, the two calls above,

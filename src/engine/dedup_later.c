@@ -83,13 +83,22 @@ struct dd_later {
 	uint32_t npair;
 };
 
-/* Under dd.mu alone: entry e's block, looked up and indexed if it is
- * still that block and still queued; a match is listed for merge(). The
- * estimate and the volume's share rate are fed either way (as the trip's
- * lookup hold fed them: feed(), trip_rate()). */
-static void index_one(struct vc_cache *c, struct dd_later *l, const struct later_ent *e)
+/* Under dd.mu alone: entry e's block, if it is still that block: the
+ * estimate and the volume's share rate fed (as the trip's lookup hold fed
+ * them: feed(), trip_rate()), then looked up and indexed if still
+ * queued; a match is listed for merge(). Its volume (returned; NULL for
+ * a block that died) is open: a queued block that is alive is its page's
+ * (nothing shares or keeps a block the table does not name), and a volume
+ * goes only after its pages are dropped (vc_volume_close), their blocks
+ * dying under dd.mu, which we hold. So nothing of an entry's volume is
+ * read before its block's generation matches. */
+static struct vc_volume *index_one(struct vc_cache *c, struct dd_later *l,
+				   const struct later_ent *e)
 {
 	struct eng_dedup *d = &c->dd;
+	d->later_in++;
+	if (d->gen[e->b] != e->gen)
+		return NULL; /* died: the id may be another block's, born under c->mu alone */
 	struct vc_volume *v = vol_of(c, e->pno);
 	struct vc_fp_digest fp = e->fp;
 	if (d->fp_same)
@@ -99,24 +108,22 @@ static void index_one(struct vc_cache *c, struct dd_later *l, const struct later
 		dd_decide(c, v);
 	d->blocks_in++;
 	d->direct_in++;
-	d->later_in++;
 	v->dd_look++;
-	if (d->gen[e->b] != e->gen)
-		return; /* died: the id may be another block's, born under c->mu alone */
 	struct eng_blk *k = &d->blk[e->b];
 	if (!k->later)
-		return; /* its segment is being emptied */
+		return v; /* its segment is being emptied */
 	k->later = false;
 	k->fp = fp;
 	const uint32_t o = dd_tab_find(d, &fp);
 	if (o == DD_NIL) {
 		dd_tab_insert(d, e->b);
-		return;
+		return v;
 	}
 	v->dd_match++;
 	if (k->refs == 1) /* room: the indexer's pass */
 		l->pair[l->npair++] = (struct later_pair){ .b = e->b, .o = o, .sb = k->tweak,
 							   .so = d->blk[o].tweak, .u = k->head };
+	return v;
 }
 
 /* Under dd.mu alone: the pass's entries [from, to), their table lines
@@ -129,10 +136,12 @@ static void index_run(struct vc_cache *c, struct dd_later *l, uint32_t from, uin
 		__builtin_prefetch(&d->tab[dd_tab_home(d, &l->pass[t].fp)]);
 		__builtin_prefetch(&d->blk[l->pass[t].b]);
 	}
+	struct vc_volume *v[LATER_HOLD];
 	for (uint32_t t = from; t < to; t++)
-		index_one(c, l, &l->pass[t]);
+		v[t - from] = index_one(c, l, &l->pass[t]);
 	for (uint32_t t = from; t < to; t++)
-		dd_vol_switch(vol_of(c, l->pass[t].pno));
+		if (v[t - from])
+			dd_vol_switch(v[t - from]);
 }
 
 /* The indexer's matches, merged where the bytes agree (the head comment).

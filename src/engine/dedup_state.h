@@ -121,7 +121,7 @@ struct eng_dedup {
 	 * and indexed after the trip, under dd.mu alone; NULL: in the trip's
 	 * own lookup hold (encryption, or VC_DD_LATER=0). */
 	struct dd_later *later;
-	uint64_t later_in; /* blocks the indexer looked up (dd.mu's) */
+	uint64_t later_in; /* blocks the indexer took off its queue, dead or not (dd.mu's) */
 	/* Per block id, its deaths (dd_blk_free, under both locks): the
 	 * indexer's entries name a block by id and generation, so that it
 	 * reads nothing of an id reborn since (births may run under c->mu
