@@ -13,16 +13,9 @@
  * orphans its slot, which needs c->mu: under dd.mu alone (the known
  * trip's settle, the indexer's lookups) nothing dies; a trip keeps its
  * pin on a stored block that lost its last use meanwhile until its last
- * hold of c->mu. So blocks die under both locks and are born under c->mu,
- * with dd.mu or without: what a birth changes is c->mu's (the free ids,
- * the serials, the promises, a free id's entry, and the links of a fresh
- * block's uses, which are the trip's own BUSY pages' lines and the
- * block's), and holders of dd.mu alone reach neither a free id (the
- * table and the pins name live blocks; the indexer checks an id's
- * generation, gen[], bumped at each death, before it reads the entry)
- * nor another trip's fresh block. A trip's first hold makes its fresh
- * blocks under c->mu alone unless its pages' notes name or keep blocks
- * (dedup_down.c, notes_need_dd; docs/DEDUP.md step 12).
+ * hold of c->mu. So blocks are born and die under both locks; the
+ * indexer names a queued block by id and generation (gen[], bumped at
+ * each death) and reads nothing of an id whose generation moved on.
  * Sanitizer builds check dd.mu where the table and the uses change
  * (dd_assert_locked).
  *
@@ -175,8 +168,7 @@ static void tab_remove(struct eng_dedup *d, uint32_t b)
 void dd_use_link(struct eng_dedup *d, uint64_t u, uint32_t b)
 {
 	struct eng_blk *k = &d->blk[b];
-	if (k->refs > 0 || k->keeps > 0) /* a stored block: others may link to it */
-		dd_assert_locked(d);
+	dd_assert_locked(d);
 	d->res[u] = b;
 	d->prev[u] = DD_NIL;
 	d->next[u] = k->head;
@@ -660,7 +652,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
-	d->first_bare = vc_env_u32("VC_DD_FIRST", 1, 0, 1) != 0;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */

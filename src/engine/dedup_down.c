@@ -481,7 +481,7 @@ static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const 
 	return r;
 }
 
-/* Under c->mu, and dd.mu where notes_need_dd(): what host page p's note (BUSY, going down;
+/* Under c->mu and dd.mu: what host page p's note (BUSY, going down;
  * dd.note by its slot) offers its trip: PG_BACK, and its uses named the
  * blocks it came up from (refs + 1 each; their reserved slots counted in
  * g->placed); PG_KNOWN, and *fp its fingerprint; else PG_PLAIN
@@ -564,33 +564,10 @@ static void classify_prefetch(const struct vc_cache *c, const struct down *g,
 	}
 }
 
-/* Under c->mu: whether the trip's classes need dd.mu (note_class): a
- * page whose note may name blocks it came up from (their uses are
- * linked: shared lists), or keeps blocks (let go of: a block may die).
- * Any other note (none, another page's, a known fingerprint) is read and
- * cleared under c->mu alone: a host slot's note is written by the slot's
- * page while it owns it (BUSY), or under c->mu. VC_DD_FIRST=0 (for
- * measuring): always. O(n). */
-static bool notes_need_dd(const struct vc_cache *c, const struct down *g,
-			  struct vc_page *const *pages)
-{
-	const struct eng_dedup *d = &c->dd;
-	if (!d->first_bare)
-		return true;
-	for (uint32_t i = 0; d->note && i < g->n; i++) {
-		if (pages[i]->tier != HOST)
-			continue;
-		const struct dd_note *n = &d->note[pages[i]->slot];
-		if (n->keep || (n->back && n->pno == pages[i]->pno))
-			return true;
-	}
-	return false;
-}
-
-/* Under c->mu, and dd.mu where notes_need_dd(): the trip's pages by class
- * (g->cls; notes, mode, volume switch, sample): g->pfp[i] a known page's
- * fingerprint. Whether it is the known trip: every selected page
- * PG_KNOWN. The notes' lines were asked for (classify_prefetch). */
+/* Under c->mu and dd.mu: the trip's pages by class (g->cls; notes, mode,
+ * volume switch, sample): g->pfp[i] a known page's fingerprint. Whether
+ * it is the known trip: every selected page PG_KNOWN. The notes' lines
+ * were asked for (classify_prefetch). */
 static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *pages)
 {
 	const struct eng_dedup *d = &c->dd;
@@ -746,12 +723,8 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
 	return vc_cmp_run(c->gpus[0].dev, &job);
 }
 
-/* Under c->mu, and dd.mu where the classes needed it (`ddl`), after
- * classify() found no known trip: the selected blocks (g->sel, g->dir;
- * each page's trip by its volume's). What it changes of the block store
- * is c->mu's (dedup.c, Locks): fresh blocks' ids, serials and entries,
- * the links of their uses (the trip's own pages' and blocks' lines) and
- * the promises.
+/* Under c->mu and dd.mu, after classify() found no known trip: the
+ * selected blocks (g->sel, g->dir; each page's trip by its volume's).
  * Every page not staged gets fresh blocks, appended together, and its
  * moves straight into them (g->mv from 0, D a page in page order), with
  * the fingerprint where the moves compute it; then the staged blocks'
@@ -760,7 +733,7 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
  * *nmv: the moves. 0 or -ENOSPC (see settle). */
 static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-			const uint64_t *src, uint32_t *nmv, bool ddl)
+			const uint64_t *src, uint32_t *nmv)
 {
 	struct eng_dedup *d = &c->dd;
 	g->m = g->nstage = 0;
@@ -801,13 +774,9 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 			g->key[nk++] = b;
 		}
 	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
-		if (!ddl) /* a death: dd.mu's too */
-			dd_lock(d);
 		for (uint32_t i = 0; i < g->n; i++)
 			for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++)
 				dd_use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
-		if (!ddl)
-			dd_unlock(d);
 		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
 	}
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
@@ -963,11 +932,10 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * alone, cost a third acquisition, 12-20 us of waiting on the H200,
  * more than it saved).
  *
- * The staged trip, in three short holds of c->mu, dd.mu inside the last
- * two, with the device work between them unlocked:
+ * The staged trip, in three short holds of c->mu, dd.mu inside each,
+ * with the device work between them unlocked:
  *   lock      classes; the pages not staged get fresh blocks, appended
- *             (classify(), staged_begin()); dd.mu only where a page's
- *             note names or keeps blocks (notes_need_dd())
+ *             (classify(), staged_begin())
  *   unlocked  their moves, and the staged blocks into staging (encrypted
  *             under tweaks of their own), fingerprinting on their way
  *             (MurmurHash3/MD5: a job after, or with encryption a host
@@ -991,7 +959,7 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * without encryption, looks nothing up: its blocks go to the indexer
  * (dedup_later.c) and its second hold is the caller's settle, so that it
  * is a demotion without dedup but for its fresh blocks' bookkeeping in
- * the first hold, with no dd.mu inside c->mu (docs/DEDUP.md step 12).
+ * the first hold (docs/DEDUP.md step 12).
  * What the unlocked phases read cannot change under them: the trip's
  * pages are BUSY (nobody else moves, drops, cleans or evicts their
  * blocks), a pinned stored block is not moved, evicted or freed, and the
@@ -1015,23 +983,16 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	uint32_t nmv = 0;
 	int r;
 	classify_prefetch(c, g, pages);
-	const bool ddl = notes_need_dd(c, g, pages);
-	if (ddl)
-		dd_lock(d);
-	else
-		d->first_bare_n++;
+	dd_lock(d);
 	if (classify(c, g, pages)) {
-		if (!ddl)
-			dd_lock(d);
 		known_lookup(c, g, pages, src);
 		dd_unlock(d);
 		r = known_append(c, g, pages, src, &nmv);
 		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
 	}
 	give_back(c, g);
-	r = staged_begin(c, g, pages, src, &nmv, ddl);
-	if (ddl)
-		dd_unlock(d);
+	r = staged_begin(c, g, pages, src, &nmv);
+	dd_unlock(d);
 	uint32_t nsel = g->m; /* g is the next trip's once trip_end() gave it back */
 	if (r == 0 && nmv == 0 && g->m == 0) /* every page went back by reference */
 		return trip_end(c, sc, &pf, DDP_BEGIN, nsel, r);

@@ -10,9 +10,8 @@
  *
  * A block of the queue (eng_blk.later, set at its birth in the trip's
  * first hold) is indexed only if it is still that block (its id's
- * generation, dd.gen, bumped at every death: ids are reused, and a
- * reborn id's entry may be written under c->mu alone meanwhile, so
- * nothing of it is read before the generation matches) and still
+ * generation, dd.gen, bumped at every death: ids are reused, so nothing
+ * of the entry is read before the generation matches) and still
  * flagged: a shrink that empties its segment clears the flag
  * (eng_dd_unindex_seg), as it takes indexed blocks out of the table.
  * Every death happens under dd.mu (dedup.c), so under dd.mu a block whose
@@ -98,7 +97,7 @@ static struct vc_volume *index_one(struct vc_cache *c, struct dd_later *l,
 	struct eng_dedup *d = &c->dd;
 	d->later_in++;
 	if (d->gen[e->b] != e->gen)
-		return NULL; /* died: the id may be another block's, born under c->mu alone */
+		return NULL; /* died: the id may be another block's now */
 	struct vc_volume *v = vol_of(c, e->pno);
 	struct vc_fp_digest fp = e->fp;
 	if (d->fp_same)

@@ -22,10 +22,9 @@
  *   c->mu  the page counts and promises (pages, page_cap, resv, hold),
  *          the claim marks and the scratch list, with the log store
  *   mu     the block store: blocks, uses and their lists, the
- *          fingerprint table, the estimate, the counters, and each
- *          volume's dd_in, dd_est_*, dd_look and dd_match; a block's
- *          birth (free ids, serials, the fresh entry and its uses'
- *          links) is c->mu's (dedup.c, Locks)
+ *          fingerprint table, free ids, serials, the estimate, the
+ *          counters, and each volume's dd_in, dd_est_*, dd_look and
+ *          dd_match
  * Order: c->mu, then mu. c->mu's holders take mu for block store work;
  * the known trip's settle (dedup_down.c) and the indexer
  * (dedup_later.c) take mu alone, so that their links, lookups, the
@@ -124,14 +123,8 @@ struct eng_dedup {
 	uint64_t later_in; /* blocks the indexer took off its queue, dead or not (dd.mu's) */
 	/* Per block id, its deaths (dd_blk_free, under both locks): the
 	 * indexer's entries name a block by id and generation, so that it
-	 * reads nothing of an id reborn since (births may run under c->mu
-	 * alone: first_bare). */
+	 * reads nothing of an id that died (or was reborn) since. */
 	uint32_t *gen;
-	/* A trip's first hold without dd.mu where its pages' notes allow
-	 * (dedup_down.c, notes_need_dd; VC_DD_FIRST=0: always with it), and
-	 * the trips that ran so (c->mu's). */
-	bool first_bare;
-	uint64_t first_bare_n;
 	/* Notes by host slot on the page in it, for its trip down (valid
 	 * while it is the same page, entry and number, unwritten since:
 	 * version): `back`, it came up from the GPU tier (eng_promote, GRAM
