@@ -408,6 +408,27 @@ static void capacity(int kind, int encrypt, uint32_t degree)
 #define TR_R 1024u
 #define TR_TRIP 256u /* pages a prefetch round (batch_pages) */
 
+/* The trips' tests' file: its bytes (shadow, n pages, changed by the
+ * caller) written back, and a cache over it: a GPU tier that holds it all,
+ * a host tier of 32 pages, segments of 8, prefetch rounds of TR_TRIP
+ * pages, dedup on at degree D. */
+static void tr_file_config(struct vc_config *cfg, int kind, uint32_t n, uint32_t D)
+{
+	FILE *f = fopen(path, "r+b");
+	CHECK(f && fwrite(shadow, 1, (size_t)n * PS, f) == (size_t)n * PS);
+	fclose(f);
+	vc_config_init(cfg);
+	cfg->backing_path = path;
+	cfg->device = kind;
+	cfg->page_size = PS;
+	cfg->host_bytes = 32 * PS;
+	cfg->gpu_bytes = (uint64_t)n * PS;
+	cfg->seg_bytes = 8 * PS;
+	cfg->batch_pages = TR_TRIP;
+	cfg->dedup = VC_DEDUP_ON;
+	cfg->dedup_degree = D;
+}
+
 static void trip_counts(vc_cache *c, uint64_t *direct, uint64_t *late, struct vc_stats *st,
 			const char *what)
 {
@@ -446,21 +467,9 @@ static void trips(int kind, int encrypt, uint32_t degree, int algo, int later)
 	shadow = t_read_file(path, (uint64_t)n * PS);
 	for (uint32_t i = TR_U; i < TR_U + TR_R; i++) /* the first POOL pages of the region repeat */
 		memcpy(shadow + (uint64_t)i * PS, shadow + (uint64_t)(TR_U + i % POOL) * PS, PS);
-	FILE *f = fopen(path, "r+b");
-	CHECK(f && fwrite(shadow, 1, (size_t)n * PS, f) == (size_t)n * PS);
-	fclose(f);
 	struct vc_config cfg;
-	vc_config_init(&cfg);
-	cfg.backing_path = path;
-	cfg.device = kind;
-	cfg.page_size = PS;
-	cfg.host_bytes = 32 * PS;
-	cfg.gpu_bytes = (uint64_t)n * PS;
-	cfg.seg_bytes = 8 * PS;
-	cfg.batch_pages = TR_TRIP;
+	tr_file_config(&cfg, kind, n, degree);
 	cfg.encrypt = encrypt;
-	cfg.dedup = VC_DEDUP_ON;
-	cfg.dedup_degree = degree;
 	cfg.dedup_algo = algo;
 	vc_cache *c = t_open(&cfg, "dedup test");
 	unsetenv("VC_DD_LATER");
@@ -723,20 +732,8 @@ static void later_stale(int kind)
 	t_make_file(path, sizeof path, (uint64_t)n * PS, 0x51a1e);
 	shadow = t_read_file(path, (uint64_t)n * PS);
 	memcpy(shadow + (uint64_t)2 * TR_U * PS, shadow, (size_t)TR_U * PS);
-	FILE *f = fopen(path, "r+b");
-	CHECK(f && fwrite(shadow, 1, (size_t)n * PS, f) == (size_t)n * PS);
-	fclose(f);
 	struct vc_config cfg;
-	vc_config_init(&cfg);
-	cfg.backing_path = path;
-	cfg.device = kind;
-	cfg.page_size = PS;
-	cfg.host_bytes = 32 * PS;
-	cfg.gpu_bytes = (uint64_t)n * PS;
-	cfg.seg_bytes = 8 * PS;
-	cfg.batch_pages = TR_TRIP;
-	cfg.dedup = VC_DEDUP_ON;
-	cfg.dedup_degree = 1;
+	tr_file_config(&cfg, kind, n, 1);
 	setenv("VC_DD_LATER", "1", 1);
 	vc_cache *c = t_open(&cfg, "dedup test");
 	unsetenv("VC_DD_LATER");
