@@ -182,6 +182,7 @@ static void picks(void)
 	CHECK(!vc_ls_low(s)); /* 1 free of 4, watermark 1 */
 	CHECK_OK(vc_ls_append(s, 1, keys + 12, 6, g + 12)); /* seals C, opens D */
 	CHECK(vc_ls_low(s));
+	CHECK(vc_ls_take_loss(s, g[12] / 4) == 3 && vc_ls_take_loss(s, g[8] / 4) == 0);
 	CHECK_OK(vc_ls_append(s, 3, keys + 13, 7, g + 13));
 	CHECK(vc_ls_append(s, 1, keys, 8, g) == -ENOSPC);
 	CHECK(vc_ls_early_budget(s) == 1); /* 10% of 16 live */

@@ -34,6 +34,7 @@ static void sleep_on(struct vc_cache *c, pthread_cond_t *cv, _Atomic uint32_t *c
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
+	eng_check_promises(c);
 	eng_lock_note(c, __func__);
 	VC_LOCK_LEFT(c->mu_owner);
 	pthread_cond_timedwait(cv, &c->mu, &ts);

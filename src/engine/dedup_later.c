@@ -311,11 +311,9 @@ int dd_later_open(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
 	/* Plain only: a merge compares two stored blocks, which under
-	 * encryption are ciphertexts under tweaks of their own. Off unless
-	 * VC_DD_LATER=1: with it, the TSan build's test_gpusize saw a trip's
-	 * append find no room for its promised blocks under shrinks (3 of 34
-	 * runs, none of 10 without; docs/DEDUP.md step 12), cause not found. */
-	if (c->gt.cipher || vc_env_u32("VC_DD_LATER", 0, 0, 1) == 0)
+	 * encryption are ciphertexts under tweaks of their own. VC_DD_LATER=0
+	 * leaves it off (every trip looks up in its own hold: step 11's). */
+	if (c->gt.cipher || vc_env_u32("VC_DD_LATER", 1, 0, 1) == 0)
 		return 0;
 	struct dd_later *l = calloc(1, sizeof *l);
 	if (l)

@@ -586,9 +586,28 @@ static inline void eng_lock(struct vc_cache *c)
 	VC_LOCK_TAKEN(c->mu_owner);
 }
 
+/* VC_DEBUG_LOCKS builds, at every end of a hold of c->mu: the slots
+ * promised to the trips down in flight (dd.resv) lie in the tier's room
+ * (dedup.c's invariant), so no trip's append can find none. Nothing in
+ * other builds. */
+static inline void eng_check_promises(const struct vc_cache *c)
+{
+#ifdef VC_DEBUG_LOCKS
+	const struct vc_gpu *g = &c->gpus[0];
+	if (eng_dd(c) && g->ls && !atomic_load(&g->off) && vc_ls_room(g->ls) < c->dd.resv) {
+		fprintf(stderr, "dedup: rule broken: %llu slots of room, %llu promised\n",
+			(unsigned long long)vc_ls_room(g->ls), (unsigned long long)c->dd.resv);
+		abort();
+	}
+#else
+	(void)c;
+#endif
+}
+
 #define eng_unlock(c) eng_unlock_at((c), __func__)
 static inline void eng_unlock_at(struct vc_cache *c, const char *fn)
 {
+	eng_check_promises(c);
 	eng_lock_note(c, fn);
 	VC_LOCK_LEFT(c->mu_owner);
 	pthread_mutex_unlock(&c->mu);

@@ -48,6 +48,12 @@ static int evict_tail(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
 	if (!n)
 		return -EAGAIN;
 	uint32_t seg = gpu_slot0(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(g->ls);
+	/* With dedup the victim's block can sit in the open head, and taking
+	 * it kills the head's unwritten slots: not while the room left would
+	 * fall short of what trips down in flight were promised (dd.resv), or
+	 * one's append would find none. They settle and wake the caller. */
+	if (eng_dd(c) && vc_ls_room(g->ls) - vc_ls_take_loss(g->ls, seg) < c->dd.resv)
+		return -EAGAIN;
 	if (vc_ls_take(g->ls, seg) < 0)
 		return -EAGAIN;
 	return eng_evict_seg(c, g, seg, evicted);

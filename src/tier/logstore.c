@@ -393,6 +393,11 @@ int vc_ls_take(struct vc_ls *ls, uint32_t seg)
 	return 0;
 }
 
+uint64_t vc_ls_take_loss(const struct vc_ls *ls, uint32_t seg)
+{
+	return ls->head == (int64_t)seg ? ls->per_seg - ls->segs[seg].used : 0;
+}
+
 uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_t max)
 {
 	uint32_t k = 0, g0 = seg << ls->seg_shift;

@@ -110,6 +110,9 @@ int vc_ls_take_tail(struct vc_ls *ls, uint32_t *seg);
 /* Takes segment seg for eviction: a sealed one, or the head (sealed
  * first). -EBUSY if it is free or already taken. */
 int vc_ls_take(struct vc_ls *ls, uint32_t seg);
+/* The part of vc_ls_room that vc_ls_take(seg) would kill: the head's
+ * unwritten slots when seg is the head, else 0. */
+uint64_t vc_ls_take_loss(const struct vc_ls *ls, uint32_t seg);
 /* Live slots of a segment, in slot order; returns how many were written
  * to out (at most max). */
 uint32_t vc_ls_live(const struct vc_ls *ls, uint32_t seg, uint32_t *out, uint32_t max);
