@@ -789,65 +789,6 @@ static void later_stale(int kind)
 	free(shadow);
 }
 
-/* The known trip's blocks found at their load (eng_dd_note_load): a
- * load notes the stored block its fingerprint matched and that block's
- * generation, and the trip takes it without a lookup only if it is still
- * that block. Region A goes down (prefetch); B, A's bytes again, is read
- * into the host tier (its loads find A's blocks); A is dropped and C,
- * fresh bytes, goes down into A's freed block ids; then D pushes B down
- * the known trip. B's notes name ids that are C's blocks now: all 24
- * stale, looked up again, matching nothing (no hit, no collision: a
- * trusted stale note would pair B with C's bytes, a collision a page).
- * Then E, C's bytes again, is read and pushed down by F: its 24 notes
- * hold, each a hit without a lookup. Every byte reads back right and the
- * block store's check holds. */
-#define LS_R 24u
-static void load_stale(int kind)
-{
-	const uint32_t A = 0, B = LS_R, C = 2 * LS_R, D = 3 * LS_R, E = 3 * LS_R + 64,
-		       F = 4 * LS_R + 64, n = 4 * LS_R + 128;
-	t_make_file(path, sizeof path, (uint64_t)n * PS, 0x10ad5);
-	shadow = t_read_file(path, (uint64_t)n * PS);
-	memcpy(shadow + (uint64_t)B * PS, shadow + (uint64_t)A * PS, (size_t)LS_R * PS);
-	memcpy(shadow + (uint64_t)E * PS, shadow + (uint64_t)C * PS, (size_t)LS_R * PS);
-	struct vc_config cfg;
-	tr_file_config(&cfg, kind, n, 1);
-	vc_cache *c = t_open(&cfg, "dedup test");
-	char what[64];
-	snprintf(what, sizeof what, "%s known trip, stale load lookups", vc_device_name(c));
-	unsigned char *buf = malloc(64 * PS);
-	CHECK_OK(vc_prefetch(c, (uint64_t)A * PS, (uint64_t)LS_R * PS, VC_TIER_GPU));
-	CHECK(vc_read(c, buf, (size_t)LS_R * PS, (uint64_t)B * PS) == (ssize_t)(LS_R * PS));
-	CHECK_OK(vc_drop(c, (uint64_t)A * PS, (uint64_t)LS_R * PS, 0));
-	CHECK_OK(vc_prefetch(c, (uint64_t)C * PS, (uint64_t)LS_R * PS, VC_TIER_GPU));
-	CHECK(vc_read(c, buf, 64 * PS, (uint64_t)D * PS) == (ssize_t)(64 * PS));
-	struct vc_stats st;
-	uint64_t found, stale;
-	stats(c, &st, what);
-	CHECK_OK(eng_debug_dedup_load(c, &found, &stale));
-	fprintf(stderr, "  found at load %llu, stale %llu\n", (unsigned long long)found,
-		(unsigned long long)stale);
-	CHECK(stale == LS_R && found == 0);
-	CHECK(st.dedup_collisions == 0 && st.dedup_hits == 0);
-	CHECK(vc_read(c, buf, (size_t)LS_R * PS, (uint64_t)E * PS) == (ssize_t)(LS_R * PS));
-	CHECK(vc_read(c, buf, 64 * PS, (uint64_t)F * PS) == (ssize_t)(64 * PS));
-	stats(c, &st, what);
-	CHECK_OK(eng_debug_dedup_load(c, &found, &stale));
-	fprintf(stderr, "  found at load %llu, stale %llu\n", (unsigned long long)found,
-		(unsigned long long)stale);
-	CHECK(found == LS_R && stale == LS_R);
-	CHECK(st.dedup_collisions == 0 && st.dedup_hits == LS_R);
-	for (uint32_t i = 0; i < n; i += 16) {
-		CHECK(vc_read(c, buf, 16 * PS, (uint64_t)i * PS) == (ssize_t)(16 * PS));
-		CHECK(memcmp(buf, shadow + (uint64_t)i * PS, 16 * PS) == 0);
-	}
-	free(buf);
-	CHECK_OK(eng_debug_dedup_check(c));
-	CHECK_OK(vc_close(c));
-	unlink(path);
-	free(shadow);
-}
-
 int main(void)
 {
 	int kind = t_device_kind();
@@ -861,7 +802,6 @@ int main(void)
 	swap_kept_freed(kind, VC_ENCRYPT_OFF, 1);
 	swap_kept_freed(kind, VC_ENCRYPT_XTS, 2);
 	later_stale(kind);
-	load_stale(kind);
 	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES, 0);
 	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES, 1);
 	trips(kind, VC_ENCRYPT_OFF, 1, VC_DEDUP_LANES, 1);

@@ -132,11 +132,6 @@ int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known)
 	return dd_counters(c, &c->dd.back_in, &c->dd.known_in, back, known);
 }
 
-int eng_debug_dedup_load(vc_cache *c, uint64_t *found, uint64_t *stale)
-{
-	return dd_counters(c, &c->dd.load_found, &c->dd.load_stale, found, stale);
-}
-
 void eng_debug_lock_profile(vc_cache *c, const char *what)
 {
 	if (!c->lock_prof_ns)

@@ -64,9 +64,6 @@ void eng_debug_dedup_prof(vc_cache *c, const char *what);
  * loaded, or from the blocks they came up from). -EINVAL when dedup is
  * off. */
 int eng_debug_dedup_notes(vc_cache *c, uint64_t *back, uint64_t *known);
-/* Known blocks whose load found their stored block: still that block
- * (taken without a lookup), or no longer (looked up again). */
-int eng_debug_dedup_load(vc_cache *c, uint64_t *found, uint64_t *stale);
 /* With VC_LOCK_PROFILE=US in the environment at open: prints the engine
  * lock's holds of US microseconds or more since the last call (or open),
  * by the function that ended them, to stderr, labelled `what`, and

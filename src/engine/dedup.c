@@ -562,14 +562,10 @@ void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 	dd_lock(d);
 	for (uint32_t j = 0; keep && j < d->D; j++)
 		keep = d->blk[d->res[(uint64_t)id * d->D + j]].indexed;
-	/* An indexed block's fingerprint is its bytes'; others' may be unset.
-	 * Being indexed, it is the table's block for that fingerprint: the
-	 * stored block a load would have found (eng_dd_note_load). */
-	const bool hfp = d->hostfp && d->blk[b0].indexed;
+	/* An indexed block's fingerprint is its bytes'; others' may be unset. */
 	d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
-				       .back = d->back_blk != NULL, .keep = keep, .hfp = hfp,
-				       .cand = hfp ? b0 : DD_NIL, .cgen = d->gen[b0],
-				       .fp = d->blk[b0].fp };
+				       .back = d->back_blk != NULL, .keep = keep,
+				       .hfp = d->hostfp && d->blk[b0].indexed, .fp = d->blk[b0].fp };
 	for (uint32_t j = 0; d->back_blk && j < d->D; j++) {
 		const uint32_t b = d->res[(uint64_t)id * d->D + j];
 		d->back_blk[(uint64_t)s * d->D + j] = b;
@@ -611,22 +607,8 @@ void eng_dd_note_load(struct vc_cache *c, const struct vc_page *p)
 	    (d->mode != VC_DEDUP_ON && !atomic_load_explicit(&v->dd_on, memory_order_relaxed) &&
 	     !dd_sampled(p->pno)))
 		return;
-	struct dd_note n = { .pno = p->pno, .id = page_id(c, p), .ver = p->version, .hfp = true,
-			     .cand = DD_NIL };
+	struct dd_note n = { .pno = p->pno, .id = page_id(c, p), .ver = p->version, .hfp = true };
 	vc_fp_block(d->algo, host_data(c, p), d->bsize, &n.fp);
-	/* The lookup too, here rather than in the known trip's first hold
-	 * (inside c->mu, what demoters and readers queue for), if dd.mu is
-	 * free: one probe, never a wait. The trip trusts the block only if
-	 * it is still that block and still indexed (note_class). */
-	if (d->load_look && dd_trylock(d)) {
-		const struct vc_fp_digest zero = { 0 };
-		const uint32_t b = dd_tab_find(d, d->fp_same ? &zero : &n.fp);
-		if (b != DD_NIL) {
-			n.cand = b;
-			n.cgen = d->gen[b];
-		}
-		dd_unlock(d);
-	}
 	d->note[p->slot] = n;
 }
 
@@ -710,7 +692,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	 * (for A/Bs): neither kind; every page goes the trips of step 7. */
 	d->hostfp = d->D == 1 && d->algo == VC_FP_LANES && (!c->gt.cipher || d->dev_cmp) &&
 		    vc_env_u32("VC_DD_HOSTFP", 1, 0, 1);
-	d->load_look = vc_env_u32("VC_DD_LOAD_LOOK", 1, 0, 1);
 	const bool back = cfg->gpu_hits == VC_GPU_HITS_SWAP && vc_env_u32("VC_DD_BACK", 1, 0, 1);
 	if (back || d->hostfp) {
 		d->note = malloc(host_pages * sizeof *d->note);
@@ -718,7 +699,7 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 			return vc_err(-ENOMEM, "out of memory for the dedup notes (%llu host pages)",
 				      (unsigned long long)host_pages);
 		for (uint64_t i = 0; i < host_pages; i++)
-			d->note[i] = (struct dd_note){ .pno = UINT64_MAX, .cand = DD_NIL };
+			d->note[i] = (struct dd_note){ .pno = UINT64_MAX };
 	}
 	if (back) {
 		d->keep = vc_env_u32("VC_DD_KEEP", 1, 0, 1) != 0;

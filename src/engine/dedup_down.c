@@ -235,18 +235,13 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
  * miss the caches at tier sizes (the tables are megabytes), each miss
  * waiting for the one before: asked for ahead, a trip's misses overlap
  * (measured on the H100 host: 130 ns a block in the lookup hold,
- * docs/DEDUP.md step 6). Under dd.mu. `found` (may be NULL): k's block
- * is known without a lookup where found[sel[k]] is not DD_NIL. */
-static void lookup_prefetch(const struct vc_cache *c, const struct vc_fp_digest *fp, uint32_t m,
-			    const uint32_t *sel, const uint32_t *found)
+ * docs/DEDUP.md step 6). Under dd.mu. */
+static void lookup_prefetch(const struct vc_cache *c, const struct vc_fp_digest *fp, uint32_t m)
 {
 	const struct eng_dedup *d = &c->dd;
 	for (uint32_t k = 0; k < m; k++)
-		if (!found || found[sel[k]] == DD_NIL)
-			__builtin_prefetch(&d->tab[dd_tab_home(d, &fp[k])]);
+		__builtin_prefetch(&d->tab[dd_tab_home(d, &fp[k])]);
 	for (uint32_t k = 0; k < m; k++) {
-		if (found && found[sel[k]] != DD_NIL)
-			continue;
 		const uint32_t o = d->tab[dd_tab_home(d, &fp[k])];
 		if (o == DD_NIL)
 			continue;
@@ -304,7 +299,7 @@ static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pag
 	struct eng_dedup *d = &c->dd;
 	if (d->fp_same)
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	lookup_prefetch(c, g->fp, g->m, NULL, NULL);
+	lookup_prefetch(c, g->fp, g->m);
 	g->np = 0;
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
@@ -500,12 +495,9 @@ static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const 
  * note goes either way, p leaving its host slot, and its keeps with it
  * (after p's links): a kept block p did not come back to dies, which
  * needs c->mu. The note and p's fields are p's owner's (BUSY). O(D).
- * PG_PLAIN here means only: no note. A known page's *cand: the stored
- * block its load found for fp, if it is still that block (its
- * generation) and indexed, hence the table's block for fp; else DD_NIL
- * (the trip looks fp up). */
+ * PG_PLAIN here means only: no note. */
 static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
-		      struct vc_fp_digest *fp, uint32_t *cand)
+		      struct vc_fp_digest *fp)
 {
 	struct eng_dedup *d = &c->dd;
 	if (!d->note || p->tier != HOST)
@@ -536,16 +528,7 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 		return PG_BACK;
 	}
 	*fp = n->fp;
-	*cand = DD_NIL;
-	if (!mine || !n->hfp)
-		return PG_PLAIN;
-	if (n->cand != DD_NIL) {
-		const bool same = d->gen[n->cand] == n->cgen && d->blk[n->cand].indexed;
-		*cand = same ? n->cand : DD_NIL;
-		d->load_found += same;
-		d->load_stale += !same;
-	}
-	return PG_KNOWN;
+	return mine && n->hfp ? PG_KNOWN : PG_PLAIN;
 }
 
 /* The lines note_class() reads and writes are cold ones of megabyte
@@ -570,18 +553,11 @@ static void classify_prefetch(const struct vc_cache *c, const struct down *g,
 		__builtin_prefetch(&d->next[u], 1);
 		__builtin_prefetch(&d->prev[u], 1);
 	}
-	for (uint32_t i = 0; d->note && i < g->n; i++) {
+	for (uint32_t i = 0; d->back_blk && i < g->n; i++) {
 		if (pages[i]->tier != HOST)
 			continue;
 		const struct dd_note *n = &d->note[pages[i]->slot];
-		if (n->pno != pages[i]->pno)
-			continue;
-		if (n->hfp && n->cand != DD_NIL) { /* D = 1 */
-			__builtin_prefetch(&d->gen[n->cand]);
-			__builtin_prefetch(&d->blk[n->cand], 1);
-			vc_ls_where_prefetch(c->gpus[0].ls, n->cand);
-		}
-		if (!d->back_blk || !n->back)
+		if (n->pno != pages[i]->pno || !n->back)
 			continue;
 		for (uint32_t j = 0; j < d->D; j++)
 			__builtin_prefetch(&d->blk[d->back_blk[(uint64_t)pages[i]->slot * d->D + j]], 1);
@@ -599,7 +575,7 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
 	g->nknown = 0;
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct vc_volume *v = vol_of(c, pages[i]->pno);
-		const int nc = note_class(c, g, pages[i], &g->pfp[i], &g->pcand[i]);
+		const int nc = note_class(c, g, pages[i], &g->pfp[i]);
 		g->cls[i] = (uint8_t)nc;
 		if (nc == PG_BACK)
 			continue;
@@ -624,9 +600,7 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
 /* Under c->mu and dd.mu: the known trip's
  * blocks. Every selected page is PG_KNOWN (D = 1, its fingerprint in
  * g->pfp[i]), the others PG_PLAIN or PG_BACK. Each known block k (page
- * g->sel[k]) is looked up now, unless its load found the stored block
- * (g->pcand, note_class: most repeats, so the probes leave this hold of
- * c->mu): a match pins the stored block and pairs
+ * g->sel[k]) is looked up now: a match pins the stored block and pairs
  * with it (the compare reads the page's plaintext where its move would:
  * src; with encryption against the stored ciphertext, with the stored
  * block's tweak; its slot's address is known_append()'s, under c->mu);
@@ -651,10 +625,10 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
-	lookup_prefetch(c, g->fp, g->m, g->sel, g->pcand);
+	lookup_prefetch(c, g->fp, g->m);
 	for (uint32_t k = 0; k < g->m; k++) {
+		uint32_t o = dd_tab_find(d, &g->fp[k]);
 		const uint32_t i = g->sel[k];
-		uint32_t o = g->pcand[i] != DD_NIL ? g->pcand[i] : dd_tab_find(d, &g->fp[k]);
 		if (o != DD_NIL) {
 			d->blk[o].pins++;
 			g->local[g->np] = false;

@@ -33,7 +33,7 @@ static struct down *down_alloc(uint32_t cap)
 	while (lt < 2 * cap)
 		lt <<= 1;
 	g->lmask = lt - 1;
-	g->sel = malloc((size_t)cap * 11 * sizeof *g->sel);
+	g->sel = malloc((size_t)cap * 10 * sizeof *g->sel);
 	g->fp = malloc((size_t)cap * sizeof *g->fp);
 	g->ltab = calloc(lt, sizeof *g->ltab);
 	g->mv = malloc((size_t)cap * sizeof *g->mv);
@@ -54,7 +54,6 @@ static struct down *down_alloc(uint32_t cap)
 	g->tix = g->uk + cap;
 	g->xq = g->tix + cap;
 	g->late = g->xq + cap;
-	g->pcand = g->late + cap;
 	g->lead = g->local + cap;
 	g->hit = g->lead + cap;
 	g->ok = g->hit + cap;

@@ -141,19 +141,12 @@ struct eng_dedup {
 		uint32_t id, ver;
 		bool back, hfp;
 		bool keep; /* holds a keep on each of its back blocks (eng_blk.keeps) */
-		/* With hfp: the stored block fp matched at the load (DD_NIL:
-		 * none, or dd.mu was busy), and its generation (dd.gen) then. */
-		uint32_t cand, cgen;
 		struct vc_fp_digest fp;
 	} *note;
 	bool hostfp;
-	bool load_look; /* the load looks fp up (eng_dd_note_load; VC_DD_LOAD_LOOK=0: not) */
 	uint32_t *back_blk; /* [host slots x D] (NULL: no back notes) */
 	uint64_t *back_tw;  /* [host slots x D]: the block's serial (eng_blk.tweak) then */
 	uint64_t known_in;  /* blocks down the known trip (their fingerprints noted) */
-	/* Of those, with a stored block found at the load: still that block
-	 * and indexed (taken without a lookup), or not (looked up again). */
-	uint64_t load_found, load_stale;
 	uint64_t back_in;   /* blocks that went down by reference */
 	uint64_t kept;      /* blocks stored with no use, kept by notes (keeps > 0, refs 0) */
 	uint64_t kept_back; /* of back_in, to blocks that were kept (no use left) */
@@ -176,15 +169,6 @@ static inline void dd_lock(struct eng_dedup *d)
 {
 	pthread_mutex_lock(&d->mu);
 	VC_LOCK_TAKEN(d->mu_owner);
-}
-
-/* Takes dd.mu if nobody holds it: true, else false at once. */
-static inline bool dd_trylock(struct eng_dedup *d)
-{
-	if (pthread_mutex_trylock(&d->mu) != 0)
-		return false;
-	VC_LOCK_TAKEN(d->mu_owner);
-	return true;
 }
 
 static inline void dd_unlock(struct eng_dedup *d)

@@ -79,7 +79,6 @@ struct down {
 	uint32_t *xq;              /* [m]: the device compare's pair t is pair xq[t] */
 	struct vc_fp_digest *pfp, *dfp; /* [n x D]: by page and block; by move */
 	bool *ok, *have;                /* [n x D]: dfp read; [n]: page's pfp known */
-	uint32_t *pcand; /* [n]: a known page's stored block found at its load (note_class) */
 	struct vc_move *mv;        /* [n x D], and their tickets */
 	struct vc_ticket *tk;
 	struct scratch s;
