@@ -95,6 +95,28 @@ static double cpu_gbs(uint32_t algo, uint32_t bs, int nthreads, double seconds, 
 	return gbs;
 }
 
+/* The lanes hash on the calling thread, one form (fp.h), over the 4 KiB
+ * blocks of buf's first LANES_SET bytes, again and again, for `seconds`:
+ * GB/s. What a load of a staged volume's page pays on the reader's
+ * thread (engine.h), where the page was just read into its host slot:
+ * in the core's caches, as here. */
+#define LANES_SET (256u << 10)
+static double lanes_gbs(void (*form)(const void *, size_t, struct vc_fp_digest *),
+			const unsigned char *buf, double seconds)
+{
+	struct vc_fp_digest d;
+	uint64_t bytes = 0, off = 0;
+	const uint64_t t0 = vc_now_ns(), until = t0 + (uint64_t)(seconds * 1e9);
+	do {
+		for (int i = 0; i < 256; i++) {
+			form(buf + off, 4096, &d);
+			off = (off + 4096) % LANES_SET;
+		}
+		bytes += 256 * 4096;
+	} while (vc_now_ns() < until);
+	return (double)bytes / ((double)(vc_now_ns() - t0) / 1e9) / 1e9;
+}
+
 /* --- the device -------------------------------------------------------- */
 
 static struct vc_device *dev;
@@ -238,6 +260,18 @@ int main(int argc, char **argv)
 			       x->dev[0], x->dev[1], x->cpu, x->dev[0] / x->cpu, x->dev[1] / x->cpu);
 		}
 	}
+	/* The default hash's host form on one core (the loads' hash): the
+	 * scalar form against AVX-512, which vc_fp_lanes takes where the
+	 * CPU has it. */
+	const double ls = lanes_gbs(vc_fp_lanes_scalar, bufs[0], cpu_seconds);
+	const double lv = vc_fp_lanes_avx512_ok() ? lanes_gbs(vc_fp_lanes_avx512, bufs[0], cpu_seconds)
+						 : NAN;
+	if (vc_fp_lanes_avx512_ok())
+		printf("\nlanes hash on the host, one core, 4 KiB blocks: scalar %.2f GB/s, AVX-512 "
+		       "%.2f GB/s (%.1fx; the one vc_fp_lanes takes here)\n", ls, lv, lv / ls);
+	else
+		printf("\nlanes hash on the host, one core, 4 KiB blocks: scalar %.2f GB/s "
+		       "(AVX-512 form off: not on this CPU, or VC_FP_AVX512=0)\n", ls);
 	const double goal = res[0][VC_FP_MURMUR3].dev[0];
 	printf("\ndigests against the host reference (first %u of every job): %s\n", VERIFY,
 	       all_ok ? "equal" : "DIFFERENT: the device path is wrong");
@@ -257,6 +291,8 @@ int main(int argc, char **argv)
 		bench_json_field(f, "  ", "goal_gbs", GOAL_GBS);
 		bench_json_field(f, "  ", "goal_sms", GOAL_SMS);
 		bench_json_field(f, "  ", "murmur3_4k_capped_gbs", goal);
+		bench_json_field(f, "  ", "host_lanes_4k_scalar_gbs", ls);
+		bench_json_field(f, "  ", "host_lanes_4k_avx512_gbs", lv);
 		fprintf(f, ",\n  \"goal_met\": %s,\n  \"digests_ok\": %s,\n  \"results\": [",
 			!emu && goal >= GOAL_GBS ? "true" : "false", all_ok ? "true" : "false");
 		for (int b = 0; b < N_BS; b++)

@@ -18,7 +18,12 @@
  *                 arrays, a backend without fingerprints
  *   lanes KAT     the lanes hash of zeros and of bytes i % 251, every block
  *                 size, against digests from an independent implementation
- *                 (Python, written from fp_algo.h's definition)
+ *                 (Python, written from fp_algo.h's definition): the
+ *                 dispatching vc_fp_lanes, the scalar form, and the AVX-512
+ *                 form where the CPU has it (said when it has not)
+ *   lanes forms   the AVX-512 form equals the scalar one on random bytes
+ *                 of every multiple of 16 up to 4096 at eight alignments
+ *                 (whole vectors, the words after them, none)
  *   lanes sums    the state of a block equals the sum of the states of any
  *                 split of its words (what lets lanes and threads hash
  *                 their own words); moved words and flipped bits change it
@@ -165,16 +170,46 @@ static void test_lanes_kat(void)
 		{ 4096, "101057334b58a93d690a39b2cee96e74", "25f86cbbb3a474546669b6905ac7a46c" },
 	};
 	static unsigned char buf[4096 + 1];
-	for (size_t k = 0; k < sizeof kat / sizeof kat[0]; k++) {
-		struct vc_fp_digest d;
-		memset(buf, 0, sizeof buf);
-		vc_fp_block(VC_FP_LANES, buf, kat[k].len, &d);
-		expect_hex(&d, kat[k].zeros, "lanes hash of zeros");
-		for (uint32_t i = 0; i < kat[k].len; i++)
-			buf[i + 1] = (unsigned char)(i % 251);
-		vc_fp_lanes(buf + 1, kat[k].len, &d); /* at an odd address */
-		expect_hex(&d, kat[k].iota, "lanes hash of i % 251");
+	void (*const form[])(const void *, size_t, struct vc_fp_digest *) = {
+		vc_fp_lanes, vc_fp_lanes_scalar, vc_fp_lanes_avx512
+	};
+	const int nform = vc_fp_lanes_avx512_ok() ? 3 : 2;
+	for (int f = 0; f < nform; f++)
+		for (size_t k = 0; k < sizeof kat / sizeof kat[0]; k++) {
+			struct vc_fp_digest d;
+			memset(buf, 0, sizeof buf);
+			if (f == 0)
+				vc_fp_block(VC_FP_LANES, buf, kat[k].len, &d);
+			else
+				form[f](buf, kat[k].len, &d);
+			expect_hex(&d, kat[k].zeros, "lanes hash of zeros");
+			for (uint32_t i = 0; i < kat[k].len; i++)
+				buf[i + 1] = (unsigned char)(i % 251);
+			form[f](buf + 1, kat[k].len, &d); /* at an odd address */
+			expect_hex(&d, kat[k].iota, "lanes hash of i % 251");
+		}
+}
+
+/* The AVX-512 form against the scalar one: every length that is a
+ * multiple of 16 up to 4096 (so every count of words after the last
+ * whole vector), at eight alignments. */
+static void test_lanes_forms(void)
+{
+	if (!vc_fp_lanes_avx512_ok()) {
+		fprintf(stderr, "test_fp: lanes hash's AVX-512 form not checked: this CPU lacks "
+				"AVX-512 F/DQ, or VC_FP_AVX512=0 (the scalar form is the one used)\n");
+		return;
 	}
+	static unsigned char buf[4096 + 8];
+	uint64_t seed = 0xa5f0ull;
+	for (uint32_t len = 0; len <= 4096; len += 16)
+		for (uint32_t off = 0; off < 8; off++) {
+			fill_rand(buf, sizeof buf, &seed);
+			struct vc_fp_digest want, got;
+			vc_fp_lanes_scalar(buf + off, len, &want);
+			vc_fp_lanes_avx512(buf + off, len, &got);
+			CHECK(memcmp(got.b, want.b, 16) == 0);
+		}
 }
 
 static void lanes_digest(struct vc_fp_lanes s, uint32_t len, struct vc_fp_digest *out)
@@ -501,6 +536,7 @@ int main(void)
 	const bool openssl = test_md5_openssl();
 	test_murmur3_verification();
 	test_lanes_kat();
+	test_lanes_forms();
 	test_lanes_sums();
 	const int kind = t_device_kind();
 	const int r = vc_device_open(kind, 0, &dev);

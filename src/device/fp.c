@@ -91,6 +91,14 @@ void vc_fp_murmur3(const void *data, size_t len, uint32_t seed, struct vc_fp_dig
 
 void vc_fp_lanes(const void *data, size_t len, struct vc_fp_digest *out)
 {
+	if (vc_fp_lanes_avx512_ok())
+		vc_fp_lanes_avx512(data, len, out);
+	else
+		vc_fp_lanes_scalar(data, len, out);
+}
+
+void vc_fp_lanes_scalar(const void *data, size_t len, struct vc_fp_digest *out)
+{
 	const uint8_t *p = data;
 	struct vc_fp_lanes s = { 0, 0 };
 	for (size_t i = 0; i + 16 <= len; i += 16)
