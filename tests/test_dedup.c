@@ -806,6 +806,8 @@ int main(void)
 	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES, 1);
 	trips(kind, VC_ENCRYPT_OFF, 1, VC_DEDUP_LANES, 1);
 	trips(kind, VC_ENCRYPT_XTS, 1, VC_DEDUP_LANES, 0);
+	trips(kind, VC_ENCRYPT_XTS, 1, VC_DEDUP_LANES, 1);
+	trips(kind, VC_ENCRYPT_XTS_GMAC, 4, VC_DEDUP_LANES, 1);
 	trips(kind, VC_ENCRYPT_OFF, 2, VC_DEDUP_MURMUR3, 0);
 	trips(kind, VC_ENCRYPT_OFF, 2, VC_DEDUP_MURMUR3, 1);
 	adaptive(kind, false);

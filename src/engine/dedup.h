@@ -49,8 +49,8 @@ void dd_decide(struct vc_cache *c, struct vc_volume *v);
  * rate (dd_look, dd_match: dedup_down.c's DD_DIRECT_AT, DD_STAGE_AT). */
 void dd_vol_switch(struct vc_volume *v);
 
-/* The indexer (dedup_later.c): started at open unless VC_DD_LATER=0 or
- * encryption is on (then dd.later is NULL), stopped at close after the queue
+/* The indexer (dedup_later.c): started at open unless VC_DD_LATER=0
+ * (then dd.later is NULL), stopped at close after the queue
  * drains (eng_dd_later_close). dd_later_push, holding neither lock: the direct trip's m
  * blocks (g->sel, g->blk, g->fp) queued, or false when the queue has no
  * room for them (the trip then looks them up itself). */

@@ -955,8 +955,8 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * a placement after the compare instead of beside it (docs/DEDUP.md).
  * A trip with no staged page (direct or plain only) ends at the second
  * hold when nothing matched, else at the third. A trip whose every page
- * is direct (a volume whose blocks share less than 1 in DD_DIRECT_AT),
- * without encryption, looks nothing up: its blocks go to the indexer
+ * is direct (a volume whose blocks share less than 1 in DD_DIRECT_AT)
+ * looks nothing up: its blocks go to the indexer
  * (dedup_later.c) and its second hold is the caller's settle, so that it
  * is a demotion without dedup but for its fresh blocks' bookkeeping in
  * the first hold (docs/DEDUP.md step 12).

@@ -20,7 +20,9 @@
  * A block that matches a stored one is a duplicate stored twice until the
  * indexer merges it (merge()): with both locks, its page claimed (BUSY,
  * as cleaning claims) and the stored block pinned; the two compared on
- * the device, unlocked; then with both locks the page's use moves to the
+ * the device, unlocked (with encryption, both come up decrypted, each
+ * under its own tweak, into a pinned bounce and are compared there:
+ * cipher_eq); then with both locks the page's use moves to the
  * stored block and the later one dies (its slot dead, for cleaning), as
  * the direct trip merged its duplicates in its own hold before. A page
  * that cannot be claimed (in use, or moving) keeps its block: the
@@ -31,7 +33,9 @@
  * LATER_HOLD blocks at a time (a trip's first hold waits for dd.mu under
  * c->mu), and takes c->mu, then dd.mu, for a merge. Nobody waits for the
  * indexer but eng_dd_later_drain's callers (statistics, checks, close),
- * which hold neither lock. Cost: 48 bytes a queued block; the queue holds
+ * which hold neither lock. Cost: 48 bytes a queued block (with
+ * encryption also a pinned bounce of 4 x LATER_PASS blocks, 4 MiB at 4
+ * KiB blocks, and a batch of moves a merge); the queue holds
  * four trips' blocks (4 x dd.scr_blocks), and a trip that finds it full
  * looks its blocks up in its own hold as before. So the trip switch
  * (dd_vol_switch), fed by the indexer, lags the trips by at most the
@@ -80,6 +84,12 @@ struct dd_later {
 		uint64_t sb, so, u;
 	} pair[2 * LATER_PASS]; /* those tried again first, then this pass's */
 	uint32_t npair;
+	/* With encryption: both blocks of each pair come up decrypted into
+	 * the bounce (pinned, 2 x pairs x dd.bsize), two moves a pair. */
+	unsigned char *bounce;
+	uint64_t bounce_dev;
+	struct vc_move mv[4 * LATER_PASS];
+	struct vc_ticket tk[4 * LATER_PASS];
 };
 
 /* Under dd.mu alone: entry e's block, if it is still that block: the
@@ -143,6 +153,33 @@ static void index_run(struct vc_cache *c, struct dd_later *l, uint32_t from, uin
 			dd_vol_switch(v[t - from]);
 }
 
+/* Unlocked, encryption: the np pairs' two blocks (slots g->s.pair[2q],
+ * [2q + 1], claimed and pinned) come up decrypted, each under its own
+ * tweak (the stored blocks' serials: a pair's two ciphertexts of equal
+ * plaintexts differ), into the bounce in one batch of moves, and are
+ * compared there into g->s.eq[q]. 0 or the device's error. */
+static int cipher_eq(struct vc_cache *c, struct dd_later *l, struct down *g, uint32_t np)
+{
+	const uint32_t bs = c->dd.bsize;
+	for (uint32_t q = 0; q < np; q++) {
+		const struct later_pair *p = &l->pair[g->pk[q]];
+		for (uint32_t s = 0; s < 2; s++)
+			l->mv[2 * q + s] = (struct vc_move){
+				.src = g->s.pair[2 * q + s],
+				.dst = l->bounce_dev + (uint64_t)(2 * q + s) * bs,
+				.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
+				.tweak = s ? p->so : p->sb
+			};
+	}
+	int r = vc_batcher_add_n(c->gpus[0].bat, l->mv, 2 * np, l->tk);
+	if (r == 0)
+		r = vc_batcher_wait_n(c->gpus[0].bat, l->tk, 2 * np);
+	for (uint32_t q = 0; r == 0 && q < np; q++)
+		g->s.eq[q] = memcmp(l->bounce + (size_t)2 * q * bs,
+				    l->bounce + (size_t)(2 * q + 1) * bs, bs) == 0;
+	return r;
+}
+
 /* The indexer's matches, merged where the bytes agree (the head comment).
  * Takes c->mu then dd.mu twice around one compare job. Those whose page
  * could not be claimed stay in l->pair for another try (`last`: none). */
@@ -190,7 +227,7 @@ static void merge(struct vc_cache *c, struct dd_later *l, bool last)
 	 * blocks are pinned. */
 	const struct vc_cmp_job job = { .pairs_dev = g->s.pair_dev, .out_dev = g->s.eq_dev,
 					.n = np, .len = d->bsize };
-	int rc = np ? vc_cmp_run(c->gpus[0].dev, &job) : 0;
+	int rc = !np ? 0 : c->gt.cipher ? cipher_eq(c, l, g, np) : vc_cmp_run(c->gpus[0].dev, &job);
 	eng_lock(c);
 	dd_lock(d);
 	for (uint32_t q = 0; q < np; q++) {
@@ -287,7 +324,7 @@ int eng_debug_dedup_later_pause(vc_cache *c, bool on)
 {
 	struct dd_later *l = eng_dd(c) ? c->dd.later : NULL;
 	if (!l)
-		return vc_err(-EINVAL, "no dedup indexer (dedup off, encryption, or VC_DD_LATER=0)");
+		return vc_err(-EINVAL, "no dedup indexer (dedup off, or VC_DD_LATER=0)");
 	pthread_mutex_lock(&l->mu);
 	l->paused = on;
 	pthread_cond_signal(&l->work);
@@ -307,24 +344,38 @@ void eng_dd_later_drain(struct vc_cache *c)
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* Frees what dd_later_open allocated (NULL: nothing). */
+static void later_free(struct vc_cache *c, struct dd_later *l)
+{
+	if (!l)
+		return;
+	if (l->bounce)
+		c->gpus[0].dev->ops->host_free(c->gpus[0].dev, l->bounce);
+	free(l->q);
+	free(l);
+}
+
 int dd_later_open(struct vc_cache *c)
 {
 	struct eng_dedup *d = &c->dd;
-	/* Plain only: a merge compares two stored blocks, which under
-	 * encryption are ciphertexts under tweaks of their own. VC_DD_LATER=0
-	 * leaves it off (every trip looks up in its own hold: step 11's). */
-	if (c->gt.cipher || vc_env_u32("VC_DD_LATER", 1, 0, 1) == 0)
+	/* VC_DD_LATER=0 leaves it off (every trip looks up in its own hold:
+	 * step 11's). */
+	if (vc_env_u32("VC_DD_LATER", 1, 0, 1) == 0)
 		return 0;
 	struct dd_later *l = calloc(1, sizeof *l);
 	if (l)
 		l->cap = 4 * d->scr_blocks;
-	if (!l || !(l->q = malloc(l->cap * sizeof *l->q))) {
-		free(l);
-		return vc_err(-ENOMEM, "out of memory for the dedup indexer's queue");
+	struct vc_device *dev = c->gpus[0].dev;
+	void *bounce = NULL;
+	if (!l || !(l->q = malloc(l->cap * sizeof *l->q)) ||
+	    (c->gt.cipher && dev->ops->host_alloc(dev, (size_t)4 * LATER_PASS * d->bsize, &bounce,
+						  &l->bounce_dev) < 0)) {
+		later_free(c, l);
+		return vc_err(-ENOMEM, "out of memory for the dedup indexer's queue or bounce");
 	}
+	l->bounce = bounce;
 	if (pthread_mutex_init(&l->mu, NULL) != 0) {
-		free(l->q);
-		free(l);
+		later_free(c, l);
 		return vc_err(-ENOMEM, "dedup: cannot create the indexer's lock");
 	}
 	vc_cond_init_monotonic(&l->work);
@@ -335,8 +386,7 @@ int dd_later_open(struct vc_cache *c)
 		pthread_mutex_destroy(&l->mu);
 		pthread_cond_destroy(&l->work);
 		pthread_cond_destroy(&l->idle);
-		free(l->q);
-		free(l);
+		later_free(c, l);
 		return vc_err(-EAGAIN, "dedup: cannot start the indexer thread");
 	}
 	return 0;
@@ -355,7 +405,6 @@ void eng_dd_later_close(struct vc_cache *c)
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->work);
 	pthread_cond_destroy(&l->idle);
-	free(l->q);
-	free(l);
+	later_free(c, l);
 	c->dd.later = NULL;
 }

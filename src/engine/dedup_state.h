@@ -118,7 +118,7 @@ struct eng_dedup {
 	uint64_t direct_in, merged_late; /* blocks down the direct trip; of those, shared after */
 	/* The indexer (dedup_later.c): the direct trip's blocks looked up
 	 * and indexed after the trip, under dd.mu alone; NULL: in the trip's
-	 * own lookup hold (encryption; VC_DD_LATER=0). */
+	 * own lookup hold (VC_DD_LATER=0). */
 	struct dd_later *later;
 	uint64_t later_in; /* blocks the indexer took off its queue, dead or not (dd.mu's) */
 	/* Per block id, its deaths (dd_blk_free, under both locks): the
