@@ -80,8 +80,15 @@ VC_AVX512 void vc_fp_lanes_avx512(const void *data, size_t len, struct vc_fp_dig
 		s2 = _mm512_add_epi64(s2, mix64_x8(_mm512_xor_si512(_mm512_xor_si512(hi, rot), K)));
 		key = _mm512_add_epi64(key, step);
 	}
-	struct vc_fp_lanes s = { (uint64_t)_mm512_reduce_add_epi64(s1),
-				 (uint64_t)_mm512_reduce_add_epi64(s2) };
+	/* The eight lanes' sums, added mod 2^64 (not _mm512_reduce_add_epi64,
+	 * which GCC writes as signed long long additions: overflow there is
+	 * undefined, and UBSan says so). */
+	uint64_t l1[8], l2[8];
+	_mm512_storeu_si512(l1, s1);
+	_mm512_storeu_si512(l2, s2);
+	struct vc_fp_lanes s = { 0, 0 };
+	for (int k = 0; k < 8; k++)
+		vc_fp_lanes_add(&s, l1[k], l2[k]);
 	for (size_t w = vec; w < words; w++) { /* the last words, one at a time */
 		uint64_t lo, hi;
 		memcpy(&lo, p + 16 * w, 8); /* x86: little-endian */
