@@ -453,8 +453,9 @@ static void trip_counts(vc_cache *c, uint64_t *direct, uint64_t *late, struct vc
  * Then every byte reads back right. Fails with the switch stuck either
  * way (never direct: no direct block; never back: the repeated region's
  * trips all direct). That is with `later` 0 (VC_DD_LATER=0: the direct
- * trip looks up in its own hold). With the indexer (dedup_later.c, plain
- * only) the switch lags the trips by the indexer's queue, so the trips'
+ * trip looks up in its own hold). With the indexer (dedup_later.c; with
+ * encryption its merges compare both blocks decrypted, each under its own
+ * tweak) the switch lags the trips by the indexer's queue, so the trips'
  * counts are bounds; what is exact is what the indexer must do: every
  * direct duplicate merged late (the blocks stored are the distinct
  * ones, the hits every duplicate), its dead slots left. Fails with a
