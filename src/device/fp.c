@@ -101,8 +101,9 @@ void vc_fp_lanes_scalar(const void *data, size_t len, struct vc_fp_digest *out)
 {
 	const uint8_t *p = data;
 	struct vc_fp_lanes s = { 0, 0 };
-	for (size_t i = 0; i + 16 <= len; i += 16)
-		vc_fp_lanes_word(&s, ld64le(p + i), ld64le(p + i + 8), (uint32_t)(i / 16));
+	uint64_t key = VC_FP_LANES_P; /* word i's: (i + 1) x P */
+	for (size_t i = 0; i + 16 <= len; i += 16, key += VC_FP_LANES_P)
+		vc_fp_lanes_word_key(&s, ld64le(p + i), ld64le(p + i + 8), key);
 	const struct vc_fp_mm3 h = vc_fp_lanes_final(s, len);
 	st64le(out->b, h.h1);
 	st64le(out->b + 8, h.h2);

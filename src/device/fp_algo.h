@@ -245,11 +245,17 @@ struct vc_fp_lanes {
 #define VC_FP_LANES_P 0x9e3779b97f4a7c15ull
 #define VC_FP_LANES_K 0x6a09e667f3bcc908ull
 
-VC_FP_FN void vc_fp_lanes_word(struct vc_fp_lanes *s, uint64_t lo, uint64_t hi, uint32_t i)
+/* Word lo, hi with its position key p = (i + 1) x P (a caller walking
+ * the words in order adds P a word instead of multiplying). */
+VC_FP_FN void vc_fp_lanes_word_key(struct vc_fp_lanes *s, uint64_t lo, uint64_t hi, uint64_t p)
 {
-	const uint64_t p = (uint64_t)(i + 1) * VC_FP_LANES_P;
 	s->s1 += vc_mix64(lo ^ p);
 	s->s2 += vc_mix64(hi ^ vc_fp_rotl64(p, 32) ^ VC_FP_LANES_K);
+}
+
+VC_FP_FN void vc_fp_lanes_word(struct vc_fp_lanes *s, uint64_t lo, uint64_t hi, uint32_t i)
+{
+	vc_fp_lanes_word_key(s, lo, hi, (uint64_t)(i + 1) * VC_FP_LANES_P);
 }
 
 /* Two partial states of one block (disjoint words) as one. */
