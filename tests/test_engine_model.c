@@ -16,6 +16,8 @@
  * 512-byte blocks drawn from a pool of four), and a third of the writes
  * put a range back to its pool bytes, so blocks are shared, unshared by
  * the random writes and shared again, while cleaning and tail eviction run.
+ * The indexer (dedup_later.c, on unless VC_DD_LATER=0) takes the direct
+ * trips' blocks meanwhile, merging their duplicates late.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -513,9 +515,6 @@ int main(void)
 {
 	int kind = t_device_kind();
 	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : 4000;
-	/* The dedup runs with the indexer (dedup_later.c; the default unless
-	 * VC_DD_LATER=0): the direct trips' blocks indexed and merged late
-	 * under the runs' writes, eviction and cleaning. */
 	static const struct gcv forced[] = {
 		{ "oldest/2-page segments", 2, VC_GC_OLDEST, 3, 0.3, 0.0 },
 		{ "cost-benefit/8-page segments", 8, VC_GC_COST_BENEFIT, 2, 0.25, 0.01 },
