@@ -305,21 +305,13 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	struct vc_cache *c = calloc(1, sizeof *c);
 	if (!c)
 		return vc_err(-ENOMEM, "out of memory");
-	/* The engine lock spins a while before it sleeps (glibc's adaptive
-	 * mutex): its holds are microseconds, and a sleeper's wake-up cost
-	 * each contended acquisition 12-20 us on the H200's 16 cores, so
-	 * that tier moves were bound by the acquisitions' number more than
-	 * by the holds' length (docs/DEDUP.md, step 9: dedup off, demote
-	 * and swap 15-45 % faster). VC_MU_ADAPTIVE=0 (for measuring): a
-	 * plain mutex. */
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-	if (vc_env_u32("VC_MU_ADAPTIVE", 1, 0, 1))
-		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-#endif
-	pthread_mutex_init(&c->mu, &ma);
-	pthread_mutexattr_destroy(&ma);
+	/* The engine lock spins a while before it sleeps (base/mutex.h):
+	 * that a sleeper's wake-up cost each contended acquisition 12-20 us
+	 * made tier moves bound by the acquisitions' number more than by the
+	 * holds' length (docs/DEDUP.md, step 9: dedup off, demote and swap
+	 * 15-45 % faster). */
+	vc_mutex_init_spin(&c->mu);
+	c->mu_spin_ns = vc_mutex_spin_ns();
 	vc_cond_init_monotonic(&c->cv);
 	vc_cond_init_monotonic(&c->slot_cv);
 	for (int b = 0; b < PW_BUCKETS; b++)

@@ -317,6 +317,20 @@ int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
 	return 0;
 }
 
+/* Under c->mu and dd.mu: eng_gpu_release's part for dedup (above
+ * d->pages, which is c->mu's). */
+static void release_uses(struct vc_cache *c, const struct vc_page *p)
+{
+	struct eng_dedup *d = &c->dd;
+	for (uint32_t j = 0; j < d->D; j++) {
+		const uint64_t u = (uint64_t)page_id(c, p) * d->D + j;
+		if (d->res[u] == DD_NIL)
+			d->resv--; /* on its way down, not placed: its reserved slot */
+		else
+			dd_use_unlink(c, u, true);
+	}
+}
+
 void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 {
 	eng_assert_locked(c);
@@ -326,13 +340,7 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p)
 	}
 	struct eng_dedup *d = &c->dd;
 	dd_lock(d);
-	for (uint32_t j = 0; j < d->D; j++) {
-		const uint64_t u = (uint64_t)page_id(c, p) * d->D + j;
-		if (d->res[u] == DD_NIL)
-			d->resv--; /* on its way down, not placed: its reserved slot */
-		else
-			dd_use_unlink(c, u, true);
-	}
+	release_uses(c, p);
 	dd_unlock(d);
 	d->pages--;
 }
@@ -546,33 +554,38 @@ int eng_dd_check(struct vc_cache *c)
 
 /* --- notes for the way down (host slots) --- */
 
-void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
+void eng_dd_up(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 {
 	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
-	if (!d->note)
-		return;
 	const uint32_t id = page_id(c, p), b0 = d->res[(uint64_t)id * d->D];
 	/* Keeping costs the blocks' slots while p is up, so only while the
 	 * tier has room to spare (a quarter of it free and unpromised), and
 	 * only blocks p can come back to (indexed: note_class). */
 	const struct vc_gpu *g = &c->gpus[0];
-	bool keep = d->keep && !atomic_load_explicit(&g->off, memory_order_relaxed) &&
+	bool keep = d->note && d->keep && !atomic_load_explicit(&g->off, memory_order_relaxed) &&
 		    eng_gpu_free(c, g) > vc_ls_capacity(g->ls) / 4;
+	/* One hold of dd.mu for the note and the release: a promotion is
+	 * a short hold of c->mu, and each acquisition of dd.mu inside it
+	 * may wait for a trip's settle or the indexer. */
 	dd_lock(d);
 	for (uint32_t j = 0; keep && j < d->D; j++)
 		keep = d->blk[d->res[(uint64_t)id * d->D + j]].indexed;
 	/* An indexed block's fingerprint is its bytes'; others' may be unset. */
-	d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
-				       .back = d->back_blk != NULL, .keep = keep,
-				       .hfp = d->hostfp && d->blk[b0].indexed, .fp = d->blk[b0].fp };
-	for (uint32_t j = 0; d->back_blk && j < d->D; j++) {
+	if (d->note)
+		d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
+					       .back = d->back_blk != NULL, .keep = keep,
+					       .hfp = d->hostfp && d->blk[b0].indexed,
+					       .fp = d->blk[b0].fp };
+	for (uint32_t j = 0; d->note && d->back_blk && j < d->D; j++) {
 		const uint32_t b = d->res[(uint64_t)id * d->D + j];
 		d->back_blk[(uint64_t)s * d->D + j] = b;
 		d->back_tw[(uint64_t)s * d->D + j] = d->blk[b].tweak;
 		d->blk[b].keeps += keep;
 	}
+	release_uses(c, p);
 	dd_unlock(d);
+	d->pages--;
 }
 
 void eng_dd_up_prefetch(const struct vc_cache *c, const struct vc_page *p, uint32_t s)
@@ -636,9 +649,10 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->mode = cfg->dedup;
 	if (!eng_dd(c))
 		return 0;
-	if (pthread_mutex_init(&d->mu, NULL) != 0)
+	if (vc_mutex_init_spin(&d->mu) != 0)
 		return vc_err(-ENOMEM, "dedup: cannot create the block store's lock");
 	d->mu_ok = true;
+	d->mu_spin_ns = c->mu_spin_ns;
 	d->D = eng_dd_degree(c->page_size, cfg->dedup_degree);
 	d->bsize = c->page_size / d->D;
 	static const uint32_t algo[] = { [VC_DEDUP_LANES] = VC_FP_LANES, [VC_DEDUP_MD5] = VC_FP_MD5,

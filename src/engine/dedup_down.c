@@ -603,7 +603,8 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
  * g->sel[k]) is looked up now: a match pins the stored block and pairs
  * with it (the compare reads the page's plaintext where its move would:
  * src; with encryption against the stored ciphertext, with the stored
- * block's tweak; its slot's address is known_append()'s, under c->mu);
+ * block's tweak; its slot's address is known_trip()'s, after the hold:
+ * pinned, it stays);
  * else an earlier known block of the trip with that fingerprint is its
  * pair (a local pair), else it leads: a fresh block, indexed after its
  * move (settle()). The leaders and the plain pages get fresh blocks, their
@@ -662,10 +663,9 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 	g->nkey = nk;
 }
 
-/* Under c->mu, after known_lookup(): the reserved slots back, the stored
- * pairs' slot addresses (pinned: they stay), the fresh blocks' slots
- * appended together, and their moves (g->mv[0..*nmv): the leaders and
- * plain pages). Pairs move nothing unless their compare fails. So the
+/* Under c->mu, after known_lookup(): the reserved slots back, the fresh
+ * blocks' slots appended together, and their moves (g->mv[0..*nmv): the
+ * leaders and plain pages). Pairs move nothing unless their compare fails. So the
  * trip is its caller's hold, one device phase (moves beside one compare
  * job), a hold of dd.mu alone and the caller's last hold, whatever the
  * data.
@@ -677,9 +677,6 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
 	struct eng_dedup *d = &c->dd;
 	const uint32_t nk = g->nkey;
 	give_back(c, g);
-	for (uint32_t q = 0; q < g->np; q++)
-		if (!g->local[q])
-			g->s.pair[2 * q + 1] = blk_addr(c, g->cand[q]);
 	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
 		dd_lock(d);
 		for (uint32_t i = 0, k = 0; i < g->n; i++) {
@@ -864,6 +861,13 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 	eng_unlock(c);
 	dd_prof_mark(pf, DDP_BEGIN);
 	int rp = nmv ? vc_batcher_add_n(c->gpus[0].bat, g->mv, nmv, g->tk) : 0;
+	/* The stored pairs' slot addresses, out of the hold: a pinned block
+	 * is neither moved nor freed (eng_dd_claim refuses its segment), so
+	 * its entry of the log's where[] holds still, and the other entries'
+	 * writers (under c->mu) touch other words. */
+	for (uint32_t q = 0; q < g->np; q++)
+		if (!g->local[q])
+			g->s.pair[2 * q + 1] = blk_addr(c, g->cand[q]);
 	int rc = known_compare(c, g, plain, src);
 	if (rp == 0 && nmv)
 		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nmv);
@@ -920,9 +924,10 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * The known trip (every selected page's fingerprint noted, D = 1):
  *   lock      the caller's, dd.mu inside: classes, lookups, pins, fresh
  *             blocks for the leaders and plain pages (classify(),
- *             known_lookup()); then c->mu alone: their slots appended,
- *             the pairs' addresses (known_append())
- *   unlocked  their moves beside one compare job (known_compare())
+ *             known_lookup()); then c->mu alone: their slots appended
+ *             (known_append())
+ *   unlocked  the pairs' addresses; their moves beside one compare job
+ *             (known_compare())
  *   dd.mu     estimate fed, shares, the leaders indexed, unpins, counts
  *             (feed(), settle(), counts())
  *   lock      the caller's last: the reserved slots back (give_back())

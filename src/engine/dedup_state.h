@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/lockcheck.h"
+#include "base/mutex.h"
 #include "device/fp.h"
 
 /* Block deduplication of the GPU tier (vc_config.dedup; dedup.c, which
@@ -82,6 +83,7 @@ struct eng_dedup {
 	int mode;          /* enum vc_dedup; VC_DEDUP_OFF: nothing below exists */
 	pthread_mutex_t mu; /* the block store (above); mu_ok: initialized */
 	pthread_t mu_owner; /* its holder (VC_DEBUG_LOCKS builds) */
+	uint64_t mu_spin_ns; /* dd_lock's spin before it sleeps (c->mu's) */
 	bool mu_ok;
 	uint32_t D, bsize; /* blocks per page, bytes per block */
 	uint32_t algo;     /* enum vc_fp_algo */
@@ -153,7 +155,7 @@ struct eng_dedup {
 	uint64_t kept_freed; /* kept blocks freed by claims (cleaning, eviction, a shrink) */
 	/* Back notes keep their blocks (VC_DD_KEEP=0: never, for
 	 * measuring), while the tier has more than a quarter of its slots
-	 * free and unpromised (eng_dd_back_note). */
+	 * free and unpromised (eng_dd_up). */
 	bool keep;
 	bool fp_same; /* test hook: every fingerprint equal (eng_debug_dedup_collide) */
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
@@ -167,7 +169,7 @@ struct eng_dedup {
  * it can check (dd_assert_locked), as eng_assert_locked does c->mu. */
 static inline void dd_lock(struct eng_dedup *d)
 {
-	pthread_mutex_lock(&d->mu);
+	vc_mutex_lock_spin(&d->mu, d->mu_spin_ns);
 	VC_LOCK_TAKEN(d->mu_owner);
 }
 

@@ -109,6 +109,7 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "base/lockcheck.h"
+#include "base/mutex.h"
 #include "base/pageno.h"
 #include "base/gmac.h"
 #include "base/secret.h"
@@ -206,6 +207,7 @@ struct tstate {
 
 struct vc_cache {
 	pthread_mutex_t mu;
+	uint64_t mu_spin_ns; /* eng_lock's spin before it sleeps (base/mutex.h); set at open */
 	pthread_cond_t cv; /* page flags or resources changed */
 	_Atomic uint32_t nwaiters;
 	/* Waits for free host slots while demotions are in flight: woken
@@ -581,7 +583,7 @@ static inline void eng_lock_note(struct vc_cache *c, const char *fn)
 
 static inline void eng_lock(struct vc_cache *c)
 {
-	pthread_mutex_lock(&c->mu);
+	vc_mutex_lock_spin(&c->mu, c->mu_spin_ns);
 	c->mu_t0 = vc_now_ns();
 	VC_LOCK_TAKEN(c->mu_owner);
 }
@@ -750,10 +752,11 @@ void eng_gpu_release(struct vc_cache *c, struct vc_page *p);
 int eng_dd_down(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		const unsigned char *const *plain, const uint64_t *src);
 /* Under c->mu, dedup on: page p (BUSY, its uses linked, its plaintext
- * just copied into host slot s) is coming up (eng_promote); noted for its
- * way back (eng_dd_down). */
-void eng_dd_back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s);
-/* Unlocked, dedup on: the lines eng_dd_back_note and eng_gpu_release
+ * just copied into host slot s) came up (eng_promote): noted for its way
+ * back (eng_dd_down), then released from the GPU tier as
+ * eng_gpu_release does, in one hold of dd.mu. */
+void eng_dd_up(struct vc_cache *c, const struct vc_page *p, uint32_t s);
+/* Unlocked, dedup on: the lines eng_dd_up
  * will touch for page p (BUSY, the caller's: its uses hold still) and
  * host slot s, asked for before the caller takes c->mu, so that their
  * cache misses overlap the lock's wait rather than lengthen its hold. */

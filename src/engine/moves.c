@@ -514,8 +514,9 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 		s = hs;
 	} else {
 		if (eng_dd(c))
-			eng_dd_back_note(c, p, s);
-		eng_gpu_release(c, p);
+			eng_dd_up(c, p, s);
+		else
+			eng_gpu_release(c, p);
 	}
 	p->tier = HOST;
 	p->slot = s;
