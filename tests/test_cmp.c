@@ -14,7 +14,8 @@
  *              every warp takes more than 32 pairs: its tweaks in rounds),
  *              a third of them broken (a flipped byte on either side, a
  *              wrong tweak): each result equals the host's verdict
- *   plain      without a key: equal and one flipped byte
+ *   plain      without a key: equal and one flipped byte; and two jobs
+ *              started (vc_cmp_start), then one wait for both
  *   refusals   -EINVAL for a bad length, a key whose halves are equal,
  *              missing or misaligned arrays; the result bytes untouched
  * Results are checked to be exactly 0 or 1, and the byte after the last
@@ -213,7 +214,7 @@ static void test_size(uint32_t len, uint32_t n, uint64_t *seed)
 static void test_plain(uint64_t *seed)
 {
 	const uint32_t len = 4096;
-	struct arena a = arena_new(2, (size_t)2 * len);
+	struct arena a = arena_new(4, (size_t)2 * len);
 	unsigned char *blk = malloc(len);
 	CHECK(blk);
 	fill_rand(a.plain, len, seed);
@@ -227,6 +228,21 @@ static void test_plain(uint64_t *seed)
 	}
 	static const uint8_t want[2] = { 1, 0 };
 	run_expect(&a, NULL, 2, len, want, "no key");
+	/* In halves: two jobs started (the pairs the other way round in the
+	 * second, its results after the first's), one wait for both. */
+	a.pairs[4] = a.plain_dev + len;
+	a.pairs[6] = a.plain_dev;
+	a.pairs[5] = a.pairs[7] = a.cipher_dev;
+	memset(a.out, 0xa5, 5);
+	const struct vc_cmp_job j1 = { .pairs_dev = a.pairs_dev, .out_dev = a.out_dev, .n = 2,
+				       .len = len };
+	const struct vc_cmp_job j2 = { .pairs_dev = a.pairs_dev + 32, .out_dev = a.out_dev + 2,
+				       .n = 2, .len = len };
+	CHECK_OK(vc_cmp_start(dev, &j1));
+	CHECK_OK(vc_cmp_start(dev, &j2));
+	CHECK_OK(vc_cmp_wait(dev));
+	CHECK(a.out[0] == 1 && a.out[1] == 0 && a.out[2] == 0 && a.out[3] == 1);
+	CHECK(a.out[4] == 0xa5);
 	arena_free(&a);
 	free(blk);
 }

@@ -805,7 +805,8 @@ static void test_fault(int kind, int victim, int bystander)
 		struct vc_cmp_job cj = { .n = 0 };
 		CHECK(d->ops->gc_run(d, &gj) == -VC_EDEVICE);
 		CHECK(d->ops->fp_run(d, &fj) == -VC_EDEVICE);
-		CHECK(d->ops->cmp_run(d, &cj) == -VC_EDEVICE);
+		CHECK(d->ops->cmp_start(d, &cj) == -VC_EDEVICE);
+		CHECK(d->ops->cmp_wait(d) == -VC_EDEVICE);
 		/* What tears down still works. */
 		void *h2;
 		uint64_t h2_dev;

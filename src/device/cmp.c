@@ -35,12 +35,23 @@ int vc_cmp_check(const struct vc_cmp_job *j)
 	return 0;
 }
 
-int vc_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
+int vc_cmp_start(struct vc_device *d, const struct vc_cmp_job *job)
 {
 	int r = vc_cmp_check(job);
 	if (r < 0 || job->n == 0)
 		return r;
-	if (!d->ops->cmp_run)
+	if (!d->ops->cmp_start)
 		return vc_err(-VC_ENOTBUILT, "compare: backend %s has none", d->ops->name);
-	return d->ops->cmp_run(d, job);
+	return d->ops->cmp_start(d, job);
+}
+
+int vc_cmp_wait(struct vc_device *d)
+{
+	return d->ops->cmp_wait ? d->ops->cmp_wait(d) : 0;
+}
+
+int vc_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
+{
+	int r = vc_cmp_start(d, job);
+	return r < 0 || job->n == 0 ? r : vc_cmp_wait(d);
 }

@@ -85,6 +85,17 @@ int vc_cmp_check(const struct vc_cmp_job *job);
  * warp and len / 16 AES. */
 int vc_cmp_run(struct vc_device *d, const struct vc_cmp_job *job);
 
+/* vc_cmp_run in two halves, so that the caller can work while the device
+ * compares. vc_cmp_start checks the job and starts it on the calling
+ * thread's stream (emu: runs it now); its arrays stay unchanged and the
+ * results unread until vc_cmp_wait, on the same thread, returns 0.
+ * vc_cmp_wait waits for every compare the calling thread started on d.
+ * Each returns what vc_cmp_run would (the device's error from either);
+ * after a start that failed there is nothing to wait for. n = 0 starts
+ * nothing. */
+int vc_cmp_start(struct vc_device *d, const struct vc_cmp_job *job);
+int vc_cmp_wait(struct vc_device *d);
+
 #ifdef __cplusplus
 }
 #endif

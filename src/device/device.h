@@ -213,9 +213,12 @@ struct vc_device_ops {
 	 * NULL: the backend has none. */
 	int (*fp_run)(struct vc_device *d, const struct vc_fp_job *job);
 
-	/* Compares a job's block pairs to completion (device/cmp.h; callers
-	 * use vc_cmp_run, which checks it first). NULL: the backend has none. */
-	int (*cmp_run)(struct vc_device *d, const struct vc_cmp_job *job);
+	/* Starts a compare of a job's block pairs on the calling thread's
+	 * stream, and waits for every compare the calling thread started
+	 * (device/cmp.h; callers use vc_cmp_start and vc_cmp_wait, which
+	 * check the job first). NULL: the backend has none. */
+	int (*cmp_start)(struct vc_device *d, const struct vc_cmp_job *job);
+	int (*cmp_wait)(struct vc_device *d);
 
 	/* Device queues (device/queue.h): sets q->ops, q->lanes, q->spin_ns,
 	 * q->nrings where it is 0, and q->priv. NULL: the backend has none. */

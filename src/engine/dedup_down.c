@@ -705,19 +705,23 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
 
 /* Unlocked: the known trip's compares into g->s.eq[q]: one device job
  * over every pair (plain: the page's plaintext in host memory against the
- * stored block's slot, or a local pair's two plaintexts), or with
+ * stored block's slot, or a local pair's two plaintexts), started here
+ * and waited for by the caller where *wait says so (vc_cmp_wait), or with
  * encryption compare_dev() (the stored pairs against their ciphertext,
- * the local ones by memcmp). 0 or the device's error. */
+ * the local ones by memcmp), done on return. 0 or the device's error. */
 static int known_compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
-			 const uint64_t *src)
+			 const uint64_t *src, bool *wait)
 {
+	*wait = false;
 	if (!g->np)
 		return 0;
 	if (c->gt.cipher)
 		return compare_dev(c, g, plain, src);
 	const struct vc_cmp_job job = { .pairs_dev = g->s.pair_dev, .out_dev = g->s.eq_dev,
 					.n = g->np, .len = c->dd.bsize };
-	return vc_cmp_run(c->gpus[0].dev, &job);
+	const int r = vc_cmp_start(c->gpus[0].dev, &job);
+	*wait = r == 0;
+	return r;
 }
 
 /* Under c->mu and dd.mu, after classify() found no known trip: the
@@ -845,8 +849,8 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 
 /* The known trip after known_append() (r: its result), under c->mu,
  * which it drops for the device phase: the moves (leaders, plain pages)
- * beside the compare job; then unlocked, under dd.mu, the estimate fed,
- * settle() and the counts; then c->mu again (the caller's last hold):
+ * beside the compare job, and meanwhile under dd.mu the estimate fed;
+ * then unlocked, under dd.mu, settle() and the counts; then c->mu again (the caller's last hold):
  * the reserved slots back, and only for stored blocks that lost their
  * last use meanwhile and for pages that shared nothing after all, dd.mu
  * inside it for their unpins and fresh blocks, and their placement. */
@@ -868,9 +872,18 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 	for (uint32_t q = 0; q < g->np; q++)
 		if (!g->local[q])
 			g->s.pair[2 * q + 1] = blk_addr(c, g->cand[q]);
-	int rc = known_compare(c, g, plain, src);
+	bool wait;
+	int rc = known_compare(c, g, plain, src, &wait);
+	/* While the device works: the estimate fed (it reads the notes'
+	 * fingerprints, nothing a compare decides), under dd.mu alone, which
+	 * takes it out of the settle's hold below. */
+	dd_lock(d);
+	feed(c, g, pages);
+	dd_unlock(d);
 	if (rp == 0 && nmv)
 		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nmv);
+	if (wait)
+		rc = vc_cmp_wait(c->gpus[0].dev);
 	dd_prof_mark(pf, DDP_CMP);
 	/* The settle's cold lines (the leaders' table slots, the pairs' uses
 	 * and stored blocks) asked for before its hold, not in it: both
@@ -888,7 +901,6 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 			__builtin_prefetch(&d->blk[g->cand[q]], 1);
 	}
 	dd_lock(d);
-	feed(c, g, pages);
 	r = settle(c, g, pages, rp < 0 ? rp : rc); /* its pairs are as staged ones */
 	if (r < 0)
 		g->m = g->nknown = 0; /* nothing counted: the pages go back */
@@ -927,9 +939,10 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  *             known_lookup()); then c->mu alone: their slots appended
  *             (known_append())
  *   unlocked  the pairs' addresses; their moves beside one compare job
- *             (known_compare())
- *   dd.mu     estimate fed, shares, the leaders indexed, unpins, counts
- *             (feed(), settle(), counts())
+ *             (known_compare()), and while they run the estimate fed
+ *             under dd.mu (feed())
+ *   dd.mu     shares, the leaders indexed, unpins, counts (settle(),
+ *             counts())
  *   lock      the caller's last: the reserved slots back (give_back())
  * so its settling leaves c->mu, what the engine's demoters and readers
  * queue for, at no acquisition of c->mu more (docs/DEDUP.md, step 9:

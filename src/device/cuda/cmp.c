@@ -8,13 +8,19 @@
 #include "device/cuda/internal.h"
 #include "device/cuda/kernels/cmp_launch.h"
 
-int vc_cu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
+int vc_cu_cmp_start(struct vc_device *d, const struct vc_cmp_job *job)
 {
 	struct cu_dev *c = CUD(d);
 	int r = vc_cu_enter(c);
 	if (r < 0)
 		return r;
-	r = CU((cudaError_t)vc_cuda_cmp_pairs(job, cudaStreamPerThread));
+	return CU((cudaError_t)vc_cuda_cmp_pairs(job, cudaStreamPerThread));
+}
+
+int vc_cu_cmp_wait(struct vc_device *d)
+{
+	struct cu_dev *c = CUD(d);
+	int r = vc_cu_enter(c);
 	if (r < 0)
 		return r;
 	return CU(cudaStreamSynchronize(cudaStreamPerThread));

@@ -142,7 +142,8 @@ int vc_cu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
 
 /* cmp.c: byte compares (device/cmp.h). */
 struct vc_cmp_job;
-int vc_cu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job);
+int vc_cu_cmp_start(struct vc_device *d, const struct vc_cmp_job *job);
+int vc_cu_cmp_wait(struct vc_device *d);
 
 /* preload.c: loads every kernel of the library into c's context, so that
  * no launch waits for a lazy load (which waits for running kernels).

@@ -45,7 +45,8 @@ static int cmp_xts(const struct vc_cmp_job *job)
 	return r;
 }
 
-int vc_emu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
+/* The whole compare, on the caller's thread: emu has nothing to overlap. */
+int vc_emu_cmp_start(struct vc_device *d, const struct vc_cmp_job *job)
 {
 	int r = vc_emu_health(d);
 	if (r < 0)
@@ -58,4 +59,11 @@ int vc_emu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job)
 		out[i] = memcmp((const void *)(uintptr_t)pairs[2 * i],
 				(const void *)(uintptr_t)pairs[2 * i + 1], job->len) == 0;
 	return 0;
+}
+
+/* A device that failed since the start fails the wait too, as on CUDA,
+ * whose results the failure may have cut short. */
+int vc_emu_cmp_wait(struct vc_device *d)
+{
+	return vc_emu_health(d);
 }

@@ -29,6 +29,7 @@ int vc_emu_fp_run(struct vc_device *d, const struct vc_fp_job *job);
 
 /* cmp.c: byte compares (device/cmp.h), on the caller's thread. */
 struct vc_cmp_job;
-int vc_emu_cmp_run(struct vc_device *d, const struct vc_cmp_job *job);
+int vc_emu_cmp_start(struct vc_device *d, const struct vc_cmp_job *job);
+int vc_emu_cmp_wait(struct vc_device *d);
 
 #endif
