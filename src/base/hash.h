@@ -16,13 +16,17 @@
  * bit, so consecutive page numbers spread evenly. SHARDS relies on the
  * output being close to uniform for "hash mod P < T" to sample a rate of
  * T/P of the keys. */
+#define VC_MIX64_SHIFT 33
+#define VC_MIX64_M1 0xff51afd7ed558ccdull
+#define VC_MIX64_M2 0xc4ceb9fe1a85ec53ull
+
 VC_HASH_FN uint64_t vc_mix64(uint64_t k)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
+	k ^= k >> VC_MIX64_SHIFT;
+	k *= VC_MIX64_M1;
+	k ^= k >> VC_MIX64_SHIFT;
+	k *= VC_MIX64_M2;
+	k ^= k >> VC_MIX64_SHIFT;
 	return k;
 }
 

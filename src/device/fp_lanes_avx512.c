@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/env.h"
+#include "base/hash.h"
 #include "device/fp_algo.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -45,11 +46,11 @@ bool vc_fp_lanes_avx512_ok(void)
 /* vc_mix64 (base/hash.h) of eight words. */
 VC_AVX512 static inline __m512i mix64_x8(__m512i x)
 {
-	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 33));
-	x = _mm512_mullo_epi64(x, _mm512_set1_epi64((long long)0xff51afd7ed558ccdull));
-	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 33));
-	x = _mm512_mullo_epi64(x, _mm512_set1_epi64((long long)0xc4ceb9fe1a85ec53ull));
-	return _mm512_xor_si512(x, _mm512_srli_epi64(x, 33));
+	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, VC_MIX64_SHIFT));
+	x = _mm512_mullo_epi64(x, _mm512_set1_epi64((long long)VC_MIX64_M1));
+	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, VC_MIX64_SHIFT));
+	x = _mm512_mullo_epi64(x, _mm512_set1_epi64((long long)VC_MIX64_M2));
+	return _mm512_xor_si512(x, _mm512_srli_epi64(x, VC_MIX64_SHIFT));
 }
 
 VC_AVX512 void vc_fp_lanes_avx512(const void *data, size_t len, struct vc_fp_digest *out)
