@@ -45,8 +45,8 @@
  *
  * This file is the block store: the table, blocks and uses, the slot
  * reservations, claims for cleaning and eviction, open and close. The trip
- * down (eng_dd_down) and the adaptive switch are in dedup_down.c; what the
- * two share, in dedup.h.
+ * down (eng_dd_down) and the adaptive switch are in dedup_down.c and
+ * dedup_pair.c; what they share, in dedup.h.
  *
  * Going down (demotion batch, GPU prefetch round): eng_gpu_append only
  * reserves D slots a page; eng_dd_down then (dedup_down.c) moves the

@@ -1,5 +1,5 @@
-/* What dedup.c (the block store), dedup_down.c (the trip down),
- * dedup_scratch.c (its scratch), dedup_est.c (the estimate and the
+/* What dedup.c (the block store), dedup_down.c and dedup_pair.c (the
+ * trip down), dedup_scratch.c (its scratch), dedup_est.c (the estimate and the
  * adaptive switch) and dedup_prof.c (the trip's phase profile) share; private to them. The block store's
  * functions are called under dd.mu (engine.h's lock rules; with c->mu
  * too where they touch the log store: dd_use_unlink of a slotted block,

@@ -1,6 +1,8 @@
 /* Block deduplication, the trip down (docs/DEDUP.md): eng_dd_down's
  * trips (staged, direct, known, and pages back by reference) and each
- * volume's choice of trip by its share rate. The trip's state and scratch
+ * volume's choice of trip by its share rate: which pages take which trip,
+ * and each trip's phases and holds. The lookups, compares and settle that
+ * every trip shares are dedup_pair.c's; the trip's state and scratch
  * are dedup_trip.h's and dedup_scratch.c's, the on/off switch of adaptive
  * mode dedup_est.c's, the phase profile dedup_prof.c's. The block table,
  * its invariants and lock rules are dedup.c's (its head comment) and
@@ -47,38 +49,6 @@ static bool straight(uint8_t cls)
 #define DD_DIRECT_AT 16
 #define DD_STAGE_AT 8
 
-static uint64_t blk_addr(const struct vc_cache *c, uint32_t b)
-{
-	return vc_ls_addr(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
-}
-
-/* Under dd.mu (alone or inside c->mu): dd_blk_unpin, but a last unpin that
- * would free the block (its slot's orphaning needs c->mu) keeps the pin
- * for late_unpins(), so nothing claims or frees the block before. */
-static void blk_unpin_soft(struct eng_dedup *d, struct down *g, uint32_t b)
-{
-	if (d->blk[b].pins == 1 && !dd_blk_live(&d->blk[b]))
-		g->late[g->nlate++] = b;
-	else
-		d->blk[b].pins--;
-}
-
-/* Under c->mu and dd.mu: the unpins blk_unpin_soft() left. */
-static void late_unpins(struct vc_cache *c, struct down *g)
-{
-	for (uint32_t t = 0; t < g->nlate; t++)
-		dd_blk_unpin(c, g->late[t]);
-	g->nlate = 0;
-}
-
-/* Under c->mu: the reserved slots of the uses linked under dd.mu alone
- * go back to the tier's free room (dd.resv; dd_use_place's count). */
-static void give_back(struct vc_cache *c, struct down *g)
-{
-	c->dd.resv -= g->placed;
-	g->placed = 0;
-}
-
 /* Under dd.mu: the trip's pages' blocks whose fingerprints are known
  * (page i's block j has pfp[i x D + j] where have[i]) to the estimate,
  * then each volume's decision if due. */
@@ -121,18 +91,6 @@ void dd_vol_switch(struct vc_volume *v)
 		v->dd_look = v->dd_match = 0;
 }
 
-static uint64_t use_of(const struct vc_cache *c, const struct down *g,
-		       struct vc_page *const *pages, uint32_t k)
-{
-	return (uint64_t)page_id(c, pages[g->sel[k] / c->dd.D]) * c->dd.D + g->sel[k] % c->dd.D;
-}
-
-static const unsigned char *plain_of(const struct eng_dedup *d, const struct down *g,
-				     const unsigned char *const *plain, uint32_t k)
-{
-	return plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize;
-}
-
 /* Unlocked, after the first moves: the fingerprints of the m selected
  * blocks, into g->fp, where the host did not hash them already
  * (encryption with MurmurHash3/MD5: hashed from the plaintext while the
@@ -155,7 +113,7 @@ static int fingerprint(struct vc_cache *c, struct down *g, const unsigned char *
 			if (g->ok[t])
 				g->fp[k] = g->dfp[t];
 			else
-				vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
+				vc_fp_block(d->algo, dd_plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
 		}
 		return 0;
 	}
@@ -190,295 +148,6 @@ static void collect(const struct vc_cache *c, struct down *g)
 		}
 		t += d->D;
 	}
-}
-
-/* Under c->mu and dd.mu: staged blocks k = g->uk[0..nu) get fresh blocks (their
- * uses placed; encrypted and staged, the block takes its staging tweak)
- * and slots, appended together from the reservation, and the moves that
- * place them into g->mv[0..nu): a device copy from staging (encrypted or
- * not), or with encryption and no staging the encrypting move from the
- * plaintext. 0, or -ENOSPC with every use given back its reserved slot
- * (the reservation makes that impossible). O(nu). */
-static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		 const uint64_t *src)
-{
-	struct eng_dedup *d = &c->dd;
-	for (uint32_t t = 0; t < g->nu; t++) {
-		const uint32_t k = g->uk[t], b = dd_blk_new(d);
-		d->blk[b].fp = g->fp[k];
-		if (c->gt.cipher && dd_stage_moves(c) && !g->nknown)
-			d->blk[b].tweak = g->tw[k]; /* its staged ciphertext's */
-		dd_use_place(d, use_of(c, g, pages, k), b);
-		g->blk[k] = g->key[t] = b;
-	}
-	int r = g->nu ? vc_ls_append(c->gpus[0].ls, g->nu, g->key, ++c->gpus[0].clock, g->slot) : 0;
-	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
-		dd_use_unplace(c, use_of(c, g, pages, g->uk[t]));
-	if (r < 0)
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
-	for (uint32_t t = 0; t < g->nu; t++) {
-		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		const uint64_t dst = vc_ls_addr(c->gpus[0].ls, g->slot[t]);
-		if (!dd_stage_moves(c) || g->nknown) { /* from the plaintext (the known trip stages nothing) */
-			g->mv[t] = eng_mv_down(c, src[i] + (uint64_t)j * d->bsize, dst, pages[i]->pno);
-			g->mv[t].tweak = d->blk[g->key[t]].tweak; /* the stored block's */
-		} else {
-			g->mv[t] = (struct vc_move){ .src = g->s.stage + (uint64_t)k * d->bsize,
-						     .dst = dst, .op = VC_MOVE_COPY };
-		}
-	}
-	return 0;
-}
-
-/* The m lookups' loads (a table slot, then its block's fingerprint,
- * then a match's slot in the log's where[], for the compare's address)
- * miss the caches at tier sizes (the tables are megabytes), each miss
- * waiting for the one before: asked for ahead, a trip's misses overlap
- * (measured on the H100 host: 130 ns a block in the lookup hold,
- * docs/DEDUP.md step 6). Under dd.mu. */
-static void lookup_prefetch(const struct vc_cache *c, const struct vc_fp_digest *fp, uint32_t m)
-{
-	const struct eng_dedup *d = &c->dd;
-	for (uint32_t k = 0; k < m; k++)
-		__builtin_prefetch(&d->tab[dd_tab_home(d, &fp[k])]);
-	for (uint32_t k = 0; k < m; k++) {
-		const uint32_t o = d->tab[dd_tab_home(d, &fp[k])];
-		if (o == DD_NIL)
-			continue;
-		__builtin_prefetch(&d->blk[o]);
-		vc_ls_where_prefetch(c->gpus[0].ls, o);
-	}
-}
-
-/* The trip's own table (g->ltab): the earlier block of this trip that
- * leads fingerprint g->fp[k] (its index), or DD_NIL, and then block k
- * leads it (g->lead[k]). */
-static uint32_t trip_leader(const struct eng_dedup *d, struct down *g, uint32_t k)
-{
-	uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
-	while (g->ltab[h] && memcmp(&g->fp[g->ltab[h] - 1], &g->fp[k], sizeof g->fp[k]))
-		h = (h + 1) & g->lmask;
-	if (g->ltab[h])
-		return g->ltab[h] - 1;
-	g->ltab[h] = k + 1;
-	g->lead[k] = true;
-	return DD_NIL;
-}
-
-/* The trip's own table empty again for the next trip: every entry is a
- * leader's, found by probing past entries already cleared. With `uk`,
- * the leaders listed in g->uk[0..g->nu). */
-static void trip_leaders_clear(const struct eng_dedup *d, struct down *g, bool uk)
-{
-	if (uk)
-		g->nu = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		if (!g->lead[k])
-			continue;
-		uint32_t h = dd_tab_home(d, &g->fp[k]) & g->lmask;
-		while (g->ltab[h] != k + 1)
-			h = (h + 1) & g->lmask;
-		g->ltab[h] = 0;
-		if (uk)
-			g->uk[g->nu++] = k;
-	}
-}
-
-/* Under c->mu and dd.mu: the verdict on the m fingerprinted blocks. A block whose
- * fingerprint the table names pairs with that stored block, pinned (its
- * slot's address, or with encryption its tweak and slot, noted for the
- * unlocked compare). Else a direct block, its bytes in its slot already,
- * enters the table (so later blocks, of this trip or another, can match
- * it); a staged block pairs with an earlier staged block of this trip
- * that has it (the trip's own table), or leads: a leader gets its fresh
- * block, slot and placement move here (fresh(), g->mv[0..g->nu)), and is
- * indexed once its bytes are in place (settle). 0 or fresh()'s -ENOSPC. */
-static int lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		  const uint64_t *src)
-{
-	struct eng_dedup *d = &c->dd;
-	if (d->fp_same)
-		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
-	lookup_prefetch(c, g->fp, g->m);
-	g->np = 0;
-	for (uint32_t k = 0; k < g->m; k++) {
-		uint32_t o = dd_tab_find(d, &g->fp[k]);
-		if (g->dir[k]) {
-			d->blk[g->blk[k]].fp = g->fp[k];
-			d->blk[g->blk[k]].later = false; /* looked up here after all */
-		}
-		if (o != DD_NIL) {
-			d->blk[o].pins++;
-			g->local[g->np] = false;
-			g->s.pair[2 * g->np] = c->gt.cipher ? d->blk[o].tweak
-					     : g->dir[k]     ? blk_addr(c, g->blk[k]) /* ours: BUSY */
-							     : g->s.stage + (uint64_t)k * d->bsize;
-			g->s.pair[2 * g->np + 1] = blk_addr(c, o); /* stays: pinned */
-		} else if (g->dir[k]) {
-			dd_tab_insert(d, g->blk[k]);
-			continue;
-		} else {
-			if ((o = trip_leader(d, g, k)) == DD_NIL)
-				continue;
-			g->local[g->np] = true;
-			g->s.pair[2 * g->np] = g->s.stage + (uint64_t)k * d->bsize;
-			g->s.pair[2 * g->np + 1] = g->s.stage + (uint64_t)o * d->bsize;
-		}
-		g->pk[g->np] = k;
-		g->cand[g->np++] = o;
-	}
-	/* The leaders are unique whatever the compare says: their fresh
-	 * blocks and slots now, so that their placement runs beside the
-	 * compare. */
-	trip_leaders_clear(d, g, true);
-	return fresh(c, g, pages, src);
-}
-
-/* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
- * in one device job with the key (device/cmp.h), compacted into g->s.x*:
- * each block's plaintext, read where its move down reads it (src: host
- * memory the device sees), against the stored block's ciphertext in its
- * slot, decrypted with the stored block's tweak (the tweak names the
- * stored block) in the compare itself, so no plaintext rests in GPU
- * memory and none crosses back; only a result byte a pair is written.
- * The pairs within the trip compare their plaintexts on the host. 0 or
- * the device's error. */
-static int compare_dev(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
-		       const uint64_t *src)
-{
-	const struct eng_dedup *d = &c->dd;
-	const struct scratch *s = &g->s;
-	uint32_t nx = 0;
-	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q];
-		if (g->local[q]) {
-			s->eq[q] = memcmp(plain_of(d, g, plain, k), plain_of(d, g, plain, g->cand[q]),
-					  d->bsize) == 0;
-			continue;
-		}
-		const uint32_t i = g->sel[k] / d->D, j = g->sel[k] % d->D;
-		s->xpair[2 * nx] = src[i] + (uint64_t)j * d->bsize;
-		s->xpair[2 * nx + 1] = s->pair[2 * q + 1]; /* the slot (pinned) */
-		s->xtw[nx] = s->pair[2 * q];               /* the stored block's tweak */
-		g->xq[nx++] = q;
-	}
-	const struct vc_cmp_job job = { .pairs_dev = s->xpair_dev, .out_dev = s->xeq_dev, .n = nx,
-					.len = d->bsize, .key = c->gt.xkey, .tweaks_dev = s->xtw_dev };
-	int r = nx ? vc_cmp_run(c->gpus[0].dev, &job) : 0;
-	for (uint32_t t = 0; r == 0 && t < nx; t++)
-		s->eq[g->xq[t]] = s->xeq[t];
-	return r;
-}
-
-/* Unlocked: compares the np pairs into g->s.eq[q] (its moves, if any,
- * from g->mv[busy] on: the placement's are before them). Without encryption one
- * device job over the trip's blocks (staging or direct slots) and the
- * stored ones. With it, one device job with the key (compare_dev), or
- * with VC_DD_DEV_CMP=0 the stored blocks come up decrypted into the
- * bounce (one batch of moves) and are compared with the plaintext on the
- * host, as are the pairs within the trip. 0 or the device's error (then
- * nothing is shared). */
-static int compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
-		   const uint64_t *src, uint32_t busy)
-{
-	const struct eng_dedup *d = &c->dd;
-	const struct scratch *s = &g->s;
-	struct vc_move *mv = g->mv + busy; /* the first `busy` moves are in flight */
-	struct vc_ticket *tk = g->tk + busy;
-	if (!c->gt.cipher) {
-		struct vc_cmp_job job = { .pairs_dev = s->pair_dev, .out_dev = s->eq_dev, .n = g->np,
-					  .len = d->bsize };
-		return vc_cmp_run(c->gpus[0].dev, &job);
-	}
-	if (d->dev_cmp)
-		return compare_dev(c, g, plain, src);
-	uint32_t nm = 0;
-	for (uint32_t q = 0; q < g->np; q++) /* pair[2q]: the stored block's tweak, [2q + 1] slot */
-		if (!g->local[q])
-			mv[nm++] = (struct vc_move){ .src = s->pair[2 * q + 1],
-							.dst = s->buf_dev + (uint64_t)q * d->bsize,
-							.op = VC_MOVE_COPY | VC_MOVE_DECRYPT,
-							.tweak = s->pair[2 * q] };
-	int r = nm ? vc_batcher_add_n(c->gpus[0].bat, mv, nm, tk) : 0;
-	if (r == 0 && nm)
-		r = vc_batcher_wait_n(c->gpus[0].bat, tk, nm);
-	for (uint32_t q = 0; r == 0 && q < g->np; q++) {
-		const unsigned char *o = g->local[q] ? plain_of(d, g, plain, g->cand[q])
-						     : s->buf + (uint64_t)q * d->bsize;
-		s->eq[q] = memcmp(plain_of(d, g, plain, g->pk[q]), o, d->bsize) == 0;
-	}
-	return r;
-}
-
-/* Under dd.mu (alone on the known trip; inside c->mu on the others),
- * after the compare and the leaders' placement (rc: the first error of
- * the two; then nothing is shared, nothing indexed, and the trip ends
- * with rc, its pages released by the caller): settles the pairs. A
- * direct block equal to a stored one that still has a use moves its use
- * there and its fresh block dies (its slot dead, for cleaning: c->mu
- * held, direct pairs being on the staged trip only). A staged block equal
- * to its pair shares (a stored block only if it still has a use: it may
- * have lost its last while we compared; a leader, placed), its use
- * linked, its reserved slot for give_back(). The placed leaders enter the
- * fingerprint table (if the fingerprint is still free). A staged block
- * that shares nothing (a collision, or its stored block died) is listed
- * in g->uk[0..nu) for settle_end(). Unpins (blk_unpin_soft), counts
- * collisions and hits. 0 or rc. A direct block that was indexed has no
- * pair of its own, so no block another pair names dies here. The known
- * trip's pairs and leaders are as staged ones (their blocks' moves, if
- * they share nothing, from the plaintext). */
-static int settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages, int rc)
-{
-	struct eng_dedup *d = &c->dd;
-	g->nu = 0;
-	for (uint32_t q = 0; q < g->np; q++) {
-		const uint32_t k = g->pk[q], o = g->cand[q];
-		const bool eq = rc == 0 && g->s.eq[q];
-		d->collisions += rc == 0 && !eq;
-		g->hit[k] = eq && (g->local[q] || dd_blk_live(&d->blk[o]));
-		if (g->hit[k]) {
-			const uint64_t u = use_of(c, g, pages, k);
-			const uint32_t b = g->local[q] ? g->blk[o] : o;
-			if (g->dir[k]) {
-				dd_use_unlink(c, u, true);
-				dd_use_link(d, u, b);
-				d->merged_late++;
-			} else {
-				dd_use_link(d, u, b);
-				g->placed++;
-				g->blk[k] = b;
-			}
-			d->hits++;
-		}
-		if (!g->local[q])
-			blk_unpin_soft(d, g, o);
-	}
-	if (rc < 0)
-		return rc;
-	for (uint32_t k = 0; k < g->m; k++)
-		if (g->lead[k] && dd_tab_find(d, &g->fp[k]) == DD_NIL)
-			dd_tab_insert(d, g->blk[k]);
-	for (uint32_t q = 0; q < g->np; q++)
-		if (!g->hit[g->pk[q]] && !g->dir[g->pk[q]])
-			g->uk[g->nu++] = g->pk[q];
-	return 0;
-}
-
-/* Under c->mu and dd.mu, after settle() (r: its result): the reserved
- * slots back, the late unpins, and the blocks that shared nothing get
- * fresh blocks and a move each into g->mv (fresh(); *nmv of them). r,
- * or fresh()'s -ENOSPC. */
-static int settle_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
-		      const uint64_t *src, int r, uint32_t *nmv)
-{
-	give_back(c, g);
-	late_unpins(c, g);
-	*nmv = 0;
-	if (r < 0 || g->nu == 0)
-		return r;
-	r = fresh(c, g, pages, src);
-	*nmv = r == 0 ? g->nu : 0;
-	return r;
 }
 
 /* Under c->mu and dd.mu: what host page p's note (BUSY, going down;
@@ -535,7 +204,7 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
  * arrays (a host slot's note, a page's uses, a block's entry), each
  * page's dependent on the one before: asked for ahead in two rounds, the
  * notes and uses, then the blocks that notes name, so that a trip's misses
- * overlap in the caller's hold of c->mu (as lookup_prefetch()'s). */
+ * overlap in the caller's hold of c->mu (as dd_lookup_prefetch()'s). */
 static void classify_prefetch(const struct vc_cache *c, const struct down *g,
 			      struct vc_page *const *pages)
 {
@@ -607,7 +276,7 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
  * pinned, it stays);
  * else an earlier known block of the trip with that fingerprint is its
  * pair (a local pair), else it leads: a fresh block, indexed after its
- * move (settle()). The leaders and the plain pages get fresh blocks, their
+ * move (dd_settle()). The leaders and the plain pages get fresh blocks, their
  * uses linked (g->placed), listed in g->key[0..nkey) for known_append(). */
 static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 			 const uint64_t *src)
@@ -626,7 +295,7 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
-	lookup_prefetch(c, g->fp, g->m);
+	dd_lookup_prefetch(c, g->fp, g->m);
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
 		const uint32_t i = g->sel[k];
@@ -635,7 +304,7 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 			g->local[g->np] = false;
 			g->s.pair[2 * g->np] = c->gt.cipher ? d->blk[o].tweak : src[i];
 		} else {
-			if ((o = trip_leader(d, g, k)) == DD_NIL)
+			if ((o = dd_trip_leader(d, g, k)) == DD_NIL)
 				continue;
 			g->local[g->np] = true; /* plaintext against plaintext (the plain job reads both) */
 			g->s.pair[2 * g->np] = src[i];
@@ -644,7 +313,7 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 		g->pk[g->np] = k;
 		g->cand[g->np++] = o;
 	}
-	trip_leaders_clear(d, g, false);
+	dd_trip_leaders_clear(d, g, false);
 	uint32_t nk = 0;
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
 		const bool known = g->cls[i] == PG_KNOWN, lead = known && g->lead[k];
@@ -676,7 +345,7 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
 {
 	struct eng_dedup *d = &c->dd;
 	const uint32_t nk = g->nkey;
-	give_back(c, g);
+	dd_give_back(c, g);
 	if (nk && vc_ls_append(c->gpus[0].ls, nk, g->key, ++c->gpus[0].clock, g->slot) < 0) {
 		dd_lock(d);
 		for (uint32_t i = 0, k = 0; i < g->n; i++) {
@@ -707,7 +376,7 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
  * over every pair (plain: the page's plaintext in host memory against the
  * stored block's slot, or a local pair's two plaintexts), started here
  * and waited for by the caller where *wait says so (vc_cmp_wait), or with
- * encryption compare_dev() (the stored pairs against their ciphertext,
+ * encryption dd_compare_dev() (the stored pairs against their ciphertext,
  * the local ones by memcmp), done on return. 0 or the device's error. */
 static int known_compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
 			 const uint64_t *src, bool *wait)
@@ -716,7 +385,7 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
 	if (!g->np)
 		return 0;
 	if (c->gt.cipher)
-		return compare_dev(c, g, plain, src);
+		return dd_compare_dev(c, g, plain, src);
 	const struct vc_cmp_job job = { .pairs_dev = g->s.pair_dev, .out_dev = g->s.eq_dev,
 					.n = g->np, .len = c->dd.bsize };
 	const int r = vc_cmp_start(c->gpus[0].dev, &job);
@@ -732,7 +401,7 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
  * moves into staging (dd_stage_moves(); encrypted, each under a fresh tweak,
  * g->tw[k]). Block k's move is g->mv[g->tix[k]]; a direct
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
- * *nmv: the moves. 0 or -ENOSPC (see settle). */
+ * *nmv: the moves. 0 or -ENOSPC (see dd_settle). */
 static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 			const uint64_t *src, uint32_t *nmv)
 {
@@ -789,7 +458,7 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 		nm += eng_mv_page(c, pages[i], src[i], false, g->mv + nm);
 		for (uint32_t j = 0; g->cls[i] == PG_DIRECT && j < d->D; j++, k++) {
 			g->tix[k] = first + j;
-			g->blk[k] = d->res[use_of(c, g, pages, k)];
+			g->blk[k] = d->res[dd_use_of(c, g, pages, k)];
 			g->s.addr[k] = g->mv[first + j].dst;
 		}
 	}
@@ -812,7 +481,7 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 	return 0;
 }
 
-/* Under dd.mu, after settle(): counts, its volumes' share rates. */
+/* Under dd.mu, after dd_settle(): counts, its volumes' share rates. */
 static void counts(struct vc_cache *c, const struct down *g, struct vc_page *const *pages)
 {
 	struct eng_dedup *d = &c->dd;
@@ -843,14 +512,14 @@ static int move_all(struct vc_cache *c, struct down *g, uint32_t n,
 	const struct eng_dedup *d = &c->dd;
 	int r = n ? vc_batcher_add_n(c->gpus[0].bat, g->mv, n, g->tk) : 0;
 	for (uint32_t k = 0; r == 0 && hash && k < g->m; k++)
-		vc_fp_block(d->algo, plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
+		vc_fp_block(d->algo, dd_plain_of(d, g, plain, k), d->bsize, &g->fp[k]);
 	return r == 0 && n ? vc_batcher_wait_n(c->gpus[0].bat, g->tk, n) : r;
 }
 
 /* The known trip after known_append() (r: its result), under c->mu,
  * which it drops for the device phase: the moves (leaders, plain pages)
  * beside the compare job, and meanwhile under dd.mu the estimate fed;
- * then unlocked, under dd.mu, settle() and the counts; then c->mu again (the caller's last hold):
+ * then unlocked, under dd.mu, dd_settle() and the counts; then c->mu again (the caller's last hold):
  * the reserved slots back, and only for stored blocks that lost their
  * last use meanwhile and for pages that shared nothing after all, dd.mu
  * inside it for their unpins and fresh blocks, and their placement. */
@@ -871,7 +540,7 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 	 * writers (under c->mu) touch other words. */
 	for (uint32_t q = 0; q < g->np; q++)
 		if (!g->local[q])
-			g->s.pair[2 * q + 1] = blk_addr(c, g->cand[q]);
+			g->s.pair[2 * q + 1] = dd_blk_addr(c, g->cand[q]);
 	bool wait;
 	int rc = known_compare(c, g, plain, src, &wait);
 	/* While the device works: the estimate fed (it reads the notes'
@@ -901,7 +570,7 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 			__builtin_prefetch(&d->blk[g->cand[q]], 1);
 	}
 	dd_lock(d);
-	r = settle(c, g, pages, rp < 0 ? rp : rc); /* its pairs are as staged ones */
+	r = dd_settle(c, g, pages, rp < 0 ? rp : rc); /* its pairs are as staged ones */
 	if (r < 0)
 		g->m = g->nknown = 0; /* nothing counted: the pages go back */
 	counts(c, g, pages);
@@ -909,10 +578,10 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
 	eng_lock(c);
 	if (g->nlate || g->nu) {
 		dd_lock(d);
-		r = settle_end(c, g, pages, src, r, &nmv);
+		r = dd_settle_end(c, g, pages, src, r, &nmv);
 		dd_unlock(d);
 	} else {
-		give_back(c, g);
+		dd_give_back(c, g);
 		nmv = 0;
 	}
 	if (g->np)
@@ -941,9 +610,9 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  *   unlocked  the pairs' addresses; their moves beside one compare job
  *             (known_compare()), and while they run the estimate fed
  *             under dd.mu (feed())
- *   dd.mu     shares, the leaders indexed, unpins, counts (settle(),
+ *   dd.mu     shares, the leaders indexed, unpins, counts (dd_settle(),
  *             counts())
- *   lock      the caller's last: the reserved slots back (give_back())
+ *   lock      the caller's last: the reserved slots back (dd_give_back())
  * so its settling leaves c->mu, what the engine's demoters and readers
  * queue for, at no acquisition of c->mu more (docs/DEDUP.md, step 9:
  * ending the first hold early, the classes and lookups under dd.mu
@@ -960,14 +629,14 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  *             hash meanwhile); fingerprints (fingerprint())
  *   lock      estimate fed; lookups, stored blocks pinned; the leaders
  *             (staged, matching nothing) get fresh blocks and slots,
- *             appended together (lookup(), fresh())
+ *             appended together (dd_lookup(), fresh())
  *   unlocked  the leaders placed (staging to slot) while one compare job
- *             runs over the pairs (compare(); encrypted, against the
- *             stored ciphertext, decrypted in the compare: compare_dev())
+ *             runs over the pairs (dd_compare(); encrypted, against the
+ *             stored ciphertext, decrypted in the compare: dd_compare_dev())
  *   lock      shares, the placed leaders enter the fingerprint table,
- *             unpins, counts (settle(), settle_end(), counts())
+ *             unpins, counts (dd_settle(), dd_settle_end(), counts())
  * and, only for staged blocks that share nothing after all (a collision,
- * or the stored block died meanwhile), their fresh blocks (settle_end),
+ * or the stored block died meanwhile), their fresh blocks (dd_settle_end),
  * their placement unlocked, and a last hold. Before step 6 the
  * leaders got their slots after the compare, which cost a fourth hold and
  * a placement after the compare instead of beside it (docs/DEDUP.md).
@@ -1008,7 +677,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 		r = known_append(c, g, pages, src, &nmv);
 		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
 	}
-	give_back(c, g);
+	dd_give_back(c, g);
 	r = staged_begin(c, g, pages, src, &nmv);
 	dd_unlock(d);
 	uint32_t nsel = g->m; /* g is the next trip's once trip_end() gave it back */
@@ -1033,7 +702,7 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	g->np = g->nu = 0;
 	if (r == 0) {
 		feed(c, g, pages);
-		r = lookup(c, g, pages, src);
+		r = dd_lookup(c, g, pages, src);
 	}
 	if (r < 0 || (g->np == 0 && g->nu == 0)) {
 		/* Failed (nothing counted: the pages go back; fresh() gave
@@ -1055,14 +724,14 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	 * block, which the placement only reads). */
 	const uint32_t nlead = g->nu;
 	int rp = nlead ? vc_batcher_add_n(c->gpus[0].bat, g->mv, nlead, g->tk) : 0;
-	int rc = g->np ? compare(c, g, plain, src, rp == 0 ? nlead : 0) : 0;
+	int rc = g->np ? dd_compare(c, g, plain, src, rp == 0 ? nlead : 0) : 0;
 	if (rp == 0 && nlead)
 		rp = vc_batcher_wait_n(c->gpus[0].bat, g->tk, nlead);
 	dd_prof_mark(&pf, DDP_CMP);
 	eng_lock(c);
 	dd_lock(d);
-	r = settle(c, g, pages, rp < 0 ? rp : rc);
-	r = settle_end(c, g, pages, src, r, &nmv);
+	r = dd_settle(c, g, pages, rp < 0 ? rp : rc);
+	r = dd_settle_end(c, g, pages, src, r, &nmv);
 	counts(c, g, pages);
 	dd_unlock(d);
 	if (g->np)

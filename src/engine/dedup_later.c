@@ -136,7 +136,7 @@ static struct vc_volume *index_one(struct vc_cache *c, struct dd_later *l,
 }
 
 /* Under dd.mu alone: the pass's entries [from, to), their table lines
- * asked for first (as lookup_prefetch does), then indexed; each volume's
+ * asked for first (as dd_lookup_prefetch does), then indexed; each volume's
  * trip switch decided once its counts allow (dd_vol_switch). */
 static void index_run(struct vc_cache *c, struct dd_later *l, uint32_t from, uint32_t to)
 {

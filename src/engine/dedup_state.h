@@ -2,7 +2,8 @@
  * docs/DEDUP.md): the block store, the notes by host slot, and the lock
  * rules between it and the engine lock. struct vc_cache embeds struct
  * eng_dedup (engine.h, which includes this); the code is dedup.c (the
- * block store), dedup_down.c (the trip down), dedup_scratch.c,
+ * block store), dedup_down.c and dedup_pair.c (the trip down),
+ * dedup_scratch.c,
  * dedup_est.c and dedup_prof.c, which share engine/dedup.h. */
 #ifndef VC_ENGINE_DEDUP_STATE_H
 #define VC_ENGINE_DEDUP_STATE_H

@@ -1,5 +1,5 @@
-/* The trip down's state (dedup_down.c) and its scratch (dedup_scratch.c):
- * what the two share; private to them. */
+/* The trip down's state (dedup_down.c, dedup_pair.c) and its scratch
+ * (dedup_scratch.c): what the three share; private to them. */
 #ifndef VC_ENGINE_DEDUP_TRIP_H
 #define VC_ENGINE_DEDUP_TRIP_H
 
@@ -55,7 +55,7 @@ struct down {
 	uint32_t nkey; /* the known trip's fresh blocks, key[0..nkey), to append */
 	bool later;    /* every page direct: its blocks for the indexer (staged_begin) */
 	/* Uses linked under dd.mu alone whose reserved slots c->mu gives
-	 * back (give_back()); stored blocks whose last unpin waits for c->mu
+	 * back (dd_give_back()); stored blocks whose last unpin waits for c->mu
 	 * (late[0..nlate): they lost their last use while compared). */
 	uint32_t placed, nlate;
 	uint32_t *late;
@@ -100,5 +100,112 @@ static inline bool dd_stage_moves(const struct vc_cache *c)
 struct dd_scratch *dd_scratch_get(struct vc_cache *c);
 /* Under c->mu: back on the free list for the next trip. */
 void dd_scratch_put(struct vc_cache *c, struct dd_scratch *sc);
+
+/* Block b's slot's device address (its where[] entry: b pinned or BUSY,
+ * or c->mu held). */
+static inline uint64_t dd_blk_addr(const struct vc_cache *c, uint32_t b)
+{
+	return vc_ls_addr(c->gpus[0].ls, vc_ls_where(c->gpus[0].ls, b));
+}
+
+/* The use of selected block k (page sel[k] / D, block sel[k] % D). */
+static inline uint64_t dd_use_of(const struct vc_cache *c, const struct down *g,
+				 struct vc_page *const *pages, uint32_t k)
+{
+	return (uint64_t)page_id(c, pages[g->sel[k] / c->dd.D]) * c->dd.D + g->sel[k] % c->dd.D;
+}
+
+/* Selected block k's plaintext in host memory. */
+static inline const unsigned char *dd_plain_of(const struct eng_dedup *d, const struct down *g,
+					       const unsigned char *const *plain, uint32_t k)
+{
+	return plain[g->sel[k] / d->D] + (g->sel[k] % d->D) * d->bsize;
+}
+
+/* The pairs (dedup_pair.c): lookups, the compare of a match's bytes,
+ * the settle. */
+
+/* Under c->mu: the reserved slots of the uses linked under dd.mu alone
+ * go back to the tier's free room (dd.resv; dd_use_place's count). */
+void dd_give_back(struct vc_cache *c, struct down *g);
+
+/* The m lookups' loads (a table slot, then its block's fingerprint,
+ * then a match's slot in the log's where[], for the compare's address)
+ * miss the caches at tier sizes (the tables are megabytes), each miss
+ * waiting for the one before: asked for ahead, a trip's misses overlap
+ * (measured on the H100 host: 130 ns a block in the lookup hold,
+ * docs/DEDUP.md step 6). Under dd.mu. */
+void dd_lookup_prefetch(const struct vc_cache *c, const struct vc_fp_digest *fp, uint32_t m);
+
+/* The trip's own table (g->ltab): the earlier block of this trip that
+ * leads fingerprint g->fp[k] (its index), or DD_NIL, and then block k
+ * leads it (g->lead[k]). */
+uint32_t dd_trip_leader(const struct eng_dedup *d, struct down *g, uint32_t k);
+
+/* The trip's own table empty again for the next trip: every entry is a
+ * leader's, found by probing past entries already cleared. With `uk`,
+ * the leaders listed in g->uk[0..g->nu). */
+void dd_trip_leaders_clear(const struct eng_dedup *d, struct down *g, bool uk);
+
+/* Under c->mu and dd.mu: the verdict on the m fingerprinted blocks. A block whose
+ * fingerprint the table names pairs with that stored block, pinned (its
+ * slot's address, or with encryption its tweak and slot, noted for the
+ * unlocked compare). Else a direct block, its bytes in its slot already,
+ * enters the table (so later blocks, of this trip or another, can match
+ * it); a staged block pairs with an earlier staged block of this trip
+ * that has it (the trip's own table), or leads: a leader gets its fresh
+ * block, slot and placement move here (fresh(), g->mv[0..g->nu)), and is
+ * indexed once its bytes are in place (dd_settle). 0 or fresh()'s -ENOSPC. */
+int dd_lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+	      const uint64_t *src);
+
+/* Unlocked, with encryption and dev_cmp: the pairs against stored blocks
+ * in one device job with the key (device/cmp.h), compacted into g->s.x*:
+ * each block's plaintext, read where its move down reads it (src: host
+ * memory the device sees), against the stored block's ciphertext in its
+ * slot, decrypted with the stored block's tweak (the tweak names the
+ * stored block) in the compare itself, so no plaintext rests in GPU
+ * memory and none crosses back; only a result byte a pair is written.
+ * The pairs within the trip compare their plaintexts on the host. 0 or
+ * the device's error. */
+int dd_compare_dev(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+		   const uint64_t *src);
+
+/* Unlocked: compares the np pairs into g->s.eq[q] (its moves, if any,
+ * from g->mv[busy] on: the placement's are before them). Without encryption one
+ * device job over the trip's blocks (staging or direct slots) and the
+ * stored ones. With it, one device job with the key (dd_compare_dev), or
+ * with VC_DD_DEV_CMP=0 the stored blocks come up decrypted into the
+ * bounce (one batch of moves) and are compared with the plaintext on the
+ * host, as are the pairs within the trip. 0 or the device's error (then
+ * nothing is shared). */
+int dd_compare(struct vc_cache *c, struct down *g, const unsigned char *const *plain,
+	       const uint64_t *src, uint32_t busy);
+
+/* Under dd.mu (alone on the known trip; inside c->mu on the others),
+ * after the compare and the leaders' placement (rc: the first error of
+ * the two; then nothing is shared, nothing indexed, and the trip ends
+ * with rc, its pages released by the caller): settles the pairs. A
+ * direct block equal to a stored one that still has a use moves its use
+ * there and its fresh block dies (its slot dead, for cleaning: c->mu
+ * held, direct pairs being on the staged trip only). A staged block equal
+ * to its pair shares (a stored block only if it still has a use: it may
+ * have lost its last while we compared; a leader, placed), its use
+ * linked, its reserved slot for dd_give_back(). The placed leaders enter the
+ * fingerprint table (if the fingerprint is still free). A staged block
+ * that shares nothing (a collision, or its stored block died) is listed
+ * in g->uk[0..nu) for dd_settle_end(). Unpins (blk_unpin_soft), counts
+ * collisions and hits. 0 or rc. A direct block that was indexed has no
+ * pair of its own, so no block another pair names dies here. The known
+ * trip's pairs and leaders are as staged ones (their blocks' moves, if
+ * they share nothing, from the plaintext). */
+int dd_settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages, int rc);
+
+/* Under c->mu and dd.mu, after dd_settle() (r: its result): the reserved
+ * slots back, the late unpins, and the blocks that shared nothing get
+ * fresh blocks and a move each into g->mv (fresh(); *nmv of them). r,
+ * or fresh()'s -ENOSPC. */
+int dd_settle_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
+		  const uint64_t *src, int r, uint32_t *nmv);
 
 #endif
