@@ -266,7 +266,8 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
 	return false;
 }
 
-/* Under c->mu and dd.mu: the known trip's
+/* Under dd.mu, inside c->mu (the caller's first hold) unless d->early
+ * (VC_DD_EARLY=1: alone, c->mu dropped after classify()): the known trip's
  * blocks. Every selected page is PG_KNOWN (D = 1, its fingerprint in
  * g->pfp[i]), the others PG_PLAIN or PG_BACK. Each known block k (page
  * g->sel[k]) is looked up now: a match pins the stored block and pairs
@@ -617,7 +618,8 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * queue for, at no acquisition of c->mu more (docs/DEDUP.md, step 9:
  * ending the first hold early, the classes and lookups under dd.mu
  * alone, cost a third acquisition, 12-20 us of waiting on the H200,
- * more than it saved).
+ * more than it saved; VC_DD_EARLY=1 does that again, for measuring now
+ * that the locks spin, step 14).
  *
  * The staged trip, in three short holds of c->mu, dd.mu inside each,
  * with the device work between them unlocked:
@@ -672,8 +674,15 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	classify_prefetch(c, g, pages);
 	dd_lock(d);
 	if (classify(c, g, pages)) {
+		if (d->early) {
+			dd_unlock(d);
+			eng_unlock(c);
+			dd_lock(d);
+		}
 		known_lookup(c, g, pages, src);
 		dd_unlock(d);
+		if (d->early)
+			eng_lock(c);
 		r = known_append(c, g, pages, src, &nmv);
 		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
 	}
