@@ -19,6 +19,12 @@
  * append under c->mu; no walk of slots finds them before); the
  * indexer names a queued block by id and generation (gen[], bumped at
  * each death) and reads nothing of an id whose generation moved on.
+ * Pins are taken under both locks, but for VC_DD_EARLY=1's known trip
+ * (dd.mu alone): that pin can come after a claim checked for pins in a
+ * hold of c->mu still running. Cleaning in that hold copies the block
+ * (the trip reads the block's address after its next hold of c->mu: the
+ * new one); an eviction drops its pages, and a pinned block that lost
+ * its last use keeps its slot, and so its segment, until the last unpin.
  * Sanitizer builds check dd.mu where the table and the uses change
  * (dd_assert_locked).
  *
