@@ -200,23 +200,11 @@ static int note_class(struct vc_cache *c, struct down *g, struct vc_page *p,
 	return mine && n->hfp ? PG_KNOWN : PG_PLAIN;
 }
 
-/* Under dd.mu: the entries of the next `want` fresh blocks
- * (dd_blk_new() pops the free ids) asked for ahead: cold lines, which
- * a trip's births would otherwise miss one after another. */
-static void fresh_prefetch(const struct eng_dedup *d, uint32_t want)
-{
-	for (uint32_t t = 0; t < want && t < d->nfree; t++)
-		__builtin_prefetch(&d->blk[d->free_ids[d->nfree - 1 - t]], 1);
-}
-
 /* The lines note_class() reads and writes are cold ones of megabyte
  * arrays (a host slot's note, a page's uses, a block's entry), each
  * page's dependent on the one before: asked for ahead in two rounds, the
  * notes and uses, then the blocks that notes name, so that a trip's misses
- * overlap in the caller's hold of c->mu (as dd_lookup_prefetch()'s). A
- * page's use lines are asked for with or without back notes: the known
- * trip links them in its first hold (its leaders and plain pages,
- * known_lookup()) or in its settle (its pairs). */
+ * overlap in the caller's hold of c->mu (as dd_lookup_prefetch()'s). */
 static void classify_prefetch(const struct vc_cache *c, const struct down *g,
 			      struct vc_page *const *pages)
 {
@@ -226,13 +214,13 @@ static void classify_prefetch(const struct vc_cache *c, const struct down *g,
 			continue; /* a prefetch round's: no note */
 		const uint64_t s = pages[i]->slot, u = (uint64_t)page_id(c, pages[i]) * d->D;
 		__builtin_prefetch(&d->note[s], 1);
-		__builtin_prefetch(&d->res[u], 1);
-		__builtin_prefetch(&d->next[u], 1);
-		__builtin_prefetch(&d->prev[u], 1);
 		if (!d->back_blk)
 			continue;
 		__builtin_prefetch(&d->back_blk[s * d->D]);
 		__builtin_prefetch(&d->back_tw[s * d->D]);
+		__builtin_prefetch(&d->res[u], 1);
+		__builtin_prefetch(&d->next[u], 1);
+		__builtin_prefetch(&d->prev[u], 1);
 	}
 	for (uint32_t i = 0; d->back_blk && i < g->n; i++) {
 		if (pages[i]->tier != HOST)
@@ -308,7 +296,6 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
 		memset(g->fp, 0, (size_t)g->m * sizeof *g->fp);
 	memset(g->lead, 0, g->m * sizeof *g->lead);
 	memset(g->hit, 0, g->m * sizeof *g->hit);
-	fresh_prefetch(d, g->n); /* a block a page at most: leaders, plain pages */
 	dd_lookup_prefetch(c, g->fp, g->m);
 	for (uint32_t k = 0; k < g->m; k++) {
 		uint32_t o = dd_tab_find(d, &g->fp[k]);
@@ -447,7 +434,8 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 			__builtin_prefetch(&d->next[u], 1);
 			__builtin_prefetch(&d->prev[u], 1);
 		}
-	fresh_prefetch(d, want);
+	for (uint32_t t = 0; t < want && t < d->nfree; t++)
+		__builtin_prefetch(&d->blk[d->free_ids[d->nfree - 1 - t]], 1);
 	uint32_t nk = 0, nm = 0;
 	for (uint32_t i = 0; i < g->n; i++)
 		for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++) {
