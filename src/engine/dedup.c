@@ -563,35 +563,42 @@ int eng_dd_check(struct vc_cache *c)
 
 /* --- notes for the way down (host slots) --- */
 
-void eng_dd_up(struct vc_cache *c, const struct vc_page *p, uint32_t s)
+/* Under c->mu and dd.mu, with notes: host slot s's note for page p, which
+ * came up from its blocks (eng_dd_up). */
+static void back_note(struct vc_cache *c, const struct vc_page *p, uint32_t s)
 {
-	eng_assert_locked(c);
 	struct eng_dedup *d = &c->dd;
 	const uint32_t id = page_id(c, p), b0 = d->res[(uint64_t)id * d->D];
 	/* Keeping costs the blocks' slots while p is up, so only while the
 	 * tier has room to spare (a quarter of it free and unpromised), and
 	 * only blocks p can come back to (indexed: note_class). */
 	const struct vc_gpu *g = &c->gpus[0];
-	bool keep = d->note && d->keep && !atomic_load_explicit(&g->off, memory_order_relaxed) &&
+	bool keep = d->keep && !atomic_load_explicit(&g->off, memory_order_relaxed) &&
 		    eng_gpu_free(c, g) > vc_ls_capacity(g->ls) / 4;
-	/* One hold of dd.mu for the note and the release: a promotion is
-	 * a short hold of c->mu, and each acquisition of dd.mu inside it
-	 * may wait for a trip's settle or the indexer. */
-	dd_lock(d);
 	for (uint32_t j = 0; keep && j < d->D; j++)
 		keep = d->blk[d->res[(uint64_t)id * d->D + j]].indexed;
 	/* An indexed block's fingerprint is its bytes'; others' may be unset. */
-	if (d->note)
-		d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
-					       .back = d->back_blk != NULL, .keep = keep,
-					       .hfp = d->hostfp && d->blk[b0].indexed,
-					       .fp = d->blk[b0].fp };
-	for (uint32_t j = 0; d->note && d->back_blk && j < d->D; j++) {
+	d->note[s] = (struct dd_note){ .pno = p->pno, .id = id, .ver = p->version,
+				       .back = d->back_blk != NULL, .keep = keep,
+				       .hfp = d->hostfp && d->blk[b0].indexed, .fp = d->blk[b0].fp };
+	for (uint32_t j = 0; d->back_blk && j < d->D; j++) {
 		const uint32_t b = d->res[(uint64_t)id * d->D + j];
 		d->back_blk[(uint64_t)s * d->D + j] = b;
 		d->back_tw[(uint64_t)s * d->D + j] = d->blk[b].tweak;
 		d->blk[b].keeps += keep;
 	}
+}
+
+void eng_dd_up(struct vc_cache *c, const struct vc_page *p, uint32_t s)
+{
+	eng_assert_locked(c);
+	struct eng_dedup *d = &c->dd;
+	/* One hold of dd.mu for the note and the release: a promotion is
+	 * a short hold of c->mu, and each acquisition of dd.mu inside it
+	 * may wait for a trip's settle or the indexer. */
+	dd_lock(d);
+	if (d->note)
+		back_note(c, p, s);
 	release_uses(c, p);
 	dd_unlock(d);
 	d->pages--;
