@@ -603,7 +603,10 @@ int vc_gpu_set_weight(vc_cache *c, unsigned gpu, double weight);
  * *moved (may be NULL): pages moved. */
 int vc_gpu_rebalance(vc_cache *c, uint64_t *moved);
 /* Empties part `gpu` into the others: its weight goes to 0 and its pages
- * move (vc_gpu_rebalance). vc_gpu_set_weight gives it a share again. */
+ * move (vc_gpu_rebalance); pages held by readers or moves in flight are
+ * waited for. vc_gpu_set_weight gives it a share again. -EINVAL as for
+ * vc_gpu_set_weight (the last part with a share); -EBUSY when no page
+ * left the part for 10 s (its weight stays 0). */
 int vc_gpu_evacuate(vc_cache *c, unsigned gpu, uint64_t *moved);
 
 /* ---- GPUfs: a file API for GPU kernels over this cache ---------------------

@@ -145,6 +145,9 @@ static void *parts_main(void *arg)
 				uint64_t moved = 0;
 				int e = vc_gpu_evacuate(r->c, k, &moved);
 				/* The last part that takes pages may not be emptied. */
+				if (e != 0 && e != -EINVAL)
+					fprintf(stderr, "vc_gpu_evacuate(%u): %d (%s)\n", k, e,
+						vc_last_error());
 				CHECK(e == 0 || e == -EINVAL);
 				if (e == 0) {
 					CHECK_OK(vc_get_gpu_stats(r->c, k, &gs));

@@ -362,6 +362,14 @@ static int part_evict_rest(struct vc_cache *c, struct vc_gpu *s)
 	return r;
 }
 
+/* How long vc_gpu_evacuate waits while no page leaves the part before it
+ * gives up: pages held by readers, or moves in flight, leave within
+ * milliseconds; 10 s without one means a move that does not end. A count
+ * of waits would not do: the engine's wakeups are many (each wait ends in
+ * microseconds under load, so 1000 of them can pass while one demotion,
+ * aimed at the part before its weight went to 0, is still in flight). */
+#define EVAC_STALL_NS (10ull * 1000000000ull)
+
 int vc_gpu_evacuate(vc_cache *c, unsigned gpu, uint64_t *moved)
 {
 	int r = eng_part_arg(c, gpu, "vc_gpu_evacuate");
@@ -372,16 +380,17 @@ int vc_gpu_evacuate(vc_cache *c, unsigned gpu, uint64_t *moved)
 	if ((r = vc_gpu_set_weight(c, gpu, 0)) < 0)
 		return r;
 	struct vc_gpu *s = &c->gpus[gpu];
-	uint64_t mv = 0;
+	uint64_t mv = 0, fewest = UINT64_MAX, since = vc_now_ns();
 	/* Moves, then evictions of what could not move, until the part is
 	 * empty: pages held by readers or in flight are waited for. */
-	for (int pass = 0; r == 0 || r == -EAGAIN; pass++) {
+	while (r == 0 || r == -EAGAIN) {
 		uint64_t left = 0;
 		r = part_move_out(c, s, &mv, &left);
 		eng_lock(c);
 		if (r == 0 && vc_ls_live_total(s->ls) > 0)
 			r = part_evict_rest(c, s);
-		bool empty = vc_ls_live_total(s->ls) == 0 || atomic_load(&s->off);
+		const uint64_t live = vc_ls_live_total(s->ls);
+		bool empty = live == 0 || atomic_load(&s->off);
 		if (!empty && (r == 0 || r == -EAGAIN)) {
 			eng_wait_cv(c);
 			r = -EAGAIN;
@@ -391,9 +400,15 @@ int vc_gpu_evacuate(vc_cache *c, unsigned gpu, uint64_t *moved)
 			r = 0;
 			break;
 		}
-		if (pass > 1000)
-			r = vc_err(-EBUSY, "vc_gpu_evacuate: part %u still holds pages after %d passes "
-					   "(held by readers or moves that do not end)", gpu, pass);
+		const uint64_t now = vc_now_ns();
+		if (live < fewest) {
+			fewest = live;
+			since = now;
+		} else if (now - since > EVAC_STALL_NS) {
+			r = vc_err(-EBUSY, "vc_gpu_evacuate: part %u still holds %llu pages, none of "
+					   "which left in %llu s (held by readers or moves that do not end)",
+				   gpu, (unsigned long long)live, EVAC_STALL_NS / 1000000000ull);
+		}
 	}
 	if (moved)
 		*moved = mv;
