@@ -683,11 +683,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
 	d->early = vc_env_u32("VC_DD_EARLY", 0, 0, 1) != 0;
-	/* Demotion batches in flight with dedup on (for measuring; the
-	 * engine's VC_DEMOTERS by default): a trip's latency is longer than a
-	 * move's (its compare), so more of them may keep the rate (Little's
-	 * law) where more did not help with dedup off (step 8's grid). */
-	c->demoters_max = vc_env_u32("VC_DD_DEMOTERS", c->demoters_max, 1, 16);
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */
