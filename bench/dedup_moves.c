@@ -458,10 +458,9 @@ int main(int argc, char **argv)
 	       nsm ? "" : " (no SMs: the emulated device hashes on the calling thread)");
 	if (nsm)
 		printf("of %d SMs (%.0f %%)\n", nsm, 100.0 * cap / nsm);
-	const char *dm = getenv("VC_DEMOTERS"), *ddm = getenv("VC_DD_DEMOTERS");
-	printf("demotion batches of %u pages, at most %s in flight",
+	const char *dm = getenv("VC_DEMOTERS");
+	printf("demotion batches of %u pages, at most %s in flight\n",
 	       o.demote_batch ? o.demote_batch : 32, dm && *dm ? dm : "the engine's default");
-	printf(ddm && *ddm ? ", with dedup on %s\n" : "\n", ddm);
 	printf("%-7s %-4s %-6s | %7s %7s | %10s %6s | %10s %6s | %10s %6s\n", "data", "xts", "dedup",
 	       "factor", "shared", "prefetch/s", "ratio", "demote/s", "ratio", "swap mv/s", "ratio");
 	double worst = INFINITY;

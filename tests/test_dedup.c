@@ -29,8 +29,8 @@
  *   by a shrink's claims while their pages are up (swap_kept_freed()).
  * - The known trip: at degree 1 the misses' pages go down with the
  *   fingerprints noted as they were loaded (run(), concurrent()), the
- *   collision hook included; and with VC_DD_EARLY=1, its lookups under
- *   dd.mu alone (the caller's hold classifies only).
+ *   collision hook included (its lookups under dd.mu alone: the caller's
+ *   hold classifies only).
  * - Adaptive: a volume of unique pages switches off, one of repeated pages
  *   stays on, the sampled estimate near the data's factor.
  * - Hashes: the lanes hash (the default, computed in the moves),
@@ -829,13 +829,6 @@ int main(void)
 	concurrent(kind, VC_ENCRYPT_XTS, 4, false);
 	concurrent(kind, VC_ENCRYPT_OFF, 1, false); /* the known trip, notes taken by lock-free misses */
 	concurrent(kind, VC_ENCRYPT_XTS, 1, true);
-	/* The known trip's lookups under dd.mu alone (VC_DD_EARLY=1). */
-	setenv("VC_DD_EARLY", "1", 1);
-	run(kind, VC_ENCRYPT_OFF, 1, true);
-	run(kind, VC_ENCRYPT_XTS, 1, false);
-	concurrent(kind, VC_ENCRYPT_OFF, 1, false);
-	concurrent(kind, VC_ENCRYPT_XTS, 1, true);
-	unsetenv("VC_DD_EARLY");
 	fprintf(stderr, "dedup: all runs match\n");
 	return 0;
 }

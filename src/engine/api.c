@@ -329,13 +329,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 			    (cfg.gpu_dirty == VC_GPU_DIRTY_AUTO && nparts > 1));
 	c->ngpus = nparts;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
-	c->demoters_max = vc_env_u32("VC_DEMOTERS", 4, 1, 16);
-	/* With dedup on (for measuring; VC_DEMOTERS by default): a trip's
-	 * latency is longer than a move's (its compare), so more batches in
-	 * flight may keep the rate (Little's law) where more did not help
-	 * with dedup off (docs/DEDUP.md step 8's grid). */
-	if (cfg.dedup && cfg.gpu_bytes)
-		c->demoters_max = vc_env_u32("VC_DD_DEMOTERS", c->demoters_max, 1, 16);
+	c->demoters_max = vc_env_u32("VC_DEMOTERS", 8, 1, 16);
 	const bool prof = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	for (uint32_t i = 0; i < nparts; i++) {
 		struct vc_gpu *g = &c->gpus[i];

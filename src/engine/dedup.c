@@ -14,13 +14,13 @@
  * trip's settle, the indexer's lookups) nothing dies; a trip keeps its
  * pin on a stored block that lost its last use meanwhile until its last
  * hold of c->mu. So blocks die under both locks, and are born under
- * both (with VC_DD_EARLY=1 the known trip's fresh blocks under dd.mu
- * alone, against slots its caller reserved, and slotless until its
- * append under c->mu; no walk of slots finds them before); the
+ * both (but the known trip's fresh blocks, under dd.mu alone, against
+ * slots its caller reserved, and slotless until its append under c->mu;
+ * no walk of slots finds them before); the
  * indexer names a queued block by id and generation (gen[], bumped at
  * each death) and reads nothing of an id whose generation moved on.
- * Pins are taken under both locks, but for VC_DD_EARLY=1's known trip
- * (dd.mu alone): that pin can come after a claim checked for pins in a
+ * Pins are taken under both locks, but for the known trip's (dd.mu
+ * alone): that pin can come after a claim checked for pins in a
  * hold of c->mu still running. Cleaning in that hold copies the block
  * (the trip reads the block's address after its next hold of c->mu: the
  * new one); an eviction drops its pages, and a pinned block that lost
@@ -682,7 +682,6 @@ int eng_dd_open(struct vc_cache *c, const struct vc_config *cfg, uint64_t host_p
 	d->fp_move = d->algo == VC_FP_LANES &&
 		     (!c->gt.cipher || vc_env_u32("VC_DD_CIPHER_FP", 1, 0, 1) != 0);
 	d->prof = vc_env_u32("VC_DD_PROF", 0, 0, 1) != 0;
-	d->early = vc_env_u32("VC_DD_EARLY", 0, 0, 1) != 0;
 	/* Encrypted compares on the device (step 7): every block size the
 	 * compare with a key takes (a power of two from 512 B); 0 (for an
 	 * A/B) keeps step 6's decryption into the host bounce. */

@@ -266,8 +266,8 @@ static bool classify(struct vc_cache *c, struct down *g, struct vc_page *const *
 	return false;
 }
 
-/* Under dd.mu, inside c->mu (the caller's first hold) unless d->early
- * (VC_DD_EARLY=1: alone, c->mu dropped after classify()): the known trip's
+/* Under dd.mu alone (the caller's first hold of c->mu dropped after
+ * classify(), and taken again for known_append()): the known trip's
  * blocks. Every selected page is PG_KNOWN (D = 1, its fingerprint in
  * g->pfp[i]), the others PG_PLAIN or PG_BACK. Each known block k (page
  * g->sel[k]) is looked up now: a match pins the stored block and pairs
@@ -604,22 +604,24 @@ static int known_trip(struct vc_cache *c, struct down *g, struct vc_page *const 
  * than a move without dedup (one when nothing is staged or matched).
  *
  * The known trip (every selected page's fingerprint noted, D = 1):
- *   lock      the caller's, dd.mu inside: classes, lookups, pins, fresh
- *             blocks for the leaders and plain pages (classify(),
- *             known_lookup()); then c->mu alone: their slots appended
- *             (known_append())
+ *   lock      the caller's, dd.mu inside: classes (classify(): the
+ *             notes, back links and their unkeeps need c->mu)
+ *   dd.mu     alone: lookups, pins, fresh blocks for the leaders and
+ *             plain pages (known_lookup())
+ *   lock      their slots appended (known_append())
  *   unlocked  the pairs' addresses; their moves beside one compare job
  *             (known_compare()), and while they run the estimate fed
  *             under dd.mu (feed())
  *   dd.mu     shares, the leaders indexed, unpins, counts (dd_settle(),
  *             counts())
  *   lock      the caller's last: the reserved slots back (dd_give_back())
- * so its settling leaves c->mu, what the engine's demoters and readers
- * queue for, at no acquisition of c->mu more (docs/DEDUP.md, step 9:
- * ending the first hold early, the classes and lookups under dd.mu
- * alone, cost a third acquisition, 12-20 us of waiting on the H200,
- * more than it saved; VC_DD_EARLY=1 does that again, for measuring now
- * that the locks spin, step 14).
+ * so the lookups and the settling leave c->mu, what the engine's demoters
+ * and readers queue for, at one acquisition of c->mu more. Step 9
+ * measured that acquisition at 12-20 us of waiting (a wake-up) and kept
+ * the lookups in the caller's hold; with the locks spinning (step 14) and
+ * 8 batches in flight the split trip demotes faster: factor-4 plain
+ * 962 against 891 k pages/s, 12 reps each, interleaved (H200,
+ * docs/DEDUP.md step 15).
  *
  * The staged trip, in three short holds of c->mu, dd.mu inside each,
  * with the device work between them unlocked:
@@ -674,15 +676,12 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	classify_prefetch(c, g, pages);
 	dd_lock(d);
 	if (classify(c, g, pages)) {
-		if (d->early) {
-			dd_unlock(d);
-			eng_unlock(c);
-			dd_lock(d);
-		}
+		dd_unlock(d);
+		eng_unlock(c);
+		dd_lock(d);
 		known_lookup(c, g, pages, src);
 		dd_unlock(d);
-		if (d->early)
-			eng_lock(c);
+		eng_lock(c);
 		r = known_append(c, g, pages, src, &nmv);
 		return known_trip(c, g, pages, plain, src, sc, &pf, nmv, r);
 	}

@@ -162,10 +162,6 @@ struct eng_dedup {
 	/* VC_DD_PROF=1 (for measuring): each trip phase's wall time, summed
 	 * over trips (dedup.h's DDP_*), printed at close. */
 	bool prof;
-	/* VC_DD_EARLY=1 (for measuring): the known trip's lookups, pins and
-	 * fresh blocks under dd.mu alone, after the caller's hold, which then
-	 * classifies only; c->mu again for the appends (dedup_down.c's trip). */
-	bool early;
 	_Atomic uint64_t prof_ns[8], prof_n[8], prof_blocks;
 };
 

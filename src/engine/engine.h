@@ -251,7 +251,7 @@ struct vc_cache {
 	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
 	_Atomic uint32_t pw_waiters[PW_BUCKETS];
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
-	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS, VC_DD_DEMOTERS) */
+	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
 	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it

@@ -162,11 +162,13 @@ int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf)
 /* Host victims are demoted c->demote_batch at a time (vc_config): one
  * device round trip for the batch instead of one per page, leaving that
  * many free host slots for the misses that follow. At most c->demoters_max
- * batches are in flight at once (4; VC_DEMOTERS), so threads that find no
+ * batches are in flight at once (8; VC_DEMOTERS), so threads that find no
  * free slot while batches are moving wait for their slots instead of
- * demoting more. 4, not 2 as before: on the H200 8 readers missing into a
- * 64 MiB host tier demoted 1.3x (plain) and 1.5x (XTS) faster, where a
- * batch's round trip, not the link, was the bound (docs/DEDUP.md step 8). */
+ * demoting more. A batch's round trip, not the link, is the bound: on the
+ * H200 8 readers missing into a 64 MiB host tier demoted 1.3x (plain) and
+ * 1.5x (XTS) faster at 4 than at 2 (docs/DEDUP.md step 8); with the
+ * engine's locks spinning (step 14), 8 demoted encrypted pages 1.25x
+ * faster than 4 and plain ones no slower (step 15). */
 #define DEMOTE_BATCH_MAX 256
 
 /* Without a GPU tier: the host victim is dropped, after a write-back if
