@@ -676,9 +676,8 @@ static int trip(struct vc_cache *c, uint32_t n, struct vc_page *const *pages,
 	classify_prefetch(c, g, pages);
 	dd_lock(d);
 	if (classify(c, g, pages)) {
-		dd_unlock(d);
+		/* dd.mu stays held: releasing c->mu under it breaks no order. */
 		eng_unlock(c);
-		dd_lock(d);
 		known_lookup(c, g, pages, src);
 		dd_unlock(d);
 		eng_lock(c);
