@@ -464,6 +464,7 @@ static void trip_counts(vc_cache *c, uint64_t *direct, uint64_t *late, struct vc
 static void trips(int kind, int encrypt, uint32_t degree, int algo, int later)
 {
 	setenv("VC_DD_LATER", later ? "1" : "0", 1);
+	setenv("VC_PREFETCHERS", "1", 1); /* the counts follow one trip after another */
 	const uint32_t n = 2 * TR_U + TR_R, D = degree;
 	t_make_file(path, sizeof path, (uint64_t)n * PS, 0x7219 + degree);
 	shadow = t_read_file(path, (uint64_t)n * PS);
@@ -475,6 +476,7 @@ static void trips(int kind, int encrypt, uint32_t degree, int algo, int later)
 	cfg.dedup_algo = algo;
 	vc_cache *c = t_open(&cfg, "dedup test");
 	unsetenv("VC_DD_LATER");
+	unsetenv("VC_PREFETCHERS");
 	char what[96];
 	snprintf(what, sizeof what, "%s trips enc %d degree %u algo %d later %d", vc_device_name(c),
 		 encrypt, degree, algo, later);

@@ -267,8 +267,10 @@ static int part_open(struct vc_cache *c, const struct vc_config *cfg, struct vc_
 		*pages = g->ls ? vc_ls_capacity(g->ls) : 0;
 	if (r == 0)
 		r = vc_tier_open(g->dev, HOST, WB_STAGING_PAGES, c->page_size, &g->stage_wb);
+	/* A batch for each of a prefetch's workers, whose rounds overlap. */
 	if (r == 0)
-		r = vc_tier_open(g->dev, HOST, cfg->batch_pages, c->page_size, &g->stage_bulk);
+		r = vc_tier_open(g->dev, HOST, cfg->batch_pages * c->prefetchers, c->page_size,
+				 &g->stage_bulk);
 	if (r == 0)
 		r = vc_batcher_create(g->dev, move_size(c), cfg->batch_pages, cfg->batch_timeout_us,
 				      c->gt.xkey, &g->bat);
@@ -330,6 +332,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->ngpus = nparts;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
 	c->demoters_max = vc_env_u32("VC_DEMOTERS", 8, 1, 16);
+	c->prefetchers = vc_env_u32("VC_PREFETCHERS", 2, 1, PREFETCHERS_MAX);
 	const bool prof = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	for (uint32_t i = 0; i < nparts; i++) {
 		struct vc_gpu *g = &c->gpus[i];

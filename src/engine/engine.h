@@ -193,6 +193,9 @@ struct vc_volume {
 #define BOUNCE_BYTES (128u << 10)
 #define BOUNCE_TOTAL (16u << 20)
 
+/* A GPU prefetch's workers at most (c->prefetchers; range.c). */
+#define PREFETCHERS_MAX 4u
+
 /* A thread's state for one cache (the pthread key's value). */
 struct tstate {
 	_Atomic bool used;
@@ -253,6 +256,8 @@ struct vc_cache {
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
 	uint32_t demoters_max; /* ... at most; set at open (VC_DEMOTERS) */
 	uint32_t demote_batch; /* host victims per demotion; set at open */
+	uint32_t prefetchers;  /* a GPU prefetch's workers, 1..PREFETCHERS_MAX; set at open
+				* (VC_PREFETCHERS; range.c) */
 	bool miss_fast;        /* lock-free misses and writes (acquire_fast); set at open */
 	/* The lock's own record (under mu): when the holder took it, who it
 	 * is (VC_DEBUG_LOCKS builds), and how long each hold lasted. */

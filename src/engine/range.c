@@ -246,6 +246,66 @@ int eng_prefetch_gpu_list(struct vc_cache *c, const uint64_t *pno, uint32_t n, u
 	return 0;
 }
 
+/* A GPU prefetch of pages [p0, p1]: chunks of a batch's worth of
+ * candidates, taken in order by up to c->prefetchers workers (the caller
+ * and threads of this call), each running its chunk's rounds. A lone
+ * worker's round is serial: the store reads, then the move (and with
+ * dedup the trip's fingerprints, lookups and compares), then the settle;
+ * a second worker's reads and claims overlap them. The first error stops
+ * every worker before its next chunk and is the call's result (its
+ * message carried over from the worker's thread); pages already loaded
+ * stay (a prefetch is a hint). */
+struct pf_range {
+	struct vc_cache *c;
+	uint64_t p0, n;
+	_Atomic uint64_t next; /* the next chunk's first page, from p0 */
+	_Atomic int err;
+	pthread_mutex_t mu; /* msg */
+	char msg[256];
+};
+
+static void *pf_worker(void *arg)
+{
+	struct pf_range *w = arg;
+	struct vc_cache *c = w->c;
+	uint64_t *list = malloc((size_t)c->batch_pages * sizeof *list);
+	int r = list ? 0 : vc_err(-ENOMEM, "out of memory");
+	while (r == 0 && atomic_load(&w->err) == 0) {
+		const uint64_t s = atomic_fetch_add(&w->next, c->batch_pages);
+		if (s >= w->n)
+			break;
+		uint32_t k = 0, rounds, loaded;
+		for (; k < c->batch_pages && s + k < w->n; k++)
+			list[k] = w->p0 + s + k;
+		r = eng_prefetch_gpu_list(c, list, k, &rounds, &loaded);
+	}
+	free(list);
+	int none = 0;
+	if (r < 0 && atomic_compare_exchange_strong(&w->err, &none, r)) {
+		pthread_mutex_lock(&w->mu);
+		snprintf(w->msg, sizeof w->msg, "%s", vc_last_error());
+		pthread_mutex_unlock(&w->mu);
+	}
+	return NULL;
+}
+
+static int prefetch_gpu_range(struct vc_cache *c, uint64_t p0, uint64_t p1)
+{
+	struct pf_range w = { .c = c, .p0 = p0, .n = p1 - p0 + 1, .mu = PTHREAD_MUTEX_INITIALIZER };
+	const uint64_t chunks = (w.n + c->batch_pages - 1) / c->batch_pages;
+	pthread_t th[PREFETCHERS_MAX - 1];
+	uint32_t nth = 0;
+	while (nth + 1 < c->prefetchers && nth + 1 < chunks &&
+	       pthread_create(&th[nth], NULL, pf_worker, &w) == 0)
+		nth++; /* one that could not start leaves its chunks to the others */
+	pf_worker(&w);
+	for (uint32_t i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&w.mu);
+	const int r = atomic_load(&w.err);
+	return r < 0 ? vc_err(r, "%s", w.msg) : 0;
+}
+
 int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 {
 	if (!v)
@@ -266,24 +326,8 @@ int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier)
 	if (len > v->size - off)
 		len = v->size - off;
 	uint64_t p0 = v->base + (off >> c->pshift), p1 = v->base + ((off + len - 1) >> c->pshift);
-	if (tier == GPU) {
-		/* Rounds over the range, a batch's worth of candidates each. */
-		uint64_t *list = malloc((size_t)c->batch_pages * sizeof *list);
-		if (!list)
-			return vc_err(-ENOMEM, "out of memory");
-		int r = 0;
-		while (p0 <= p1 && r == 0) {
-			uint32_t k = 0, rounds, loaded;
-			while (k < c->batch_pages && p0 + k <= p1) {
-				list[k] = p0 + k;
-				k++;
-			}
-			r = eng_prefetch_gpu_list(c, list, k, &rounds, &loaded);
-			p0 += k;
-		}
-		free(list);
-		return r;
-	}
+	if (tier == GPU)
+		return prefetch_gpu_range(c, p0, p1);
 	for (uint64_t pno = p0; pno <= p1; pno++) {
 		struct vc_page *p;
 		int r = eng_acquire(c, pno, ACQ_READ, false, false, &p);
