@@ -271,8 +271,12 @@ int vc_drop(vc_cache *c, uint64_t off, uint64_t len, unsigned flags);
 /* Loads the pages that overlap [off, off+len) into `tier` (enum vc_tier).
  * VC_TIER_HOST: every page ends in the host tier (from the GPU tier or the
  * backing store). VC_TIER_GPU: uncached pages are read into the GPU tier
- * in batches; pages already cached in either tier stay where they are.
- * Prefetches do not count as hits or misses. */
+ * in batches, a batch_pages run of the range at a time on each of up to 4
+ * threads of the call (VC_PREFETCHERS=1..4 in the environment at vc_open;
+ * their store reads and moves overlap); pages already cached in either
+ * tier stay where they are. On an error the call returns it once the
+ * threads stopped; the pages loaded stay. Prefetches do not count as hits
+ * or misses. */
 int vc_prefetch(vc_cache *c, uint64_t off, uint64_t len, int tier);
 
 /* Size in bytes of the backing store; page size in effect. */

@@ -332,7 +332,7 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	c->ngpus = nparts;
 	c->demote_batch = cfg.demote_batch ? cfg.demote_batch : 32;
 	c->demoters_max = vc_env_u32("VC_DEMOTERS", 8, 1, 16);
-	c->prefetchers = vc_env_u32("VC_PREFETCHERS", 2, 1, PREFETCHERS_MAX);
+	c->prefetchers = vc_env_u32("VC_PREFETCHERS", 4, 1, PREFETCHERS_MAX);
 	const bool prof = getenv("VC_GPU_SHRINK_PROFILE") != NULL;
 	for (uint32_t i = 0; i < nparts; i++) {
 		struct vc_gpu *g = &c->gpus[i];
