@@ -475,7 +475,9 @@ static void dd_edges(int kind, uint32_t degree, int encrypt)
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_degree = degree;
 	cfg.encrypt = encrypt;
+	setenv("VC_PREFETCHERS", "1", 1); /* the layout below needs the pages in order */
 	vc_cache *c = t_open(&cfg, "GPU tier resizing on CUDA");
+	unsetenv("VC_PREFETCHERS");
 	struct vc_stats st = { .size = sizeof st };
 	uint64_t got;
 

@@ -12,11 +12,16 @@
 #   workers42  (d-workers42) 4 against 2, 4 calls each
 #   workers42b (e-workers42) 4 against 2, 2 calls each; at 4 one with
 #              VC_LOCK_PROFILE=0.001, one with VC_DD_PROF=1
+#   tests4     (f-tests4/before) the tests mode's tests at 4 workers
+#   tests4b    (f-tests4/after, bins22: test_gpusize's fix) test_gpusize
+#              whole, test_multigpu, test_aio
 # Usage: bash run.sh MODE (binaries and liburing.so.2 beside it)
 set -uo pipefail
 cd "$(dirname "$0")"
 m=${1:?mode}
-if [ "$m" = final ]; then
+if [ "$m" = tests4b ]; then
+  python3 -c "import tarfile; tarfile.open('bins22.tar.xz').extractall('.')"
+elif [ "$m" = final ]; then
   [ -x test_fp ] || python3 -c "import tarfile; tarfile.open('bins17.tar.xz').extractall('.')"
   [ -x dedup_moves ] || python3 -c "import tarfile; tarfile.open('bins16.tar.xz').extractall('.')"
 else
@@ -57,5 +62,14 @@ workers42|workers42b)
     VC_PREFETCHERS=4 VC_LOCK_PROFILE=0.001 TMO=80 t P4lock ./dedup_moves $a --reps 1 --json $o/P4lock.json
     VC_PREFETCHERS=4 VC_DD_PROF=1 TMO=80 t P4prof ./dedup_moves $a --reps 1 --json $o/P4prof.json
   fi ;;
+tests4)
+  export VC_TEST_DEVICE=cuda VC_PREFETCHERS=4
+  for x in test_engine_api test_volumes test_integrity test_encrypt test_dedup; do TMO=90 t $x ./$x; tail -n 1 $o/$x.log; done
+  VC_GPUSIZE_DEDUP_ONLY=1 TMO=120 t test_gpusize ./test_gpusize; tail -n 1 $o/test_gpusize.log
+  TMO=200 t model ./test_engine_model; tail -n 1 $o/model.log
+  VC_MODEL_GPUS_ONLY=1 TMO=200 t model_gpus ./test_engine_model; tail -n 1 $o/model_gpus.log ;;
+tests4b)
+  export VC_TEST_DEVICE=cuda
+  for x in test_gpusize test_multigpu test_aio; do TMO=150 t $x ./$x; tail -n 2 $o/$x.log; done ;;
 *) echo "unknown mode $m" >&2; exit 2 ;;
 esac
