@@ -19,9 +19,6 @@
 
 #include "testutil.h"
 
-#define PS 4096u
-#define CHUNK 8u                 /* batch_pages: candidates a worker takes */
-#define NPAGES (CHUNK * 48u + 5) /* a partial chunk at the end */
 #define POOL 16u
 #define HOLD_S 20 /* the held read's wait for a second one */
 
@@ -29,7 +26,8 @@ struct store {
 	unsigned char *data;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint32_t reads[NPAGES]; /* store reads per page */
+	uint32_t ps;
+	uint32_t *reads;        /* store reads per page */
 	uint64_t fail_page;     /* its reads fail (-EIO); UINT64_MAX: none */
 	bool hold;              /* the next read waits for a second one */
 	bool overlapped;        /* a held read saw a second one start */
@@ -40,12 +38,12 @@ static int st_read(void *ctx, void *buf, size_t len, uint64_t off)
 {
 	struct store *s = ctx;
 	pthread_mutex_lock(&s->mu);
-	for (uint64_t p = off / PS; p * PS < off + len; p++)
+	for (uint64_t p = off / s->ps; p * s->ps < off + len; p++)
 		if (p == s->fail_page) {
 			pthread_mutex_unlock(&s->mu);
 			return -EIO;
 		}
-	for (uint64_t p = off / PS; p * PS < off + len; p++)
+	for (uint64_t p = off / s->ps; p * s->ps < off + len; p++)
 		s->reads[p]++;
 	const uint64_t me = ++s->started;
 	pthread_cond_broadcast(&s->cv);
@@ -75,13 +73,22 @@ static int st_sync(void *ctx, uint64_t off, uint64_t len)
 	return 0;
 }
 
-static void run(int kind, uint32_t workers, bool dedup)
+/* A run's pages: their size, the batch (candidates a worker takes), and
+ * how many (a partial batch at the end). */
+struct shape {
+	uint32_t ps, chunk, n;
+};
+
+static void run(int kind, uint32_t workers, bool dedup, struct shape sh)
 {
+	const uint32_t PS = sh.ps, CHUNK = sh.chunk, NPAGES = sh.n;
 	char base[256], what[96];
 	t_make_file(base, sizeof base, 16 * PS, 5);
-	snprintf(what, sizeof what, "prefetch workers %u%s", workers, dedup ? " dedup" : "");
+	snprintf(what, sizeof what, "prefetch workers %u%s, pages of %u", workers, dedup ? " dedup" : "",
+		 PS);
 	struct store s = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
-			   .fail_page = UINT64_MAX };
+			   .fail_page = UINT64_MAX, .ps = PS, .reads = calloc(NPAGES, sizeof *s.reads) };
+	CHECK(s.reads != NULL);
 	s.data = malloc((size_t)NPAGES * PS);
 	CHECK(s.data != NULL);
 	uint64_t seed = 0x9e37 + workers + 100 * dedup;
@@ -102,6 +109,7 @@ static void run(int kind, uint32_t workers, bool dedup)
 	cfg.device = kind;
 	cfg.host_bytes = 32 * PS;
 	cfg.gpu_bytes = 2 * NPAGES * PS;
+	cfg.page_size = PS;
 	cfg.batch_pages = CHUNK;
 	cfg.dedup = dedup ? VC_DEDUP_ON : VC_DEDUP_OFF;
 	vc_cache *c = t_open(&cfg, "prefetch test on CUDA");
@@ -113,7 +121,8 @@ static void run(int kind, uint32_t workers, bool dedup)
 	CHECK_OK(vc_volume_open_store(c, &ops, 0, &v));
 
 	/* A failure in the middle: its message, nothing cached wrong. */
-	const uint64_t bad = CHUNK * (20 + workers + 5 * dedup) + 3; /* a stale message names another */
+	/* Past the first chunk; each run another (a stale message names another). */
+	const uint64_t bad = (CHUNK * (20 + workers + 5 * dedup) + 3) % NPAGES;
 	s.fail_page = bad;
 	s.hold = workers > 1; /* the first chunk waits: another worker meets the failure */
 	CHECK(vc_volume_prefetch(v, 0, (uint64_t)NPAGES * PS, VC_TIER_GPU) == -EIO);
@@ -132,7 +141,7 @@ static void run(int kind, uint32_t workers, bool dedup)
 
 	/* From cold: each page read once, all of them in the GPU tier. */
 	CHECK_OK(vc_volume_drop(v, 0, (uint64_t)NPAGES * PS, 0));
-	memset(s.reads, 0, sizeof s.reads);
+	memset(s.reads, 0, NPAGES * sizeof *s.reads);
 	s.hold = workers > 1;
 	CHECK_OK(vc_volume_prefetch(v, 0, (uint64_t)NPAGES * PS, VC_TIER_GPU));
 	for (uint32_t p = 0; p < NPAGES; p++)
@@ -164,6 +173,7 @@ static void run(int kind, uint32_t workers, bool dedup)
 	CHECK_OK(vc_close(c));
 	free(got);
 	free(s.data);
+	free(s.reads);
 	unlink(base);
 }
 
@@ -171,9 +181,13 @@ int main(void)
 {
 	const int kind = t_device_kind();
 	const uint32_t workers[] = { 1, 2, 4 };
+	const struct shape small = { 4096, 8, 8 * 48 + 5 };
 	for (int d = 0; d < 2; d++)
 		for (size_t i = 0; i < sizeof workers / sizeof *workers; i++)
-			run(kind, workers[i], d);
+			run(kind, workers[i], d, small);
+	/* 4 batches of 32 MiB pass STAGE_BULK_BYTES: 4 workers share 2
+	 * batches of staging pages. */
+	run(kind, 4, false, (struct shape){ 2u << 20, 16, 16 * 3 + 5 });
 	fprintf(stderr, "prefetch: ok\n");
 	return 0;
 }

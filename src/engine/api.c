@@ -267,10 +267,16 @@ static int part_open(struct vc_cache *c, const struct vc_config *cfg, struct vc_
 		*pages = g->ls ? vc_ls_capacity(g->ls) : 0;
 	if (r == 0)
 		r = vc_tier_open(g->dev, HOST, WB_STAGING_PAGES, c->page_size, &g->stage_wb);
-	/* A batch for each of a prefetch's workers, whose rounds overlap. */
+	/* A batch for each of a prefetch's workers, whose rounds overlap;
+	 * past one batch, at most STAGE_BULK_BYTES (workers beyond it share
+	 * the pages: their rounds take fewer, or wait for them). */
+	uint64_t stage = (uint64_t)cfg->batch_pages * c->prefetchers;
+	if (stage * c->page_size > STAGE_BULK_BYTES)
+		stage = STAGE_BULK_BYTES / c->page_size;
+	if (stage < cfg->batch_pages)
+		stage = cfg->batch_pages;
 	if (r == 0)
-		r = vc_tier_open(g->dev, HOST, cfg->batch_pages * c->prefetchers, c->page_size,
-				 &g->stage_bulk);
+		r = vc_tier_open(g->dev, HOST, (uint32_t)stage, c->page_size, &g->stage_bulk);
 	if (r == 0)
 		r = vc_batcher_create(g->dev, move_size(c), cfg->batch_pages, cfg->batch_timeout_us,
 				      c->gt.xkey, &g->bat);

@@ -193,8 +193,10 @@ struct vc_volume {
 #define BOUNCE_BYTES (128u << 10)
 #define BOUNCE_TOTAL (16u << 20)
 
-/* A GPU prefetch's workers at most (c->prefetchers; range.c). */
+/* A GPU prefetch's workers at most (c->prefetchers; range.c), and the
+ * bulk staging's pinned bytes at most unless one batch needs more (api.c). */
 #define PREFETCHERS_MAX 4u
+#define STAGE_BULK_BYTES (64ull << 20)
 
 /* A thread's state for one cache (the pthread key's value). */
 struct tstate {

@@ -55,7 +55,8 @@ struct vc_gpu {
 	struct vc_page **gc_held;  /* pages a cleaning step claimed: gc_segments x per segment */
 	struct vc_tiermem *stage_wb;   /* see WB_STAGING_PAGES */
 	struct vc_tiermem *stage_bulk; /* flush, GPU prefetch, moves between parts;
-					batch_pages pages a prefetch worker */
+					batch_pages pages a prefetch worker, within
+					STAGE_BULK_BYTES (api.c) */
 	/* Parts whose memory this part's moves reach (P2P, or one device):
 	 * bit j for part j; set at open (vc_device_peer_enable). */
 	uint32_t peers;

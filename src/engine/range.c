@@ -255,7 +255,7 @@ int eng_prefetch_gpu_list(struct vc_cache *c, const uint64_t *pno, uint32_t n, u
  * every worker before its next chunk and is the call's result (its
  * message carried over from the worker's thread); pages already loaded
  * stay (a prefetch is a hint). Each worker holds a batch of staging
- * pages at most (stage_bulk has a batch a worker). 4 by default: a cold
+ * pages at most (stage_bulk has a batch a worker, within STAGE_BULK_BYTES). 4 by default: a cold
  * 1 GiB prefetch on the H200 loads 0.6-0.7 / 1.0 / 1.7 M pages/s at 1 /
  * 2 / 4 workers (dedup off), and at 4 c->mu is 89 % busy, the rounds'
  * claims and settles queueing for it (docs/DEDUP.md step 16). */
