@@ -15,12 +15,15 @@
 #   tests4     (f-tests4/before) the tests mode's tests at 4 workers
 #   tests4b    (f-tests4/after, bins22: test_gpusize's fix) test_gpusize
 #              whole, test_multigpu, test_aio
+#   staging    (g-staging, bins23: 8a823f0) test_prefetch, and memcheck
 # Usage: bash run.sh MODE (binaries and liburing.so.2 beside it)
 set -uo pipefail
 cd "$(dirname "$0")"
 m=${1:?mode}
 if [ "$m" = tests4b ]; then
   python3 -c "import tarfile; tarfile.open('bins22.tar.xz').extractall('.')"
+elif [ "$m" = staging ]; then
+  python3 -c "import tarfile; tarfile.open('bins23.tar.xz').extractall('.')"
 elif [ "$m" = final ]; then
   [ -x test_fp ] || python3 -c "import tarfile; tarfile.open('bins17.tar.xz').extractall('.')"
   [ -x dedup_moves ] || python3 -c "import tarfile; tarfile.open('bins16.tar.xz').extractall('.')"
@@ -71,5 +74,9 @@ tests4)
 tests4b)
   export VC_TEST_DEVICE=cuda
   for x in test_gpusize test_multigpu test_aio; do TMO=150 t $x ./$x; tail -n 2 $o/$x.log; done ;;
+staging)
+  export VC_TEST_DEVICE=cuda
+  TMO=90 t test_prefetch ./test_prefetch; tail -n 3 $o/test_prefetch.log
+  TMO=200 t memcheck_prefetch compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 ./test_prefetch; grep -E "SUMMARY|check failed" $o/memcheck_prefetch.log | head -3 ;;
 *) echo "unknown mode $m" >&2; exit 2 ;;
 esac
