@@ -255,17 +255,18 @@ int eng_prefetch_gpu_list(struct vc_cache *c, const uint64_t *pno, uint32_t n, u
  * every worker before its next chunk and is the call's result (its
  * message carried over from the worker's thread); pages already loaded
  * stay (a prefetch is a hint). Each worker holds a batch of staging
- * pages at most (stage_bulk has a batch a worker, within STAGE_BULK_BYTES). 4 by default: a cold
- * 1 GiB prefetch on the H200 loads 0.6-0.7 / 1.0 / 1.7 M pages/s at 1 /
- * 2 / 4 workers (dedup off), and at 4 c->mu is 89 % busy, the rounds'
- * claims and settles queueing for it (docs/DEDUP.md step 16). */
+ * pages at most (stage_bulk has a batch a worker, within
+ * STAGE_BULK_BYTES). 4 by default: a cold 1 GiB prefetch on the H200
+ * loads 0.6-0.7 / 1.0 / 1.7 M pages/s at 1 / 2 / 4 workers (dedup off),
+ * and at 4 c->mu is 89 % busy, the rounds' claims and settles queueing
+ * for it (docs/DEDUP.md step 16). */
 struct pf_range {
 	struct vc_cache *c;
 	uint64_t p0, n;
 	_Atomic uint64_t next; /* the next chunk's first page, from p0 */
-	_Atomic int err;
-	pthread_mutex_t mu; /* msg */
-	char msg[256];
+	_Atomic int err;       /* the first error; 0: none */
+	char msg[256];         /* its message: written by the worker that set err,
+				* read by the caller after the joins */
 };
 
 static void *pf_worker(void *arg)
@@ -285,17 +286,14 @@ static void *pf_worker(void *arg)
 	}
 	free(list);
 	int none = 0;
-	if (r < 0 && atomic_compare_exchange_strong(&w->err, &none, r)) {
-		pthread_mutex_lock(&w->mu);
+	if (r < 0 && atomic_compare_exchange_strong(&w->err, &none, r))
 		snprintf(w->msg, sizeof w->msg, "%s", vc_last_error());
-		pthread_mutex_unlock(&w->mu);
-	}
 	return NULL;
 }
 
 static int prefetch_gpu_range(struct vc_cache *c, uint64_t p0, uint64_t p1)
 {
-	struct pf_range w = { .c = c, .p0 = p0, .n = p1 - p0 + 1, .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct pf_range w = { .c = c, .p0 = p0, .n = p1 - p0 + 1 };
 	const uint64_t chunks = (w.n + c->batch_pages - 1) / c->batch_pages;
 	pthread_t th[PREFETCHERS_MAX - 1];
 	uint32_t nth = 0;
@@ -305,7 +303,6 @@ static int prefetch_gpu_range(struct vc_cache *c, uint64_t p0, uint64_t p1)
 	pf_worker(&w);
 	for (uint32_t i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&w.mu);
 	const int r = atomic_load(&w.err);
 	return r < 0 ? vc_err(r, "%s", w.msg) : 0;
 }
