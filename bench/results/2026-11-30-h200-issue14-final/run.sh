@@ -16,6 +16,9 @@
 #   tests4b    (f-tests4/after, bins22: test_gpusize's fix) test_gpusize
 #              whole, test_multigpu, test_aio
 #   staging    (g-staging, bins23: 8a823f0) test_prefetch, and memcheck
+#   last       (h-final-tests, bins24: cbc56be) test_prefetch, test_dedup,
+#              test_engine_api, test_gpusize whole, the whole model and its
+#              gpus runs; memcheck of test_prefetch
 # Usage: bash run.sh MODE (binaries and liburing.so.2 beside it)
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -24,6 +27,8 @@ if [ "$m" = tests4b ]; then
   python3 -c "import tarfile; tarfile.open('bins22.tar.xz').extractall('.')"
 elif [ "$m" = staging ]; then
   python3 -c "import tarfile; tarfile.open('bins23.tar.xz').extractall('.')"
+elif [ "$m" = last ]; then
+  python3 -c "import tarfile; tarfile.open('bins24.tar.xz').extractall('.')"
 elif [ "$m" = final ]; then
   [ -x test_fp ] || python3 -c "import tarfile; tarfile.open('bins17.tar.xz').extractall('.')"
   [ -x dedup_moves ] || python3 -c "import tarfile; tarfile.open('bins16.tar.xz').extractall('.')"
@@ -77,6 +82,12 @@ tests4b)
 staging)
   export VC_TEST_DEVICE=cuda
   TMO=90 t test_prefetch ./test_prefetch; tail -n 3 $o/test_prefetch.log
+  TMO=200 t memcheck_prefetch compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 ./test_prefetch; grep -E "SUMMARY|check failed" $o/memcheck_prefetch.log | head -3 ;;
+last)
+  export VC_TEST_DEVICE=cuda
+  for x in test_prefetch test_dedup test_engine_api test_gpusize; do TMO=120 t $x ./$x; tail -n 1 $o/$x.log; done
+  TMO=200 t model ./test_engine_model; tail -n 1 $o/model.log
+  VC_MODEL_GPUS_ONLY=1 TMO=200 t model_gpus ./test_engine_model; tail -n 1 $o/model_gpus.log
   TMO=200 t memcheck_prefetch compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 ./test_prefetch; grep -E "SUMMARY|check failed" $o/memcheck_prefetch.log | head -3 ;;
 *) echo "unknown mode $m" >&2; exit 2 ;;
 esac
