@@ -61,6 +61,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "base/workers.h"
 #include "engine/engine.h"
 
 /* Segments in a chunk: every chunk has as many but the last, which may
@@ -195,7 +196,6 @@ static int only_part(struct vc_cache *c, const char *what)
  * shrink's phases to stderr. Not with dedup, whose slot keys are blocks
  * (the head comment). */
 
-#define CLAIM_WORKERS_MAX 16
 #define PREFETCH_AHEAD 48
 /* Staging pages of a shrink's write-back: 4 MiB at 4 KiB pages a round. */
 #define SHRINK_STAGE_PAGES 1024
@@ -259,23 +259,15 @@ static void *claim_main(void *arg)
 }
 
 /* Under c->mu: claims the live pages of segs[0..n) (taken) on up to
- * CLAIM_WORKERS_MAX threads (one a core, less one), this one among them. */
+ * VC_WORKERS_MAX threads (one a core, less one), this one among them. */
 static void claim_all(struct claim *cl)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t nw = cpus > 1 ? (uint32_t)cpus - 1 : 1;
-	nw = nw > CLAIM_WORKERS_MAX ? CLAIM_WORKERS_MAX : nw;
 	nw = nw > cl->nseg / 4 ? cl->nseg / 4 : nw; /* a few segments each, at least */
-	pthread_t th[CLAIM_WORKERS_MAX];
-	uint32_t started = 0;
-	for (uint32_t w = 1; w < nw; w++)
-		if (pthread_create(&th[started], NULL, claim_main, cl) == 0)
-			started++;
+	const uint32_t ran = vc_run_workers(claim_main, cl, nw ? nw : 1);
 	if (cl->g->profile)
-		fprintf(stderr, "vc_gpu_shrink: %u claim threads\n", started + 1);
-	claim_main(cl);
-	for (uint32_t w = 0; w < started; w++)
-		pthread_join(th[w], NULL);
+		fprintf(stderr, "vc_gpu_shrink: %u claim threads\n", ran);
 }
 
 /* What a shrink leaves for the dropper: the claimed pages of the segments

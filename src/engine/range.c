@@ -1,6 +1,7 @@
 /* Range walks: invalidating, prefetching and describing a byte range of a
  * volume (vc_volume_drop, vc_volume_prefetch, vc_volume_extent).
  */
+#include "base/workers.h"
 #include "engine/engine.h"
 
 /* Drops page pno if cached (under c->mu; may sleep and write back). */
@@ -295,14 +296,7 @@ static int prefetch_gpu_range(struct vc_cache *c, uint64_t p0, uint64_t p1)
 {
 	struct pf_range w = { .c = c, .p0 = p0, .n = p1 - p0 + 1 };
 	const uint64_t chunks = (w.n + c->batch_pages - 1) / c->batch_pages;
-	pthread_t th[PREFETCHERS_MAX - 1];
-	uint32_t nth = 0;
-	while (nth + 1 < c->prefetchers && nth + 1 < chunks &&
-	       pthread_create(&th[nth], NULL, pf_worker, &w) == 0)
-		nth++; /* one that could not start leaves its chunks to the others */
-	pf_worker(&w);
-	for (uint32_t i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
+	vc_run_workers(pf_worker, &w, chunks < c->prefetchers ? (uint32_t)chunks : c->prefetchers);
 	const int r = atomic_load(&w.err);
 	return r < 0 ? vc_err(r, "%s", w.msg) : 0;
 }
