@@ -19,6 +19,8 @@
 #   last       (h-final-tests, bins24: cbc56be) test_prefetch, test_dedup,
 #              test_engine_api, test_gpusize whole, the whole model and its
 #              gpus runs; memcheck of test_prefetch
+#   helper     (i-run-workers, bins25: 0d593b7) test_prefetch, test_gpusize
+#              whole with VC_GPU_SHRINK_PROFILE=1
 # Usage: bash run.sh MODE (binaries and liburing.so.2 beside it)
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -27,6 +29,8 @@ if [ "$m" = tests4b ]; then
   python3 -c "import tarfile; tarfile.open('bins22.tar.xz').extractall('.')"
 elif [ "$m" = staging ]; then
   python3 -c "import tarfile; tarfile.open('bins23.tar.xz').extractall('.')"
+elif [ "$m" = helper ]; then
+  python3 -c "import tarfile; tarfile.open('bins25.tar.xz').extractall('.')"
 elif [ "$m" = last ]; then
   python3 -c "import tarfile; tarfile.open('bins24.tar.xz').extractall('.')"
 elif [ "$m" = final ]; then
@@ -89,5 +93,9 @@ last)
   TMO=200 t model ./test_engine_model; tail -n 1 $o/model.log
   VC_MODEL_GPUS_ONLY=1 TMO=200 t model_gpus ./test_engine_model; tail -n 1 $o/model_gpus.log
   TMO=200 t memcheck_prefetch compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 ./test_prefetch; grep -E "SUMMARY|check failed" $o/memcheck_prefetch.log | head -3 ;;
+helper)
+  export VC_TEST_DEVICE=cuda
+  TMO=90 t test_prefetch ./test_prefetch; tail -n 1 $o/test_prefetch.log
+  VC_GPU_SHRINK_PROFILE=1 TMO=150 t test_gpusize ./test_gpusize; grep -m2 "claim threads" $o/test_gpusize.log; tail -n 1 $o/test_gpusize.log ;;
 *) echo "unknown mode $m" >&2; exit 2 ;;
 esac
