@@ -21,8 +21,11 @@ if qemu-img compare -q -s -f raw -F raw "$dir/src.img" "$uri"; then
 	echo "strict compare passed on images of different sizes" >&2; exit 1
 fi
 truncate -s $((64 << 20)) "$dir/src.img"
-# A byte changed in the export: compare must see it.
-printf 'x' | dd of="$dir/src.img" bs=1 seek=12345 conv=notrunc status=none
+# A byte changed in the export: compare must see it. Its bits inverted,
+# so that it differs whatever the random byte was (a fixed 'x' matched it
+# one run in 256).
+old=$(od -An -tu1 -j 12345 -N 1 "$dir/src.img" | tr -d ' ')
+printf "$(printf '\\%03o' $((old ^ 255)))" | dd of="$dir/src.img" bs=1 seek=12345 conv=notrunc status=none
 if qemu-img compare -q -f raw -F raw "$dir/src.img" "$uri"; then
 	echo "compare missed a changed byte" >&2; exit 1
 fi
