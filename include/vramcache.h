@@ -93,7 +93,7 @@ enum vc_encrypt {
 
 /* Versioned configuration. `size` and `version` come first; fields are only
  * ever added at the end. Always start from vc_config_init(). */
-#define VC_CONFIG_VERSION 7
+#define VC_CONFIG_VERSION 8
 struct vc_config {
 	uint32_t size;    /* sizeof(struct vc_config) as the caller compiled it */
 	uint32_t version; /* VC_CONFIG_VERSION */
@@ -207,6 +207,17 @@ struct vc_config {
 	 * tier (enum vc_gpu_dirty). */
 	const char *gpus;
 	int gpu_dirty;
+
+	/* Version 8: the dirty limit (write-back). Dirty pages never exceed
+	 * this share of the host tier's pages: a write that would dirty one
+	 * page more writes that page through to the store instead (and fails
+	 * with the store's error if the store refuses it). So the host tier
+	 * always holds pages that can leave without a write-back, and reads
+	 * go on while a store refuses writes (a full file system): a
+	 * write-back that only makes room and fails leaves its page dirty in
+	 * the cache, and flushes report the store's error. 0.01 to 0.9; 0
+	 * (default): 0.5. */
+	double dirty_ratio;
 };
 
 /* vc_config.gpu_dirty. A GPU that fails (a CUDA error on it) loses what it
@@ -453,7 +464,7 @@ unsigned vc_aio_inflight(const vc_aio *q);
 
 #define VC_BATCH_HIST 14 /* histogram buckets: [1], [2,3], [4,7], ... [8192, inf) */
 #define VC_LOCK_HIST 16 /* lock-hold buckets: [0, 1 us), [1, 2), [2, 4) ... [16 ms, inf) */
-#define VC_STATS_VERSION 7
+#define VC_STATS_VERSION 8
 struct vc_stats {
 	uint32_t size; /* set by the caller: sizeof(struct vc_stats) */
 	uint32_t version;
@@ -524,6 +535,12 @@ struct vc_stats {
 	uint64_t gpus_failed;     /* parts lost to a device error */
 	uint64_t gpu_dirty_lost;  /* dirty pages a failed part held (VC_GPU_DIRTY_KEEP) */
 	uint64_t gpu_peer_pages;  /* pages moved between parts (rebalance, evacuation) */
+
+	/* Version 8: the dirty limit and refusing stores (vc_config.dirty_ratio). */
+	uint64_t dirty_limit;        /* dirty pages at most */
+	uint64_t writes_limited;     /* page writes sent through to the store by the limit */
+	uint64_t writeback_refusals; /* page write-backs a store refused (the pages stayed
+					dirty and cached) */
 };
 
 /* Fills *st (whose size field the caller sets). Counters only grow. */

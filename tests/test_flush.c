@@ -105,8 +105,11 @@ static void ranges(int kind)
 	unsigned char *orig = read_all(path, size), *shadow = malloc(size);
 	memcpy(shadow, orig, size);
 
-	/* 16 GPU segments of 32 pages: room for every dirty page. */
-	struct vc_config cfg = wb_config(kind, path, 64, 512);
+	/* 16 GPU segments of 32 pages: room for every page this touches. The
+	 * dirty limit (0.9 of 320 host pages) lets every written page stay
+	 * dirty. */
+	struct vc_config cfg = wb_config(kind, path, 320, 512);
+	cfg.dirty_ratio = 0.9;
 	vc_cache *c;
 	int e = vc_open(&cfg, &c);
 	if (e == -VC_ENODEVICE || e == -VC_ENOTBUILT) { /* nothing left behind */
@@ -118,8 +121,9 @@ static void ranges(int kind)
 	CHECK_OK(e);
 	vc_volume *v = vc_volume_default(c);
 
-	/* B first, so the later writes push it down to the GPU tier. Ends
-	 * are unaligned; ranges share no page. The last reaches the end. */
+	/* B first, so the later reads and writes push it down to the GPU
+	 * tier. Ends are unaligned; ranges share no page. The last reaches
+	 * the end. */
 	struct range rg[4] = {
 		{ 1000 * PS + 300, 70 * PS + 500 },   /* B: flushed alone */
 		{ 10 * PS + 4000, 60 * PS },          /* A */
@@ -132,6 +136,11 @@ static void ranges(int kind)
 			shadow[rg[i].off + k] = (unsigned char)t_rand(&seed);
 		CHECK(vc_write(c, shadow + rg[i].off, rg[i].len, rg[i].off) == (ssize_t)rg[i].len);
 		CHECK(!store_has(path, size, rg[i], shadow)); /* random bytes: not there yet */
+		if (i == 0) { /* 200 clean pages after B: the host tier overflows */
+			unsigned char *b = malloc(200 * PS);
+			CHECK(b && vc_read(c, b, 200 * PS, 3000 * PS) == 200 * PS);
+			free(b);
+		}
 	}
 	struct range B = rg[0], A = rg[1], C = rg[2], D = rg[3];
 	struct vc_stats st = { .size = sizeof st };

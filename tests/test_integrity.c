@@ -131,7 +131,8 @@ static void fresh(unsigned char *want, uint64_t *seed)
 }
 
 /* Write-back: dirty pages demoted to the GPU tier, one changed there; a
- * flush, then a drop, meet them. */
+ * flush, then a drop, meet them. (The pages a write dirties are its
+ * first, up to the dirty limit.) */
 static void dirty(int kind)
 {
 	vc_cache *c = open_cache(kind, VC_ENCRYPT_XTS_GMAC, VC_WRITE_BACK, VC_GPU_HITS_SERVE);
@@ -140,12 +141,15 @@ static void dirty(int kind)
 	memcpy(want, file, (size_t)PAGES * PS);
 	uint64_t seed = 99;
 	fresh(want, &seed);
-	CHECK(vc_write(c, want, 100 * PS, 0) == 100 * PS); /* 32 host pages: most go down */
+	/* 32 host pages: most go down. The first 16 (the dirty limit) stay
+	 * dirty, the rest are written through. */
+	CHECK(vc_write(c, want, 100 * PS, 0) == 100 * PS);
 	struct vc_stats st;
 	stats(c, &st);
-	CHECK(st.dirty_pages == 100 && st.pages_cached[VC_TIER_GPU] >= 50);
+	const uint32_t nd = (uint32_t)st.dirty_limit;
+	CHECK(nd == 16 && st.dirty_pages == nd && st.pages_cached[VC_TIER_GPU] >= 50);
 
-	uint32_t lost = poke_gpu_page(c, 0, 50);
+	uint32_t lost = poke_gpu_page(c, 0, nd);
 	CHECK(vc_flush(c) == -EIO);
 	fprintf(stderr, "  flush: %s\n", vc_last_error());
 	stats(c, &st);
@@ -162,7 +166,7 @@ static void dirty(int kind)
 	CHECK(vc_write(c, want, 100 * PS, 0) == 100 * PS);
 	for (uint32_t p = 100; p < 200; p++) /* push them down */
 		CHECK(read_at(c, p, 1, b) == PS);
-	uint32_t p2 = poke_gpu_page(c, 0, 100);
+	uint32_t p2 = poke_gpu_page(c, 0, nd);
 	CHECK(vc_drop(c, (uint64_t)p2 * PS, PS, 0) == -EIO);
 	stats(c, &st);
 	CHECK(st.integrity_failures == 2 && st.integrity_dirty_lost == 2);
@@ -178,7 +182,7 @@ static void dirty(int kind)
 	CHECK(vc_write(c, want, 100 * PS, 0) == 100 * PS);
 	for (uint32_t p = 100; p < 200; p++)
 		CHECK(read_at(c, p, 1, b) == PS);
-	uint32_t p3 = poke_gpu_page(c, 0, 100);
+	uint32_t p3 = poke_gpu_page(c, 0, nd);
 	int e = vc_gpu_shrink(c, 8u << 20, 0, NULL);
 	if (e == -EOPNOTSUPP) {
 		fprintf(stderr, "  (no shrink on this device: %s)\n", vc_last_error());

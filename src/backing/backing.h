@@ -2,9 +2,25 @@
  *
  * Sizes are fixed at open (a block device cannot grow; a file is treated the
  * same way) unless the owner says otherwise (vc_backing_resize: a file
- * that a file system front end grows or truncates). Reads never go past the end: the engine clips. Every call
- * returns 0 or -errno and retries EINTR and short transfers. Thread safe:
+ * that a file system front end grows or truncates). Reads never go past
+ * the end: the engine clips. Every call returns 0 or -errno. Thread safe:
  * calls on one backing may run from many threads at once.
+ *
+ * Store errors, the one rule: each error a store gives (a file's system
+ * call, a caller's vc_store callback) is retried here or is final, and only
+ * final ones leave this layer.
+ *   retried  EINTR at once, without limit, and short transfers continued;
+ *            EAGAIN (EWOULDBLOCK) and EBUSY, a store's "not now", after a
+ *            pause that doubles from 100 us to 10 ms, for at most 1 s
+ *            without progress (STORE_RETRY_NS): then final, as -EIO.
+ *   final    everything else (ENOSPC, EDQUOT, EFBIG, EROFS, EIO, EPERM, ...),
+ *            returned as the store gave it, with a message naming the
+ *            store, the request and the error; a code that is no errno (a
+ *            callback's 0 < -r or one of the library's own) is -EIO.
+ * So no caller retries a store call, and none sees EAGAIN, EINTR, EBUSY
+ * or an internal code from here: the engine's "not now" codes cannot be
+ * a store's. What the engine does with a final error: engine.h, "Store
+ * errors".
  */
 #ifndef VC_BACKING_H
 #define VC_BACKING_H

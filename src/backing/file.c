@@ -62,12 +62,14 @@
  * 32-bit hosts, where larger counts are implementation defined. */
 #define XFER_CHUNK (1u << 30)
 
-/* EAGAIN from pread/pwrite (an adopted fd with O_NONBLOCK on an unusual
- * file): wait this long between tries, and give up after this many tries
- * without progress (about one second), so a device that never becomes
- * ready fails instead of spinning. */
-#define AGAIN_SLEEP_NS 100000ull
-#define AGAIN_MAX 10000
+/* The retry of a store's "not now" (backing.h's rule): EAGAIN from
+ * pread/pwrite (an adopted fd with O_NONBLOCK on an unusual file) or from
+ * a caller's store, and EBUSY. The pause doubles from the first to the
+ * last; after STORE_RETRY_NS without progress the error is final, so a
+ * store that never becomes ready fails instead of spinning. */
+#define STORE_RETRY_PAUSE_NS 100000ull
+#define STORE_RETRY_PAUSE_MAX_NS 10000000ull
+#define STORE_RETRY_NS 1000000000ull
 
 /* bio->result while a submit still owes the request; never returned. */
 #define BIO_PENDING 1
@@ -121,30 +123,75 @@ static bool in_range(const struct vc_backing *b, uint64_t off, uint64_t len)
 	return off <= size && len <= size - off;
 }
 
-/* Moves len bytes at off with pread or pwrite, from `done` bytes in.
- * Retries EINTR, EAGAIN (bounded) and short transfers; a read that meets
- * end of file zero-fills the rest. Records a message on failure. */
-static int xfer(struct vc_backing *b, int write, void *buf, uint64_t len, uint64_t off,
-		uint64_t done)
+/* Whether error e (positive) is a store's "not now", retried a while. */
+static bool transient(int e)
 {
-	unsigned char *p = buf;
+	return e == EAGAIN || e == EWOULDBLOCK || e == EBUSY;
+}
+
+/* After error e (positive) of a try: whether to try again, having slept
+ * the pause the rule asks for. *pause and *waited start at
+ * STORE_RETRY_PAUSE_NS and 0, and start there again after progress. */
+static bool retry_after(int e, uint64_t *pause, uint64_t *waited)
+{
+	if (e == EINTR)
+		return true;
+	if (!transient(e) || *waited >= STORE_RETRY_NS)
+		return false;
+	sleep_ns(*pause);
+	*waited += *pause;
+	*pause = *pause * 2 < STORE_RETRY_PAUSE_MAX_NS ? *pause * 2 : STORE_RETRY_PAUSE_MAX_NS;
+	return true;
+}
+
+/* A store's error as the final -errno the rule returns: a transient one
+ * that outlasted its retries, or a code that is no errno, is -EIO. */
+static int final_err(int64_t r)
+{
+	return r <= -4096 || transient((int)-r) ? -EIO : (int)r;
+}
+
+/* The message of a final error: what failed, and why. */
+static const char *err_text(int64_t r)
+{
+	return r <= -4096 ? "not an errno (taken as EIO)"
+	       : transient((int)-r) ? "the store stayed busy for a second (taken as EIO)"
+				     : strerror((int)-r);
+}
+
+/* One try of the transfer from `done` bytes in: bytes moved (> 0), 0 at
+ * end of file, or a negative code as the store gave it. A caller's store
+ * moves the whole range or fails. */
+static int64_t xfer_once(struct vc_backing *b, int write, unsigned char *p, uint64_t len,
+			 uint64_t off, uint64_t done)
+{
 	if (b->has_store) {
 		const struct vc_store *s = &b->store;
 		int r = write ? s->write(s->ctx, p + done, (size_t)(len - done), off + done)
 			      : s->read(s->ctx, p + done, (size_t)(len - done), off + done);
-		return r < 0 ? vc_err(r, "backing %s: %s of %llu bytes at %llu: %s", b->name,
-				      write ? "write" : "read", (unsigned long long)(len - done),
-				      (unsigned long long)(off + done), strerror(-r))
-			     : 0;
+		return r < 0 ? r : (int64_t)(len - done);
 	}
-	int again = 0;
+	size_t k = len - done < XFER_CHUNK ? (size_t)(len - done) : XFER_CHUNK;
+	ssize_t r = write ? pwrite(b->fd, p + done, k, (off_t)(off + done))
+			  : pread(b->fd, p + done, k, (off_t)(off + done));
+	return r >= 0 ? r : -errno;
+}
+
+/* Moves len bytes at off (pread/pwrite, or the caller's store), from
+ * `done` bytes in, under backing.h's rule: retries EINTR, the transient
+ * errors (bounded) and short transfers; a read that meets end of file
+ * zero-fills the rest. Returns 0 or a final -errno, with a message. */
+static int xfer(struct vc_backing *b, int write, void *buf, uint64_t len, uint64_t off,
+		uint64_t done)
+{
+	unsigned char *p = buf;
+	uint64_t pause = STORE_RETRY_PAUSE_NS, waited = 0;
 	while (done < len) {
-		size_t k = len - done < XFER_CHUNK ? (size_t)(len - done) : XFER_CHUNK;
-		ssize_t r = write ? pwrite(b->fd, p + done, k, (off_t)(off + done))
-				  : pread(b->fd, p + done, k, (off_t)(off + done));
+		int64_t r = xfer_once(b, write, p, len, off, done);
 		if (r > 0) {
 			done += (uint64_t)r;
-			again = 0;
+			pause = STORE_RETRY_PAUSE_NS;
+			waited = 0;
 			continue;
 		}
 		if (r == 0) {
@@ -152,19 +199,14 @@ static int xfer(struct vc_backing *b, int write, void *buf, uint64_t len, uint64
 				memset(p + done, 0, (size_t)(len - done));
 				return 0;
 			}
-			return vc_err(-EIO, "backing %s: pwrite at %llu made no progress", b->name,
+			return vc_err(-EIO, "backing %s: write at %llu made no progress", b->name,
 				      (unsigned long long)(off + done));
 		}
-		int e = errno;
-		if (e == EINTR)
+		if (r > -4096 && retry_after((int)-r, &pause, &waited))
 			continue;
-		if (e == EAGAIN && ++again < AGAIN_MAX) {
-			sleep_ns(AGAIN_SLEEP_NS);
-			continue;
-		}
-		return vc_err(-e, "backing %s: %s of %zu bytes at %llu: %s", b->name,
-			      write ? "pwrite" : "pread", k, (unsigned long long)(off + done),
-			      strerror(e));
+		return vc_err(final_err(r), "backing %s: %s of %llu bytes at %llu: %s", b->name,
+			      write ? "write" : "read", (unsigned long long)(len - done),
+			      (unsigned long long)(off + done), err_text(r));
 	}
 	return 0;
 }
@@ -295,8 +337,9 @@ static void slot_finish(struct uring_run *u, int k, int result)
 
 /* Applies one CQE: progress, zero-fill at end of file, or a result.
  * -EINTR is requeued. -EAGAIN (io_uring gives it for fds opened
- * O_NONBLOCK, and when it cannot punt) is finished here by the blocking
- * loop, which always makes progress, rather than requeued into a spin. */
+ * O_NONBLOCK, and when it cannot punt) and -EBUSY are finished here by the
+ * blocking loop, under the rule's bounded retry, rather than requeued
+ * into a spin. */
 static void slot_complete(struct uring_run *u, int k, int res)
 {
 	struct slot *s = &u->s[k];
@@ -316,7 +359,7 @@ static void slot_complete(struct uring_run *u, int k, int res)
 		}
 	} else if (res == -EINTR) {
 		u->ready[u->nready++] = k;
-	} else if (res == -EAGAIN) {
+	} else if (transient(-res)) {
 		slot_finish(u, k, xfer(u->b, bio->write, bio->buf, bio->len, bio->off, s->done));
 	} else {
 		slot_finish(u, k, res);
@@ -704,25 +747,26 @@ int vc_backing_sync(struct vc_backing *b)
 	return vc_backing_sync_range(b, 0, 0);
 }
 
-int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len)
+/* One try of a sync: 0 or a negative code as the store gave it. */
+static int sync_once(struct vc_backing *b, uint64_t off, uint64_t len)
 {
-	uint64_t t0 = vc_now_ns();
-	int r;
-	if (b->has_store) {
-		r = b->store.sync(b->store.ctx, off, len);
-		account(b, t0);
-		return r < 0 ? vc_err(r, "backing %s: sync: %s", b->name, strerror(-r)) : 0;
-	}
+	if (b->has_store)
+		return b->store.sync(b->store.ctx, off, len);
 	/* fdatasync on a block device would do, but fsync is the documented
 	 * way to flush a device's write cache on every kernel we meet. */
-	do
-		r = b->blockdev ? fsync(b->fd) : fdatasync(b->fd);
-	while (r < 0 && errno == EINTR);
-	int e = r < 0 ? errno : 0;
+	return (b->blockdev ? fsync(b->fd) : fdatasync(b->fd)) < 0 ? -errno : 0;
+}
+
+int vc_backing_sync_range(struct vc_backing *b, uint64_t off, uint64_t len)
+{
+	uint64_t t0 = vc_now_ns(), pause = STORE_RETRY_PAUSE_NS, waited = 0;
+	int r;
+	while ((r = sync_once(b, off, len)) < 0 && r > -4096 && retry_after(-r, &pause, &waited))
+		;
 	account(b, t0);
-	if (e)
-		return vc_err(-e, "backing %s: %s: %s", b->name, b->blockdev ? "fsync" : "fdatasync",
-			      strerror(e));
+	if (r < 0)
+		return vc_err(final_err(r), "backing %s: %s: %s", b->name,
+			      b->has_store ? "sync" : b->blockdev ? "fsync" : "fdatasync", err_text(r));
 	return 0;
 }
 

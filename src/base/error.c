@@ -42,6 +42,10 @@ const char *vc_strerror(int err)
 		return "invalid configuration";
 	case VC_ENOTBUILT:
 		return "backend not compiled in";
+	case VC_EI_SHRUNK:
+	case VC_EI_REFUSED:
+	case VC_EI_NOROOM:
+		return "internal condition (a bug if a caller sees it)";
 	default:
 		return strerror(err);
 	}

@@ -341,7 +341,9 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 		r = vc_index_insert(&c->ix, pno, HOST, s, VC_ST_BUSY, &p);
 		if (r < 0) {
 			vc_tier_free(c->host, s);
-			if (r == -EEXIST) /* loaded by another thread meanwhile */
+			if (r == -VC_EI_NOROOM) /* entries of pages on their way out */
+				eng_wait_cv(c);
+			if (r == -EEXIST || r == -VC_EI_NOROOM) /* or loaded by another thread */
 				continue;
 			break;
 		}
@@ -528,13 +530,6 @@ static ssize_t read_run(struct vc_volume *v, struct tstate *t, char *buf, size_t
 	return r < 0 ? r : (ssize_t)done;
 }
 
-/* Errors of a store that refused a write-back (eviction of a dirty page):
- * they keep a miss from its slot, not the store from being read. */
-static bool store_refused(int r)
-{
-	return r == -ENOSPC || r == -EDQUOT || r == -EFBIG || r == -EIO;
-}
-
 ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 {
 	if (!v || (!buf && len))
@@ -563,20 +558,7 @@ ssize_t vc_volume_read(vc_volume *v, void *buf, size_t len, uint64_t off)
 		uint32_t in;
 		size_t k = eng_piece(v, off + done, len - done, &pno, &in);
 		struct vc_page *p;
-		eng_integ_failed = false;
 		int r = eng_acquire(c, pno, ACQ_READ, true, serve, &p);
-		if (r < 0 && store_refused(r) && !eng_integ_failed) {
-			/* No room: the victims are dirty and the store refuses
-			 * their write-backs (a full file system). The page was
-			 * not cached when looked up, so the store holds it: read
-			 * it from there, uncached, rather than fail a read of
-			 * data the store has. */
-			int e = vc_backing_read(v->bk, (char *)buf + done, k, off + done);
-			if (e < 0)
-				return r;
-			done += k;
-			continue;
-		}
 		if (r < 0)
 			return r;
 		const unsigned char *src = NULL;
@@ -638,26 +620,37 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 			return r;
 		/* Owned (EXCL), p->dirty is stable: only the owner or a holder of
 		 * a pin or BUSY, which EXCL excludes, changes it. A clean page
-		 * joins the dirty set before it changes, so running out of
-		 * memory there fails the write with the page as it was. */
-		if (wb && !p->dirty && (r = dirty_reserve(v, pno)) < 0) {
-			/* Its bytes may be unloaded (a whole-page write skips the
-			 * load); it is clean, so forgetting it loses nothing. */
-			drop_owned(c, p);
-			return r;
+		 * that turns dirty is charged against the dirty limit, or at the
+		 * limit written through; it joins the dirty set before it
+		 * changes, so running out of memory there fails the write with
+		 * the page as it was. */
+		bool through = !wb;
+		if (wb && !p->dirty) {
+			if (!dirty_charge(c)) {
+				through = true;
+				atomic_fetch_add_explicit(&c->writes_limited, 1, memory_order_relaxed);
+			} else if ((r = dirty_reserve(v, pno)) < 0) {
+				/* Its bytes may be unloaded (a whole-page write skips
+				 * the load); it is clean, so forgetting it loses
+				 * nothing. */
+				dirty_uncharge(c);
+				drop_owned(c, p);
+				return r;
+			}
 		}
 		unsigned char *d = host_data(c, p);
 		memcpy(d + in, (const char *)buf + done, k);
 		if (mode == ACQ_WRITE_FULL && k < c->page_size)
 			memset(d + k, 0, c->page_size - k);
-		if (!wb) {
+		if (through) {
 			r = vc_backing_write(v->bk, d + in, k, pos);
 			if (r < 0) {
 				drop_owned(c, p); /* it must not hold what the store refused */
 				return r;
 			}
+			eng_store_ok(v);
 		}
-		release_write(c, t, p, wb, wb ? 0 : k);
+		release_write(c, t, p, !through, through ? k : 0);
 		done += k;
 	}
 	return (ssize_t)len;

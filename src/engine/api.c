@@ -126,6 +126,9 @@ static int config_check(const struct vc_config *cfg)
 		return vc_err(-EINVAL, "dedup blocks of %u bytes (page %u / degree %u): must be %u B "
 				       "to %u KiB", ps / dd, ps, dd, VC_FP_BLOCK_MIN,
 			      VC_FP_BLOCK_MAX >> 10);
+	if (cfg->dirty_ratio != 0 && !(cfg->dirty_ratio >= 0.01 && cfg->dirty_ratio <= 0.9))
+		return vc_err(-EINVAL, "dirty ratio %g: 0.01 to 0.9 of the host tier (0: 0.5)",
+			      cfg->dirty_ratio);
 	if (cfg->dedup_max_factor > 64)
 		return vc_err(-EINVAL, "dedup max factor %u: 1 to 64 (0: 8)", cfg->dedup_max_factor);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
@@ -353,6 +356,14 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 	}
 	uint64_t host_pages = cfg.host_bytes >> c->pshift;
 	uint64_t gpu_pages = 0;
+	/* At least one page, at most host_pages - MIN_HOST_PAGES / 2: clean
+	 * pages enough for the threads that pin some while the store refuses. */
+	const double ratio = cfg.dirty_ratio ? cfg.dirty_ratio : DIRTY_RATIO_DEFAULT;
+	c->dirty_max = (uint64_t)((double)host_pages * ratio);
+	if (c->dirty_max > host_pages - MIN_HOST_PAGES / 2)
+		c->dirty_max = host_pages - MIN_HOST_PAGES / 2;
+	if (c->dirty_max == 0)
+		c->dirty_max = 1;
 
 	r = key_open(c, &cfg);
 	if (r == 0)
@@ -697,6 +708,9 @@ int vc_get_stats(vc_cache *c, struct vc_stats *out)
 	st.gpu_fragmentation = used ? st.gpu_fragmentation / (double)used : 0;
 	st.gpus_failed = c->gt.failed;
 	st.gpu_dirty_lost = c->gt.dirty_lost;
+	st.dirty_limit = c->dirty_max;
+	st.writes_limited = atomic_load(&c->writes_limited);
+	st.writeback_refusals = atomic_load(&c->refusals);
 	st.misses = c->st.misses;
 	st.writebacks = c->st.writebacks;
 	st.h2d_bytes = c->st.h2d;

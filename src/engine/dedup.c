@@ -304,7 +304,7 @@ int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
 		 * that are not duplicates. The room is the caller's (made under
 		 * this hold), so the reservation holds it for them. */
 		if (d->pages + n > d->page_cap || eng_gpu_free(c, g) < (uint64_t)n * d->D)
-			return -ENOSPC;
+			return -VC_EI_NOROOM;
 		d->pages += n;
 		d->resv += (uint64_t)n * d->D;
 		for (uint32_t i = 0; i < n; i++)
@@ -320,7 +320,7 @@ int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
 	int r = vc_ls_append(g->ls, n, key, ++g->clock, slots);
 	free(key);
 	if (r < 0)
-		return -ENOSPC;
+		return -VC_EI_NOROOM;
 	for (uint32_t i = 0; i < n; i++)
 		pages[i]->gpu = (uint8_t)g->idx;
 	return 0;

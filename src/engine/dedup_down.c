@@ -339,7 +339,7 @@ static void known_lookup(struct vc_cache *c, struct down *g, struct vc_page *con
  * trip is its caller's hold, one device phase (moves beside one compare
  * job), a hold of dd.mu alone and the caller's last hold, whatever the
  * data.
- * 0 or -ENOSPC (nothing taken: unpinned, the uses given back, under
+ * 0 or -VC_EI_NOROOM (nothing taken: unpinned, the uses given back, under
  * dd.mu). */
 static int known_append(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 			const uint64_t *src, uint32_t *nmv)
@@ -360,7 +360,7 @@ static int known_append(struct vc_cache *c, struct down *g, struct vc_page *cons
 				dd_blk_unpin(c, g->cand[q]);
 		dd_unlock(d);
 		g->np = g->m = 0;
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
+		return vc_err(-VC_EI_NOROOM, "dedup: no room for %u reserved blocks", nk);
 	}
 	uint32_t nm = 0;
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
@@ -402,7 +402,7 @@ static int known_compare(struct vc_cache *c, struct down *g, const unsigned char
  * moves into staging (dd_stage_moves(); encrypted, each under a fresh tweak,
  * g->tw[k]). Block k's move is g->mv[g->tix[k]]; a direct
  * block's id is g->blk[k]; the fingerprint job's address g->s.addr[k].
- * *nmv: the moves. 0 or -ENOSPC (see dd_settle). */
+ * *nmv: the moves. 0 or -VC_EI_NOROOM (see dd_settle). */
 static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 			const uint64_t *src, uint32_t *nmv)
 {
@@ -448,7 +448,7 @@ static int staged_begin(struct vc_cache *c, struct down *g, struct vc_page *cons
 		for (uint32_t i = 0; i < g->n; i++)
 			for (uint32_t j = 0; straight(g->cls[i]) && j < d->D; j++)
 				dd_use_unplace(c, (uint64_t)page_id(c, pages[i]) * d->D + j);
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", nk);
+		return vc_err(-VC_EI_NOROOM, "dedup: no room for %u reserved blocks", nk);
 	}
 	for (uint32_t i = 0, k = 0; i < g->n; i++) {
 		if (g->cls[i] == PG_STAGED)

@@ -44,7 +44,7 @@ void dd_give_back(struct vc_cache *c, struct down *g)
  * and slots, appended together from the reservation, and the moves that
  * place them into g->mv[0..nu): a device copy from staging (encrypted or
  * not), or with encryption and no staging the encrypting move from the
- * plaintext. 0, or -ENOSPC with every use given back its reserved slot
+ * plaintext. 0, or -VC_EI_NOROOM with every use given back its reserved slot
  * (the reservation makes that impossible). O(nu). */
 static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		 const uint64_t *src)
@@ -62,7 +62,7 @@ static int fresh(struct vc_cache *c, struct down *g, struct vc_page *const *page
 	for (uint32_t t = 0; r < 0 && t < g->nu; t++)
 		dd_use_unplace(c, dd_use_of(c, g, pages, g->uk[t]));
 	if (r < 0)
-		return vc_err(-ENOSPC, "dedup: no room for %u reserved blocks", g->nu);
+		return vc_err(-VC_EI_NOROOM, "dedup: no room for %u reserved blocks", g->nu);
 	for (uint32_t t = 0; t < g->nu; t++) {
 		const uint32_t k = g->uk[t], i = g->sel[k] / d->D, j = g->sel[k] % d->D;
 		const uint64_t dst = vc_ls_addr(c->gpus[0].ls, g->slot[t]);

@@ -155,7 +155,7 @@ void dd_trip_leaders_clear(const struct eng_dedup *d, struct down *g, bool uk);
  * it); a staged block pairs with an earlier staged block of this trip
  * that has it (the trip's own table), or leads: a leader gets its fresh
  * block, slot and placement move here (fresh(), g->mv[0..g->nu)), and is
- * indexed once its bytes are in place (dd_settle). 0 or fresh()'s -ENOSPC. */
+ * indexed once its bytes are in place (dd_settle). 0 or fresh()'s -VC_EI_NOROOM. */
 int dd_lookup(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 	      const uint64_t *src);
 
@@ -204,7 +204,7 @@ int dd_settle(struct vc_cache *c, struct down *g, struct vc_page *const *pages, 
 /* Under c->mu and dd.mu, after dd_settle() (r: its result): the reserved
  * slots back, the late unpins, and the blocks that shared nothing get
  * fresh blocks and a move each into g->mv (fresh(); *nmv of them). r,
- * or fresh()'s -ENOSPC. */
+ * or fresh()'s -VC_EI_NOROOM. */
 int dd_settle_end(struct vc_cache *c, struct down *g, struct vc_page *const *pages,
 		  const uint64_t *src, int r, uint32_t *nmv);
 

@@ -85,6 +85,30 @@
  *                 slots reserved (dd.resv), the stored blocks it compares
  *                 against pinned (eng_blk.pins: not moved, evicted or
  *                 freed), re-checked under c->mu before sharing.
+ *
+ * Store errors. They reach the engine final (backing.h's rule): the engine
+ * never retries a store call, and its own "not now" codes (-EAGAIN,
+ * -VC_EI_*) are never a store's. A final error
+ *   - fails the call that needs the store now: a read that misses (the
+ *     reader gets it), a write that writes through (the page is dropped,
+ *     so the cache holds what the store holds), a flush (its pages stay
+ *     dirty: nothing acknowledged is lost);
+ *   - never fails a call because room had to be made for it: a write-back
+ *     of an eviction or a demotion that fails leaves its page dirty where
+ *     it is and its volume refusing (v->refused_ns) for REFUSE_RETRY_NS,
+ *     during which victim choice passes over the volume's dirty pages
+ *     (eng_unevictable) and no eviction tries them again; a write the
+ *     store takes ends the refusal at once. Room comes from other pages;
+ *     where the GPU tier can make none (-VC_EI_REFUSED), a miss frees a
+ *     host slot without a demotion (moves.c, eng_host_slot_get).
+ * The dirty limit makes the second point safe: dirty pages, with the
+ * writers' reservations, never exceed c->dirty_max (vc_config.dirty_ratio
+ * of the host tier's pages): a write that would dirty one page more writes
+ * that page through to the store instead (dirty_charge). So the host tier
+ * always holds host pages - dirty_max pages that leave without a
+ * write-back, less the few that threads pin, and a miss always finds a
+ * victim while the store refuses.
+ *
  * Order: c->mu, then the policy queue's lock, then the device's locks;
  * a dirty set's lock innermost.
  * Deadlock freedom: a thread holds at most one pin or ownership while it
@@ -139,6 +163,13 @@
  * or evictions could find nothing to evict; 16 keeps small tests honest. */
 #define MIN_HOST_PAGES 16
 
+/* vc_config.dirty_ratio's default: half the host tier may be dirty. Linux
+ * allows 20 % of a machine's memory; the host tier is memory set aside for
+ * the cache, and a larger share lets write-back absorb larger bursts,
+ * while the other half still serves misses without a write-back when a
+ * store refuses them. */
+#define DIRTY_RATIO_DEFAULT 0.5
+
 /* Longest sleep on c->cv before re-checking: bounds the cost of a wakeup
  * lost to a lock-free unpin racing with a sleeper's check. */
 #define WAIT_GUARD_NS 2000000
@@ -164,6 +195,11 @@ struct vc_volume {
 	uint32_t id;
 	bool readonly;
 	uint64_t ndirty; /* its dirty pages (under c->mu) */
+	/* The store's last refusal of a write-back ("Store errors"): when
+	 * (eng_now_mark: never 0 once set; 0: none since the store last took
+	 * a write) and its final error. Without the lock. */
+	_Atomic uint64_t refused_ns;
+	_Atomic int refused_err;
 	struct vc_dset *dirty; /* their page indexes (pno - base): see the lock rules */
 	/* Dedup (dedup.c): whether this volume's pages are deduplicated now
 	 * (written under dd.mu; read without it, relaxed, by a load deciding
@@ -253,6 +289,12 @@ struct vc_cache {
 	struct vc_index ix;
 
 	uint64_t ndirty;
+	/* The dirty limit ("Store errors"): pages dirty or reserved by a
+	 * writer (dirty_charge), at most dirty_max. Without the lock. */
+	_Atomic uint64_t dirty_charged;
+	uint64_t dirty_max;             /* set at open */
+	_Atomic uint64_t writes_limited; /* page writes sent through by the limit */
+	_Atomic uint64_t refusals;       /* write-backs of evictions the stores refused */
 	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
 	_Atomic uint32_t pw_waiters[PW_BUCKETS];
 	uint32_t demoters;     /* demotion batches in flight (moves.c) */
@@ -387,7 +429,53 @@ static inline uint32_t page_len(const struct vc_cache *c, uint64_t pno)
 	return left < c->page_size ? (uint32_t)left : c->page_size;
 }
 
+/* A refusal lasts this long ("Store errors"): evictions leave the
+ * volume's dirty pages alone meanwhile, then try again; a full store
+ * costs one failed write-back batch a second, not one a miss. */
+#define REFUSE_RETRY_NS 1000000000ull
+
+/* The volume's store refused a write-back with final error err. */
+static inline void eng_store_refused(struct vc_volume *v, int err)
+{
+	atomic_store_explicit(&v->refused_err, err, memory_order_relaxed);
+	atomic_store_explicit(&v->refused_ns, vc_now_ns() | 1, memory_order_release);
+}
+
+/* The volume's store took a write: no refusal stands. One relaxed load
+ * when none did. */
+static inline void eng_store_ok(struct vc_volume *v)
+{
+	if (atomic_load_explicit(&v->refused_ns, memory_order_relaxed))
+		atomic_store_explicit(&v->refused_ns, 0, memory_order_relaxed);
+}
+
+/* Whether the volume's store refuses write-backs now: evictions pass
+ * over its dirty pages. */
+static inline bool eng_refusing(const struct vc_volume *v)
+{
+	uint64_t t = atomic_load_explicit(&v->refused_ns, memory_order_acquire);
+	return t && vc_now_ns() - t < REFUSE_RETRY_NS;
+}
+
 /* Dirty pages (lock rules: v->dirty). Write-back only. */
+
+/* Charges one page more against the dirty limit: false at the limit,
+ * where the caller writes the page through instead. Lock-free. */
+static inline bool dirty_charge(struct vc_cache *c)
+{
+	uint64_t n = atomic_load_explicit(&c->dirty_charged, memory_order_relaxed);
+	do {
+		if (n >= c->dirty_max)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&c->dirty_charged, &n, n + 1,
+							memory_order_relaxed, memory_order_relaxed));
+	return true;
+}
+
+static inline void dirty_uncharge(struct vc_cache *c)
+{
+	atomic_fetch_sub_explicit(&c->dirty_charged, 1, memory_order_relaxed);
+}
 
 /* Before a writer that owns page pno (EXCL) copies into it while it is
  * clean: puts pno in its volume's dirty set. 0, or -ENOMEM with the set
@@ -415,6 +503,7 @@ static inline void dirty_clear(struct vc_cache *c, struct vc_page *p)
 	p->dirty = 0;
 	c->ndirty--;
 	v->ndirty--;
+	dirty_uncharge(c);
 	vc_dset_del(v->dirty, p->pno - v->base);
 }
 
@@ -700,10 +789,6 @@ static inline bool eng_integ(const struct vc_cache *c)
 	return c->gt.mac != NULL;
 }
 
-/* Set by eng_check when a check fails on this thread: tells a caller that
- * an -EIO came from a page's content, not from the store (access.c). */
-extern _Thread_local bool eng_integ_failed;
-
 int eng_integ_open(struct vc_cache *c, uint64_t npool);
 void eng_integ_close(struct vc_cache *c);
 /* Seals page p (its BUSY claim held) over its plaintext at `plain`. */
@@ -734,8 +819,8 @@ void eng_dd_close(struct vc_cache *c);
 /* Under c->mu: reserves GPU residence at the log's head for n pages (BUSY,
  * not yet GPU): their slots appended; with dedup, n logical pages and
  * n x D slots promised (dd.resv), which eng_dd_down turns into blocks.
- * The caller made the room under this hold. 0, or -ENOSPC with nothing
- * reserved. */
+ * The caller made the room under this hold. 0, or -VC_EI_NOROOM with
+ * nothing reserved. */
 int eng_gpu_append(struct vc_cache *c, struct vc_gpu *g, uint32_t n,
 		   struct vc_page *const *pages);
 /* Under c->mu: page p leaves the GPU tier (or never reached it): its
@@ -811,7 +896,8 @@ void eng_dd_later_close(struct vc_cache *c);
 
 /* --- gpuspace.c: GPU space and cleaning --- */
 int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holding);
-int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted);
+int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted,
+		  int *err);
 bool eng_segs_claim(struct vc_cache *c, struct vc_gpu *g, uint32_t n, const uint32_t *segs,
 		    struct vc_page **held, uint32_t *nheld);
 /* Under c->mu: a cleaning job over the segments whose live pages are

@@ -70,7 +70,7 @@ int eng_gfs_pin(vc_volume *v, uint64_t idx, bool host, uint32_t *id, uint64_t *a
 		if (round < 2 && !host && c->gpus[0].ls && !atomic_load(&c->gpus[0].off) &&
 		    !vc_index_peek(&c->ix, pno)) {
 			int r = vc_volume_prefetch(v, idx << c->pshift, c->page_size, GPU);
-			if (r < 0 && r != -ENOSPC)
+			if (r < 0)
 				return r;
 			continue;
 		}

@@ -398,7 +398,9 @@ static int empty_slow(struct vc_cache *c, struct vc_gpu *g, const uint32_t *chs,
 				if (eng_dd(c))
 					eng_dd_unindex_seg(c, segs[j]);
 				uint64_t ev = 0;
-				int r = eng_evict_seg(c, g, segs[j], &ev);
+				int err = 0, r = eng_evict_seg(c, g, segs[j], &ev, &err);
+				if (r == -VC_EI_REFUSED)
+					r = err; /* dirty pages stay: the store's error is the call's */
 				if (r == 0)
 					progress = true;
 				else if (r != -EAGAIN)

@@ -22,14 +22,30 @@
  * the policy meanwhile (nobody can pin them). */
 #define DROP_CHUNK 32
 
-/* With several parts the policy's GPU victim must be in part g: others
- * are passed over (one policy orders the whole tier; each part makes its
- * own room). Placement spreads pages evenly, so the walk passes over about
- * ngpus - 1 pages per victim. arg: the part. */
-static bool other_part(const struct vc_pnode *n, void *arg)
+/* The GPU tier's victim walk: eng_unevictable, and with several parts
+ * the victim must be in part g (one policy orders the whole tier; each
+ * part makes its own room; placement spreads pages evenly, so the walk
+ * passes over about ngpus - 1 pages per victim). It counts the pages of
+ * g it passes over, and of those the dirty ones of refusing stores, so
+ * that a walk that finds nothing tells "wait for pins" from "nothing can
+ * go while the stores refuse" at no cost of its own. */
+struct gpu_walk {
+	struct vc_cache *c;
+	const struct vc_gpu *g;
+	uint64_t skipped, refused;
+};
+
+static bool gpu_skip(const struct vc_pnode *n, void *arg)
 {
-	const struct vc_gpu *g = arg;
-	return eng_unevictable(n, NULL) || ((const struct vc_page *)n)->gpu != g->idx;
+	struct gpu_walk *w = arg;
+	const struct vc_page *p = (const struct vc_page *)n;
+	if (w->c->ngpus > 1 && p->gpu != w->g->idx)
+		return true;
+	if (!eng_unevictable(n, w->c))
+		return false;
+	w->skipped++;
+	w->refused += !(st_of(p) & (VC_ST_PINS | VC_ST_BUSY | VC_ST_EXCL));
+	return true;
 }
 
 /* Evicts a whole segment of the GPU log: the one that holds the policy's
@@ -40,13 +56,15 @@ static bool other_part(const struct vc_pnode *n, void *arg)
  * `vramcache sim` models). Clean pages are dropped at once, dirty ones
  * written back in batches first. -EAGAIN when there is no victim, its
  * segment is taken, or one of its pages is in flight (the caller waits,
- * or, holding busy pages of its own, gives up); *evicted counts pages. */
+ * or, holding busy pages of its own, gives up); -VC_EI_REFUSED when the
+ * segment stays for dirty pages whose store refuses them, or when no
+ * victim is left but such pages; *evicted counts pages. */
 static int evict_tail(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
 {
-	struct vc_opq_node *n = c->ngpus > 1 ? vc_opq_victim(c->opq, GPU, other_part, g)
-					     : vc_opq_victim(c->opq, GPU, eng_unevictable, NULL);
-	if (!n)
-		return -EAGAIN;
+	struct gpu_walk w = { c, g, 0, 0 };
+	struct vc_opq_node *n = vc_opq_victim(c->opq, GPU, gpu_skip, &w);
+	if (!n) /* all refused: -VC_EI_REFUSED; some pinned or moving: they settle */
+		return w.refused && w.refused == w.skipped ? -VC_EI_REFUSED : -EAGAIN;
 	uint32_t seg = gpu_slot0(c, vc_page_of(&n->pn)) / vc_ls_slots_per_seg(g->ls);
 	/* With dedup the victim's block can sit in the open head, and taking
 	 * it kills the head's unwritten slots: not while the room left would
@@ -56,13 +74,18 @@ static int evict_tail(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
 		return -EAGAIN;
 	if (vc_ls_take(g->ls, seg) < 0)
 		return -EAGAIN;
-	return eng_evict_seg(c, g, seg, evicted);
+	int err;
+	return eng_evict_seg(c, g, seg, evicted, &err);
 }
 
 /* Evicts taken segment seg (see evict_tail; a shrink's too). Every live
  * page is claimed (BUSY) first, so no reader is copying one out in place;
- * a page that cannot be claimed makes it -EAGAIN with nothing changed. */
-int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted)
+ * a page that cannot be claimed makes it -EAGAIN with nothing changed.
+ * Clean pages go; dirty ones are written back first, but for those of a
+ * refusing store (engine.h, "Store errors"), which stay, as do those
+ * whose write-back fails: then the segment stays too, sealed, and the
+ * result is -VC_EI_REFUSED with *err the store's error. */
+int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted, int *err)
 {
 	uint32_t per = vc_ls_slots_per_seg(g->ls), n = 0, nh = 0, nd = 0;
 	struct vc_page **held = NULL;
@@ -114,9 +137,14 @@ int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *
 	} else {
 		vc_opq_drain(c->opq); /* once for the segment (page_drop_drained) */
 	}
+	int refused = 0; /* a store's error for pages that stay */
 	for (uint32_t i = 0; i < nh; i++) {
 		struct vc_page *p = held[i];
-		if (p->dirty) {
+		if (p->dirty && eng_refusing(vol_of(c, p->pno))) {
+			refused = atomic_load_explicit(&vol_of(c, p->pno)->refused_err,
+						       memory_order_relaxed);
+			st_clear(c, p, VC_ST_BUSY);
+		} else if (p->dirty) {
 			dirty[nd++] = p;
 		} else {
 			eng_page_drop_drained(c, p, true);
@@ -128,7 +156,11 @@ int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *
 			eng_lock_pause(c);
 	}
 	if (r == 0 && nd) {
-		r = eng_writeback_gpu(c, dirty, nd, done);
+		int w = eng_writeback_gpu(c, dirty, nd, done);
+		if (w < 0 && !eng_dev_err(w) && w != -ENOMEM)
+			refused = w; /* the store's: those pages stay */
+		else
+			r = w;
 		vc_opq_drain(c->opq);
 		for (uint32_t i = 0; i < nd; i++) {
 			if (done[i]) { /* dropped while still BUSY: nobody pins it meanwhile */
@@ -152,6 +184,11 @@ int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *
 	free(held);
 	free(done);
 	eng_wake(c);
+	if (r == 0 && refused) {
+		*err = vc_err(refused, "GPU segment %u keeps dirty pages: their store refuses "
+				       "write-backs (%s)", seg, strerror(-refused));
+		return -VC_EI_REFUSED;
+	}
 	return r;
 }
 
@@ -281,7 +318,10 @@ static int reclaim(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
  * the lock. Below the watermark, one thread at a time releases early: up
  * to early_release of the live pages, or until the watermark is met.
  * `holding`: the caller has busy pages of its own in flight, so it must
- * not sleep for pages to settle: -EAGAIN instead. */
+ * not sleep for pages to settle: -EAGAIN instead. -VC_EI_SHRUNK: the part
+ * is smaller than `need`; -VC_EI_REFUSED: a reclaim met only dirty pages
+ * whose store refuses them (one segment's worth a call: the caller makes
+ * its room elsewhere). Never a store's error. */
 int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holding)
 {
 	eng_assert_locked(c);
@@ -297,7 +337,7 @@ int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holdi
 		}
 		vc_ls_note_early_release(g->ls, released);
 		g->reclaiming = false;
-		if (r < 0 && r != -EAGAIN)
+		if (r < 0 && r != -EAGAIN && r != -VC_EI_REFUSED) /* ahead of need: not this call's */
 			return r;
 	}
 	/* With dedup: need pages of D slots each beyond those promised to
@@ -307,7 +347,7 @@ int eng_gpu_room(struct vc_cache *c, struct vc_gpu *g, uint32_t need, bool holdi
 	while (eng_gpu_free(c, g) < slots ||
 	       (eng_dd(c) && c->dd.pages + need > c->dd.page_cap)) {
 		if (vc_ls_capacity(g->ls) < slots)
-			return -ENOSPC; /* shrunk below it: nothing to wait for */
+			return -VC_EI_SHRUNK; /* nothing to wait for */
 		uint64_t ev = 0;
 		/* Short only of slots promised to trips down in flight (dedup):
 		 * those give back every slot a duplicate does not take, and wake

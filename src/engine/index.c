@@ -64,7 +64,7 @@ int vc_index_insert(struct vc_index *ix, uint64_t pno, int tier, uint32_t slot, 
 {
 	uint32_t id;
 	if (!vc_idstack_pop(&ix->free, &id))
-		return -ENOSPC;
+		return -VC_EI_NOROOM;
 	struct vc_page *p = &ix->pool[id];
 	/* Ours alone until published: free entries are in no index, policy
 	 * or log, and their st is 0, so nobody pins them. */
@@ -83,7 +83,7 @@ int vc_index_insert(struct vc_index *ix, uint64_t pno, int tier, uint32_t slot, 
 	if (r < 0) {
 		atomic_store_explicit(&p->st, 0, memory_order_relaxed);
 		vc_idstack_push(&ix->free, id);
-		return r == -EEXIST ? r : -ENOSPC;
+		return r == -EEXIST ? r : -VC_EI_NOROOM;
 	}
 	*out = p;
 	return 0;

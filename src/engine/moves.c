@@ -13,15 +13,18 @@
 
 bool eng_unevictable(const struct vc_pnode *n, void *arg)
 {
-	(void)arg;
-	return st_of((const struct vc_page *)n) & (VC_ST_PINS | VC_ST_BUSY | VC_ST_EXCL);
+	const struct vc_page *p = (const struct vc_page *)n;
+	if (st_of(p) & (VC_ST_PINS | VC_ST_BUSY | VC_ST_EXCL))
+		return true;
+	/* Its store refuses write-backs: it stays (engine.h, "Store errors"). */
+	return p->dirty && eng_refusing(vol_of(arg, p->pno));
 }
 
 /* The host tier's victim (the GPU tier evicts by segment, not by page).
  * Exact LRU: the queue layer drains first. */
 static struct vc_page *host_victim(struct vc_cache *c)
 {
-	struct vc_opq_node *n = vc_opq_victim(c->opq, HOST, eng_unevictable, NULL);
+	struct vc_opq_node *n = vc_opq_victim(c->opq, HOST, eng_unevictable, c);
 	return n ? vc_page_of(&n->pn) : NULL;
 }
 
@@ -171,19 +174,19 @@ int eng_load_page(struct vc_cache *c, uint64_t pno, unsigned char *buf)
  * faster than 4 and plain ones no slower (step 15). */
 #define DEMOTE_BATCH_MAX 256
 
-/* Without a GPU tier: the host victim is dropped, after a write-back if
- * dirty. */
+/* A host slot without a demotion (no GPU tier, or one that can make no
+ * room): the host victim is dropped, after a write-back if dirty. A
+ * write-back the store refuses leaves the victim dirty and its volume
+ * refusing (eng_writeback_page), so that the next choice passes over it:
+ * 0, look again. -EAGAIN: no victim now (pins, moves in flight). */
 static int drop_host_one(struct vc_cache *c)
 {
 	struct vc_page *v = host_victim(c);
 	if (!v)
 		return -EAGAIN;
 	uint64_t pno = v->pno;
-	if (v->dirty) {
-		int r = eng_writeback_page(c, v);
-		if (r < 0)
-			return r;
-	}
+	if (v->dirty && eng_writeback_page(c, v) < 0)
+		return 0; /* refused (or pinned meanwhile): the next choice passes over it */
 	/* Unlocked meanwhile: drop it only if it is still that page, clean,
 	 * in the host tier and unused (the entry may have been dropped and
 	 * reused for another page; page.h: read its fields only once its st
@@ -227,20 +230,28 @@ static bool take_victim(struct vc_opq_node *n, void *arg)
  * no part's reclaim sleeps (one part's pinned tail must not stall the
  * others): parts without room now get none, and when none has any the
  * caller waits (-EAGAIN). A part whose device failed meanwhile gets none.
- * Under c->mu. */
+ * -VC_EI_SHRUNK or -VC_EI_REFUSED when no part can make room for a reason
+ * waiting does not end (shrunk to nothing, refusing stores): the caller
+ * frees a host slot without a demotion. Under c->mu. */
 static int demote_room(struct vc_cache *c, uint64_t *room)
 {
 	bool any = false;
+	int stuck = 0; /* a part's -VC_EI_SHRUNK or -VC_EI_REFUSED */
+	uint32_t waits = 0; /* parts that may have room once pages settle */
 	for (uint32_t k = 0; k < c->ngpus; k++) {
 		struct vc_gpu *g = &c->gpus[k];
 		room[k] = 0;
 		if (!eng_part_usable(g))
 			continue;
 		int r = eng_gpu_room(c, g, 1, c->ngpus > 1); /* the rest of the batch: what room there is */
-		if (r == -ENOSPC && c->ngpus == 1)
-			return r; /* shrunk to nothing meanwhile: the caller looks again */
-		if (r == -EAGAIN || r == -ENOSPC || (r < 0 && atomic_load(&g->off)))
+		if (r == -VC_EI_SHRUNK || r == -VC_EI_REFUSED) {
+			stuck = r;
 			continue;
+		}
+		if (r == -EAGAIN || (r < 0 && atomic_load(&g->off))) {
+			waits += r == -EAGAIN;
+			continue;
+		}
 		if (r < 0)
 			return r;
 		if (!eng_part_usable(g)) /* the reclaim found its device failed */
@@ -250,14 +261,14 @@ static int demote_room(struct vc_cache *c, uint64_t *room)
 			room[k] = c->dd.page_cap - c->dd.pages;
 		any |= room[k] > 0;
 	}
-	return any ? 0 : -EAGAIN;
+	return any ? 0 : stuck && !waits ? stuck : -EAGAIN;
 }
 
 /* Unlocked, VC_GPU_DIRTY_CLEAN: the dirty victims among v[0..n) (BUSY:
  * their data and dirty flags hold still) are written to their stores
  * from their host slots while their moves down run. wr[i]: 1 written, 0
- * clean already, -errno failed (the victim then stays in the host tier,
- * dirty). */
+ * clean already, -errno the store's final error (the victim then stays in
+ * the host tier, dirty, and its volume refuses: demote_batch). */
 static void demote_writeback(struct vc_cache *c, struct vc_page *const *v, uint32_t n, int *wr)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -292,7 +303,7 @@ static int demote_batch(struct vc_cache *c)
 	struct vc_page *v[DEMOTE_BATCH_MAX];
 	uint8_t part[DEMOTE_BATCH_MAX];
 	struct victims vs = { c, v, part, room, 0 };
-	uint32_t n = vc_opq_victims(c->opq, HOST, eng_unevictable, NULL, take_victim, &vs,
+	uint32_t n = vc_opq_victims(c->opq, HOST, eng_unevictable, c, take_victim, &vs,
 				    (unsigned)(total < c->demote_batch ? total : c->demote_batch));
 	if (n == 0)
 		return -EAGAIN;
@@ -371,12 +382,14 @@ static int demote_batch(struct vc_cache *c)
 		eng_lock(c);
 	c->demoters--;
 	uint32_t down = 0;
-	int wfail = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct vc_gpu *g = &c->gpus[part[i]];
 		int e = r < 0 && !eng_dev_err(r) ? r : perr[part[i]];
-		if (e == 0 && wr[i] < 0)
-			e = wfail = wr[i];
+		if (e == 0 && wr[i] < 0) {
+			e = wr[i];
+			eng_store_refused(vol_of(c, v[i]->pno), wr[i]);
+			atomic_fetch_add_explicit(&c->refusals, 1, memory_order_relaxed);
+		}
 		if (wr[i] > 0) /* the store has it, whether or not it went down */
 			eng_note_written(c, v[i], page_len(c, v[i]->pno));
 		if (e < 0) {
@@ -400,12 +413,20 @@ static int demote_batch(struct vc_cache *c)
 	eng_wake(c);
 	if (down)
 		return 0;
+	if (r == -VC_EI_NOROOM) /* with dedup, room promised and gone (not reached) */
+		return -EAGAIN;
 	if (r < 0 && !eng_dev_err(r))
 		return r;
-	return wfail; /* 0 after a device's failure: the caller tries the others */
+	/* 0 after a device's failure (the caller tries the others), or after
+	 * refused write-backs (the next choice passes over their victims). */
+	return 0;
 }
 
-/* A free host slot, evicting as needed; may sleep. */
+/* A free host slot, evicting as needed; may sleep. A host victim goes
+ * down to the GPU tier, or, without one or where it can make no room
+ * (shrunk to nothing, or refusing stores: demote_room), is dropped. Never
+ * fails for a store's refusal (engine.h, "Store errors"): the dirty limit
+ * leaves clean host victims. */
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 {
 	eng_assert_locked(c);
@@ -419,8 +440,8 @@ int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 			r = demote_batch(c);
 		else
 			r = 1; /* batches in flight will free slots */
-		if (r == -ENOSPC)
-			continue; /* the GPU tier shrank to nothing meanwhile */
+		if (r == -VC_EI_SHRUNK || r == -VC_EI_REFUSED)
+			r = drop_host_one(c);
 		if (r == 1)
 			eng_wait_slot(c);
 		else if (r == -EAGAIN) {

@@ -355,7 +355,9 @@ static int part_evict_rest(struct vc_cache *c, struct vc_gpu *s)
 		if (vc_ls_seg_live(s->ls, seg) == 0 || vc_ls_take(s->ls, seg) < 0)
 			continue;
 		uint64_t ev = 0;
-		int e = eng_evict_seg(c, s, seg, &ev);
+		int err = 0, e = eng_evict_seg(c, s, seg, &ev, &err);
+		if (e == -VC_EI_REFUSED)
+			e = err; /* dirty pages stay: the store's error is the call's */
 		if (e < 0 && r == 0)
 			r = e;
 	}

@@ -101,7 +101,8 @@ struct vc_page *vc_index_find(const struct vc_index *ix, uint64_t pno);
 struct vc_page *vc_index_peek(const struct vc_index *ix, uint64_t pno);
 /* Takes a free entry, fills it in (tier, slot, state st) and publishes it
  * under pno: 0 and *out; -EEXIST when pno is cached already (another
- * thread's miss came first); -ENOSPC when no entry is free. Lock-free
+ * thread's miss came first); -VC_EI_NOROOM when no entry is free (not
+ * reached: the pool has an entry for every slot of both tiers). Lock-free
  * but for the index's stripe; needs no engine lock. */
 int vc_index_insert(struct vc_index *ix, uint64_t pno, int tier, uint32_t slot, uint64_t st,
 		    struct vc_page **out);

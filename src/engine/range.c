@@ -149,9 +149,11 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 		}
 		if (r < 0 || vc_index_find(&c->ix, pno[i])) { /* or raced while reclaiming */
 			vc_tier_free(g->stage_bulk, s);
-			if (r == -ENOSPC && b.n == 0)
-				i = n; /* the tier shrank to nothing: a hint goes unheeded */
-			if (r == -EAGAIN || r == -ENOSPC)
+			/* The tier shrank to nothing, or can make no room while
+			 * stores refuse write-backs: a hint goes unheeded. */
+			if ((r == -VC_EI_SHRUNK || r == -VC_EI_REFUSED) && b.n == 0)
+				i = n;
+			if (r == -EAGAIN || r == -VC_EI_SHRUNK || r == -VC_EI_REFUSED)
 				r = 0;
 			if (r < 0 || b.n || i >= n)
 				break;
@@ -165,6 +167,10 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 			if (r == -EEXIST) { /* a lock-free miss loaded it meanwhile */
 				r = 0;
 				continue;
+			}
+			if (r == -VC_EI_NOROOM) { /* no entry free: a hint goes unheeded */
+				r = 0;
+				i = n;
 			}
 			break;
 		}
@@ -218,7 +224,9 @@ static int prefetch_gpu_round(struct vc_cache *c, const uint64_t *pno, uint32_t 
 		(*loaded)++;
 	}
 	eng_fail_parts(c, b.perr);
-	if (eng_dev_err(dev_r)) /* a failed part's pages were dropped; the others loaded */
+	/* A failed part's pages were dropped, the others loaded; with dedup,
+	 * room promised and gone (not reached: the reservation) drops them. */
+	if (eng_dev_err(dev_r) || dev_r == -VC_EI_NOROOM)
 		dev_r = 0;
 	eng_wake(c);
 	eng_unlock(c);

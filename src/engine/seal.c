@@ -10,8 +10,6 @@
  */
 #include "engine/engine.h"
 
-_Thread_local bool eng_integ_failed;
-
 static void iv_of(uint64_t nonce, unsigned char iv[VC_GMAC_IV_BYTES])
 {
 	for (int b = 0; b < 8; b++)
@@ -64,7 +62,6 @@ int eng_check(struct vc_cache *c, const struct vc_page *p, const void *plain, ui
 	if (diff == 0)
 		return 0;
 	atomic_fetch_add_explicit(&c->gt.integ_failures, 1, memory_order_relaxed);
-	eng_integ_failed = true;
 	return vc_err(-EIO, "page %llu of volume %llu changed in GPU memory (its integrity tag does "
 			    "not match): not returned, and dropped from the cache",
 		      (unsigned long long)vc_pno_index(p->pno),

@@ -11,15 +11,25 @@
  * stopped early; test_aio and test_flush found it). */
 void eng_note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 {
+	eng_store_ok(vol_of(c, p->pno));
 	if (p->dirty)
 		dirty_clear(c, p);
 	c->st.writebacks++;
 	c->st.wr_bytes += len;
 }
 
+/* A write-back of p to its store failed with final error err (engine.h,
+ * "Store errors"): the volume refuses from now, and p stays dirty. */
+static void note_refused(struct vc_cache *c, const struct vc_page *p, int err)
+{
+	eng_store_refused(vol_of(c, p->pno), err);
+	atomic_fetch_add_explicit(&c->refusals, 1, memory_order_relaxed);
+}
+
 /* Writes a dirty page that is not busy, pinned or owned to the backing store
  * and marks it clean. It stays cached. -EAGAIN: no staging page free now.
- * A GPU page that fails its integrity check is dropped, unwritten: -EIO. */
+ * A GPU page that fails its integrity check is dropped, unwritten: -EIO.
+ * The store's final error: the page stays dirty, its volume refusing. */
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 {
 	eng_assert_locked(c);
@@ -43,9 +53,14 @@ int eng_writeback_page(struct vc_cache *c, struct vc_page *p)
 	bool bad = false;
 	if (r == 0 && on_gpu && eng_integ(c))
 		bad = (r = eng_check(c, p, buf, &nonce)) < 0;
-	if (r == 0)
+	bool stored = false; /* r is the store's */
+	if (r == 0) {
 		r = vc_backing_write(vol_of(c, pno)->bk, buf, page_len(c, pno), page_off(c, pno));
+		stored = true;
+	}
 	eng_lock(c);
+	if (stored && r < 0)
+		note_refused(c, p, r);
 	if (on_gpu) {
 		vc_tier_free(g->stage_wb, s);
 		c->st.d2h += c->page_size;
@@ -135,11 +150,13 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 		}
 		/* One submission per volume (a segment mixes them), of the pages
 		 * that passed their checks. */
+		/* Each volume's requests go on whatever another's store said:
+		 * their results are their own. */
 		for (uint32_t j = 0, e; r == 0 && j < k; j = e) {
 			struct vc_volume *v = vol_of(c, pages[i + j]->pno);
 			for (e = j + 1; e < k && vol_of(c, pages[i + e]->pno) == v; e++)
 				;
-			r = bios_submit(v->bk, io + j, e - j);
+			(void)bios_submit(v->bk, io + j, e - j);
 		}
 		eng_lock(c);
 		for (uint32_t j = 0; j < k; j++) {
@@ -151,8 +168,11 @@ int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n
 			} else if (bad[j]) {
 				done[i + j] = true; /* the caller drops it */
 				eng_integ_count_drop(c, p);
-			} else if (!err) {
-				err = r < 0 ? r : io[j].result;
+			} else {
+				if (r == 0) /* the store's: the device's r failed the move */
+					note_refused(c, p, io[j].result);
+				if (!err)
+					err = r < 0 ? r : io[j].result;
 			}
 		}
 		c->st.d2h += (uint64_t)k * c->page_size;
@@ -333,6 +353,8 @@ static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint6
 		 * and mark it dirty again, not have its mark cleared. */
 		if (b->bios[k].result == 0)
 			eng_note_written(c, p, b->bios[k].len);
+		else if (!b->jobs[k].bad && !eng_dev_err(b->bios[k].result))
+			note_refused(c, p, b->bios[k].result); /* it stays dirty: the flush fails */
 		if (b->jobs[k].staged) {
 			vc_tier_free(gpu_of(c, p)->stage_bulk, b->jobs[k].stage);
 			c->st.d2h += c->page_size;

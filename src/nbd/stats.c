@@ -90,6 +90,12 @@ static unsigned cache_metrics(const struct vc_stats *st, struct metric *m)
 	M("gpu_dirty_lost", NULL, true, st->gpu_dirty_lost,
 	  "Dirty pages a failed part held (--gpu-dirty keep).");
 	M("gpu_peer_pages", NULL, true, st->gpu_peer_pages, "Pages moved between parts.");
+	M("dirty_limit", NULL, false, st->dirty_limit,
+	  "Dirty pages at most (--dirty-ratio of the host tier).");
+	M("writes_limited", NULL, true, st->writes_limited,
+	  "Page writes sent through to the store at the dirty limit.");
+	M("writeback_refusals", NULL, true, st->writeback_refusals,
+	  "Page write-backs a backing store refused (the pages stayed dirty and cached).");
 #undef M
 	return n;
 }

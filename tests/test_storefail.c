@@ -1,0 +1,252 @@
+/* A store that fails at its Nth write, for every N from 0 to 64 (OCF's
+ * surprise-shutdown pattern): write-through and write-back, with and
+ * without a GPU tier, more data written than the tiers hold.
+ *
+ * The store is the test's own (vc_volume_open_store over memory): its
+ * first N writes succeed, every later one fails with the run's error
+ * (ENOSPC, EIO, EDQUOT, EROFS in turn), until the test heals it. One
+ * thread writes single pages (whole and partial, some twice) over the
+ * first 160 pages; the tiers hold 48. Another reads the 96 pages nobody
+ * writes, throughout. Then:
+ *   - every write succeeded or failed with the store's error, never
+ *     another code and never a hang (an alarm ends a stuck run);
+ *   - every read of the clean pages succeeded with the store's bytes;
+ *   - the dirty pages never passed vc_stats.dirty_limit;
+ *   - every page reads back what was acknowledged (the model), while the
+ *     store still refuses: acknowledged writes stay in the cache;
+ *   - write-back: a flush fails with the store's error while it refuses,
+ *     and vc_volume_dirty_next covers every acknowledged page the store
+ *     lacks;
+ *   - healed, the flush succeeds, new writes succeed, and the store holds
+ *     exactly the model.
+ * Runs on VC_TEST_DEVICE.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define PS 4096u
+#define PAGES 256u  /* the store */
+#define WPAGES 160u /* written: more than the tiers' 16 + 32 */
+#define NMAX 64u
+#define WRITES 320u
+#define ALARM_S 60u /* a run takes well under a second */
+
+struct store {
+	unsigned char *data;
+	pthread_mutex_t mu;
+	uint64_t writes; /* that succeeded */
+	uint64_t fail_at; /* writes after this many fail */
+	int err;          /* with this */
+};
+
+static int st_read(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	struct store *s = ctx;
+	pthread_mutex_lock(&s->mu);
+	memcpy(buf, s->data + off, len);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static int st_write(void *ctx, const void *buf, size_t len, uint64_t off)
+{
+	struct store *s = ctx;
+	pthread_mutex_lock(&s->mu);
+	int r = 0;
+	if (s->writes >= s->fail_at) {
+		r = -s->err;
+	} else {
+		memcpy(s->data + off, buf, len);
+		s->writes++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+static int st_sync(void *ctx, uint64_t off, uint64_t len)
+{
+	(void)ctx;
+	(void)off;
+	(void)len;
+	return 0;
+}
+
+static void heal(struct store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->fail_at = UINT64_MAX;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static unsigned char orig_byte(uint64_t off)
+{
+	return (unsigned char)(off * 131 + (off >> 12) * 7 + 1);
+}
+
+struct reader {
+	vc_volume *v;
+	atomic_bool stop;
+	uint64_t reads;
+};
+
+/* Reads the pages nobody writes, at random, until told to stop. */
+static void *reader_main(void *arg)
+{
+	struct reader *rd = arg;
+	unsigned char buf[2 * PS];
+	uint64_t seed = 5;
+	while (!atomic_load(&rd->stop) || rd->reads < 64) {
+		uint64_t pg = WPAGES + t_rand(&seed) % (PAGES - WPAGES - 1);
+		uint64_t off = pg * PS + t_rand(&seed) % PS, len = 1 + t_rand(&seed) % PS;
+		ssize_t r = vc_volume_read(rd->v, buf, len, off);
+		if (r != (ssize_t)len)
+			fprintf(stderr, "read of %llu bytes at %llu: %zd (%s)\n", (unsigned long long)len,
+				(unsigned long long)off, r, vc_last_error());
+		CHECK(r == (ssize_t)len);
+		for (uint64_t k = 0; k < len; k++)
+			CHECK(buf[k] == orig_byte(off + k));
+		rd->reads++;
+		usleep(20); /* a reader among the writes, not a spin beside them */
+	}
+	return NULL;
+}
+
+static uint64_t dirty_now(vc_cache *c, uint64_t *limit)
+{
+	struct vc_stats st = { .size = sizeof st };
+	CHECK_OK(vc_get_stats(c, &st));
+	*limit = st.dirty_limit;
+	return st.dirty_pages;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char m[] = "test_storefail: a run hung\n";
+	(void)!write(2, m, sizeof m - 1);
+	_exit(1);
+}
+
+/* One run: the store fails from write n on. Returns the writes refused. */
+static unsigned run(int kind, const char *path0, bool wb, bool gpu, uint64_t n, int err)
+{
+	alarm(ALARM_S);
+	struct store s = { .fail_at = n, .err = err };
+	pthread_mutex_init(&s.mu, NULL);
+	s.data = malloc(PAGES * PS);
+	CHECK(s.data);
+	for (uint64_t o = 0; o < PAGES * PS; o++)
+		s.data[o] = orig_byte(o);
+	unsigned char *model = malloc(PAGES * PS);
+	CHECK(model);
+	memcpy(model, s.data, PAGES * PS);
+
+	struct vc_config cfg;
+	vc_config_init(&cfg);
+	cfg.backing_path = path0;
+	cfg.device = kind;
+	cfg.write_mode = wb ? VC_WRITE_BACK : VC_WRITE_THROUGH;
+	cfg.host_bytes = 16 * PS;
+	cfg.gpu_bytes = gpu ? 32 * PS : 0;
+	cfg.batch_pages = 8;
+	vc_cache *c = t_open(&cfg, "store-failure test");
+	struct vc_store st = { .size = sizeof st, .version = VC_STORE_VERSION, .ctx = &s,
+			       .bytes = PAGES * PS, .read = st_read, .write = st_write,
+			       .sync = st_sync };
+	vc_volume *v;
+	CHECK_OK(vc_volume_open_store(c, &st, 0, &v));
+
+	struct reader rd = { .v = v };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, reader_main, &rd) == 0);
+
+	unsigned char buf[PS];
+	uint64_t seed = n * 977 + (uint64_t)wb * 3 + gpu, limit = 0;
+	unsigned refused = 0;
+	for (unsigned i = 0; i < WRITES; i++) {
+		uint64_t pg = i < WPAGES ? i : t_rand(&seed) % WPAGES; /* each page, then some again */
+		uint32_t in = t_rand(&seed) % 3 == 0 ? (uint32_t)(t_rand(&seed) % PS) : 0;
+		uint32_t len = in ? 1 + (uint32_t)(t_rand(&seed) % (PS - in)) : PS;
+		for (uint32_t k = 0; k < len; k++)
+			buf[k] = (unsigned char)t_rand(&seed);
+		ssize_t r = vc_volume_write(v, buf, len, pg * PS + in);
+		if (r == (ssize_t)len) {
+			memcpy(model + pg * PS + in, buf, len);
+		} else {
+			if (r != -err)
+				fprintf(stderr, "write %u: %zd, not -%d (%s)\n", i, r, err, vc_last_error());
+			CHECK(r == -err);
+			refused++;
+		}
+		CHECK(dirty_now(c, &limit) <= limit);
+	}
+	/* Acknowledged bytes read back while the store still refuses. */
+	for (uint64_t pg = 0; pg < PAGES; pg++) {
+		CHECK(vc_volume_read(v, buf, PS, pg * PS) == PS);
+		CHECK(memcmp(buf, model + pg * PS, PS) == 0);
+	}
+	if (wb && refused) {
+		CHECK(vc_volume_flush(v) == -err);
+		/* What the store lacks lies in the runs the cache reports. */
+		for (uint64_t pg = 0; pg < WPAGES; pg++) {
+			if (memcmp(s.data + pg * PS, model + pg * PS, PS) == 0)
+				continue;
+			uint64_t start, rlen;
+			CHECK(vc_volume_dirty_next(v, pg * PS, &start, &rlen) == 1);
+			CHECK(start == pg * PS);
+		}
+	}
+	atomic_store(&rd.stop, true);
+	CHECK(pthread_join(th, NULL) == 0);
+
+	heal(&s);
+	CHECK_OK(vc_volume_flush(v));
+	for (uint64_t pg = 0; pg < 8; pg++) { /* writes work again */
+		memset(buf, (int)(pg + n), PS);
+		CHECK(vc_volume_write(v, buf, PS, pg * PS) == PS);
+		memcpy(model + pg * PS, buf, PS);
+	}
+	CHECK_OK(vc_volume_flush(v));
+	CHECK(memcmp(s.data, model, PAGES * PS) == 0);
+	CHECK_OK(vc_volume_close(v));
+	CHECK_OK(vc_close(c));
+	free(model);
+	free(s.data);
+	pthread_mutex_destroy(&s.mu);
+	return refused;
+}
+
+static char path0[256];
+
+static void unlink_path0(void)
+{
+	unlink(path0);
+}
+
+int main(void)
+{
+	int kind = t_device_kind();
+	t_make_file(path0, sizeof path0, 16 * PS, 1); /* volume 0: unused */
+	atexit(unlink_path0); /* a skip exits from t_open */
+	signal(SIGALRM, on_alarm);
+	static const int errs[] = { ENOSPC, EIO, EDQUOT, EROFS };
+	for (int m = 0; m < 4; m++) {
+		const bool wb = m & 1, gpu = m & 2;
+		unsigned refused = 0;
+		for (uint64_t n = 0; n <= NMAX; n++)
+			refused += run(kind, path0, wb, gpu, n, errs[n % 4]);
+		fprintf(stderr, "%s, %s: N = 0..%u, %u writes refused\n",
+			wb ? "write-back" : "write-through", gpu ? "GPU tier" : "host tier only", NMAX,
+			refused);
+		CHECK(refused > 0);
+	}
+	fprintf(stderr, "storefail: ok\n");
+	return 0;
+}
