@@ -8,9 +8,10 @@
 #      writes from the cache, the rest from the store, though the cache is
 #      full of dirty pages it cannot evict (reads failed with the
 #      write-backs' error before).
-#   3. On SIGTERM the flush fails, and the log names the byte ranges that
-#      were acknowledged but not written back: together they cover every
-#      acknowledged write.
+#   3. On SIGTERM the flush fails: the log names the byte ranges that
+#      were acknowledged but not written back, and the server serves on
+#      (they read back). A second SIGTERM ends it with status 1, and the
+#      ranges it logs as lost cover every acknowledged write.
 # Usage: nbd_fullstore.sh VRAMCACHE_BINARY
 . "$(dirname "$0")/nbd_lib.sh"
 need_nbdsh
@@ -45,15 +46,25 @@ for off in range(0, len(want), 64 << 10):
     got = h.pread(64 << 10, off)
     assert got == want[off:off + (64 << 10)], "wrong bytes at %d" % off
 open(acked, "w").write("\n".join(map(str, ok)) + "\n")
+open(acked.rsplit("/", 1)[0] + "/want", "wb").write(want)
 print("%d writes acknowledged, %d refused; 4 MiB read back" % (len(ok), refused))
 PY
 
-stop_server
-grep -q "not written back" "$dir/log" || { cat "$dir/log" >&2; fail "no report of what was not written back"; }
+kill -TERM "$pid"
+for _ in $(seq 200); do grep -q "kept in the cache" "$dir/log" && break; sleep 0.05; done
+grep -q "kept in the cache" "$dir/log" || { cat "$dir/log" >&2; fail "no report of what the flush left"; }
+kill -0 "$pid" || fail "the server left after a refused flush"
+reads_match "$dir/want"
+kill -TERM "$pid"
+for _ in $(seq 240); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "a second SIGTERM did not end the server within 12 s"
+pid=
+grep -q "not written back, lost" "$dir/log" || { cat "$dir/log" >&2; fail "no report of what was lost"; }
 # Every acknowledged page lies in a reported range.
 python3 - "$dir/log" "$dir/acked" <<'PY' || { cat "$dir/log" >&2; fail "the report misses acknowledged writes"; }
 import re, sys
-ranges = [(int(a), int(b)) for a, b in re.findall(r'bytes (\d+)-(\d+)', open(sys.argv[1]).read())]
+ranges = [(int(a), int(b)) for a, b in
+          re.findall(r'bytes (\d+)-(\d+)', open(sys.argv[1]).read().split(", lost:")[-1])]
 for pg in map(int, open(sys.argv[2]).read().split()):
     assert any(a <= pg * 4096 and pg * 4096 + 4095 <= b for a, b in ranges), "page %d" % pg
 print("%d ranges reported" % len(ranges))

@@ -32,6 +32,9 @@ static void mount_usage(FILE *f)
 	      "  --write-back           writes stay in the cache until close or fsync,\n"
 	      "                         which write them back and sync them (default:\n"
 	      "                         write-through, each write in SRC before it returns)\n"
+	      "  --dirty-ratio R        write-back: dirty pages at most this share of the\n"
+	      "                         host tier, 0.01 to 0.9 (default 0.5); a write past\n"
+	      "                         it goes through to SRC\n"
 	      "  --readonly             refuse writes (EROFS)\n"
 	      "  --revalidate WHEN      check files against SRC: open (default; on every\n"
 	      "                         open), MS (also on a read when the last check is\n"
@@ -76,7 +79,7 @@ static void mount_usage(FILE *f)
 
 enum { O_HOST = 0x100, O_GPU, O_DEV, O_WB, O_RO, O_REVAL, O_ATTR, O_KCACHE, O_RA, O_MAXF,
        O_THR, O_OTHER, O_LAT, O_PID, O_PASS, O_MAXFD, O_SLOTS, O_MAXPFD, O_NOFH,
-       O_KWB };
+       O_KWB, O_DRATIO };
 
 int cmd_mount(int argc, char **argv)
 {
@@ -100,7 +103,8 @@ int cmd_mount(int argc, char **argv)
 		{ "slots-per-volume", required_argument, 0, O_SLOTS },
 		{ "max-path-fds", required_argument, 0, O_MAXPFD },
 		{ "no-file-handles", no_argument, 0, O_NOFH },
-		{ "kernel-writeback", no_argument, 0, O_KWB }, /* lo[ch - O_HOST]: enum order */
+		{ "kernel-writeback", no_argument, 0, O_KWB },
+		{ "dirty-ratio", required_argument, 0, O_DRATIO }, /* lo[ch - O_HOST]: enum order */
 		{ "foreground", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -134,6 +138,12 @@ int cmd_mount(int argc, char **argv)
 				goto bad;
 			break;
 		case O_WB: o.cfg.write_mode = VC_WRITE_BACK; break;
+		case O_DRATIO:
+			o.cfg.dirty_ratio = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.cfg.dirty_ratio >= 0.01 &&
+							o.cfg.dirty_ratio <= 0.9))
+				goto bad;
+			break;
 		case O_RO: o.readonly = true; break;
 		case O_REVAL:
 			if (strcmp(optarg, "open") == 0)

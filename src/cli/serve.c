@@ -14,9 +14,10 @@
  * the server hangs up (`vramcache stat`). A separate socket, not an NBD
  * option, so that scrapers need no NBD client and NBD clients never see
  * it; answered on the main thread, with a receive timeout bounding what a
- * silent client can hold it for. Shutdown (SIGTERM, SIGINT): stop accepting, shut the
- * read side of every connection so its reader sees EOF, let in-flight
- * requests finish and reply, then vc_close, which writes dirty pages back. */
+ * silent client can hold it for. Shutdown (SIGTERM, SIGINT; serve_stop.c): a
+ * flush while serving, then stop accepting, shut the read side of every
+ * connection so its reader sees EOF, let in-flight requests finish and
+ * reply, the last flush, and vc_close. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -89,6 +90,9 @@ static void serve_usage(FILE *f)
 	      "                         down, so a failed GPU loses nothing (auto: keep with\n"
 	      "                         one GPU, clean with several)\n"
 	      "  --write-back           write-back instead of write-through\n"
+	      "  --dirty-ratio R        write-back: dirty pages at most this share of the\n"
+	      "                         host tier, 0.01 to 0.9 (default 0.5); a write past\n"
+	      "                         it goes through to the store\n"
 	      "  --readonly             refuse writes\n"
 	      "  --export NAME          the export's name when there is one BACKING\n"
 	      "  --description TEXT     what clients see as each export's description\n"
@@ -141,20 +145,6 @@ static int name_index(const char *s, const char *const *names, int n)
 		if (strcmp(s, names[i]) == 0)
 			return i;
 	return -1;
-}
-
-static volatile sig_atomic_t stop_flag;
-static int stop_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	int saved = errno;
-	stop_flag = 1;
-	if (write(stop_pipe[1], "x", 1) < 0) {
-		/* the pipe is full: a wake-up is already pending */
-	}
-	errno = saved;
 }
 
 struct server {
@@ -272,12 +262,14 @@ static void ctl_answer(struct server *sv, int cfd)
 	free(doc);
 }
 
+/* Accepts clients and answers statistics until a signal comes
+ * (serve_stop.c). */
 static int accept_loop(struct server *sv, int lfd, int cfd)
 {
 	struct pollfd p[3] = { { .fd = lfd, .events = POLLIN },
-			       { .fd = stop_pipe[0], .events = POLLIN },
+			       { .fd = serve_stop_fd(), .events = POLLIN },
 			       { .fd = cfd, .events = POLLIN } };
-	while (!stop_flag) {
+	while (!serve_stop_pending()) {
 		/* Wakes for the next handshake due to time out, if any. */
 		int timeout = conns_expire(&sv->conns);
 		if (poll(p, cfd >= 0 ? 3 : 2, timeout) < 0) {
@@ -285,14 +277,14 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 				continue;
 			return -errno;
 		}
-		if (!stop_flag && cfd >= 0 && (p[2].revents & POLLIN)) {
+		if (!serve_stop_pending() && cfd >= 0 && (p[2].revents & POLLIN)) {
 			int c = accept4(cfd, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0) {
 				ctl_answer(sv, c);
 				close(c);
 			}
 		}
-		if (stop_flag || !(p[0].revents & POLLIN))
+		if (serve_stop_pending() || !(p[0].revents & POLLIN))
 			continue;
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
@@ -300,30 +292,6 @@ static int accept_loop(struct server *sv, int lfd, int cfd)
 		/* else ECONNABORTED and friends: the next one may work */
 	}
 	return 0;
-}
-
-/* The flush at shutdown failed (a full store): says, per export, which
- * byte ranges the cache held newer than the store, and so are lost now.
- * At most 64 ranges an export, then a count. */
-static void report_unwritten(const struct nbd_export *ex, unsigned n, int err)
-{
-	serve_log(LOG_ERR, "flushing at shutdown: %s; writes acknowledged but not written back:",
-		  vc_strerror(err));
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t off = 0, start, len, bytes = 0;
-		unsigned runs = 0;
-		while (vc_volume_dirty_next(ex[i].vol, off, &start, &len) == 1) {
-			if (runs++ < 64)
-				serve_log(LOG_ERR, "  export \"%s\": bytes %llu-%llu (%llu bytes)", ex[i].name,
-					  (unsigned long long)start, (unsigned long long)(start + len - 1),
-					  (unsigned long long)len);
-			bytes += len;
-			off = start + len;
-		}
-		if (runs > 64)
-			serve_log(LOG_ERR, "  export \"%s\": %u ranges in all, %llu bytes", ex[i].name,
-				  runs, (unsigned long long)bytes);
-	}
 }
 
 static void unlink_sockets(const char *sock, const char *ctl)
@@ -419,7 +387,7 @@ int cmd_serve(int argc, char **argv)
 	enum { O_SOCK = 256, O_TCP, O_HOST, O_GPU, O_DEV, O_WB, O_RO, O_EXP, O_FG, O_PID, O_WORK,
 	       O_CTL, O_LAT, O_TLS, O_TLS_CERTS, O_TLS_PSK, O_TLS_VERIFY, O_MAXC, O_HST, O_LOG,
 	       O_DESC, O_SHOWP, O_CONF, O_CHUNK, O_KEEPF, O_RSOCK, O_ENC, O_KEYF, O_INTEG,
-	       O_DEDUP, O_DDEG, O_DALGO, O_GPUS, O_GDIRTY };
+	       O_DEDUP, O_DDEG, O_DALGO, O_GPUS, O_GDIRTY, O_DRATIO };
 	static const struct option lo[] = {
 		{ "socket", required_argument, 0, O_SOCK },
 		{ "tcp", required_argument, 0, O_TCP },
@@ -455,6 +423,7 @@ int cmd_serve(int argc, char **argv)
 		{ "dedup-hash", required_argument, 0, O_DALGO },
 		{ "gpus", required_argument, 0, O_GPUS },
 		{ "gpu-dirty", required_argument, 0, O_GDIRTY },
+		{ "dirty-ratio", required_argument, 0, O_DRATIO },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -493,6 +462,13 @@ int cmd_serve(int argc, char **argv)
 				goto bad;
 			break;
 		case O_WB: cfg.write_mode = VC_WRITE_BACK; break;
+		case O_DRATIO: {
+			char *end;
+			cfg.dirty_ratio = strtod(optarg, &end);
+			if (end == optarg || *end || !(cfg.dirty_ratio >= 0.01 && cfg.dirty_ratio <= 0.9))
+				goto bad;
+			break;
+		}
 		case O_RO: readonly = true; break;
 		case O_EXP: export = optarg; break;
 		case 'f':
@@ -741,12 +717,8 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 
-	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+	if (serve_stop_init() < 0)
 		return 1;
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* A store past the process's file-size limit refuses writes with
 	 * EFBIG, as a full one does with ENOSPC: an error to report, not a
@@ -783,7 +755,25 @@ int cmd_serve(int argc, char **argv)
 		serve_log_daemon(); /* from here on, nothing reaches the terminal */
 	}
 
-	accept_loop(&sv, lfd, cfd);
+	/* Serves until a signal; the first one's flush runs while serving,
+	 * and a store that refuses it keeps the server serving. */
+	for (;;) {
+		accept_loop(&sv, lfd, cfd);
+		serve_stop_take();
+		if (serve_stop_forced())
+			break;
+		serve_log(LOG_INFO, "SIGTERM: writing back dirty pages");
+		e = vc_flush(c);
+		if (e == 0 || serve_stop_forced())
+			break;
+		char head[256];
+		snprintf(head, sizeof head, "flushing on SIGTERM: %s; writes acknowledged but not "
+					    "written back, kept in the cache (serving on; SIGTERM "
+					    "again exits without them):", vc_strerror(e));
+		serve_report_unwritten(ex, nex, head);
+	}
+	if (serve_stop_forced())
+		serve_stop_watchdog(ex, nex);
 	serve_gpu_stop(gpu);
 
 	close(lfd);
@@ -793,8 +783,13 @@ int cmd_serve(int argc, char **argv)
 	conns_close(&sv.conns);
 	serve_log_flush();
 	e = vc_flush(c);
-	if (e < 0)
-		report_unwritten(ex, nex, e);
+	if (e < 0) {
+		char head[256];
+		snprintf(head, sizeof head, "flushing at shutdown: %s; writes acknowledged but not "
+					    "written back, lost:", vc_strerror(e));
+		serve_report_unwritten(ex, nex, head);
+	}
+	serve_stop_closing();
 	int ce = vc_close(c);
 	if (e == 0 && ce < 0) {
 		e = ce;

@@ -34,6 +34,32 @@ void serve_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 
 void serve_log_limited(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void serve_log_flush(void);
 
+/* --- serve_stop.c: SIGTERM and SIGINT ---
+ * The first signal flushes while the server serves on; if the store
+ * refuses, the unwritten ranges are logged and the server keeps serving.
+ * A second one shuts down whatever the store says, within
+ * SERVE_STOP_FORCE_S (a watchdog), logging what is lost. */
+#define SERVE_STOP_FORCE_S 10
+/* Installs the handlers. 0 or -errno. */
+int serve_stop_init(void);
+/* Readable once a signal came (for poll). */
+int serve_stop_fd(void);
+/* A signal came that serve_stop_take has not taken. */
+bool serve_stop_pending(void);
+/* Takes the signals so far: their count. */
+unsigned serve_stop_take(void);
+/* A second signal came. */
+bool serve_stop_forced(void);
+/* Logs `head`, then per export the byte ranges the cache holds newer than
+ * the store (vc_volume_dirty_next): at most 64 an export, then a count. */
+void serve_report_unwritten(const struct nbd_export *ex, unsigned n, const char *head);
+/* A forced shutdown: after SERVE_STOP_FORCE_S the process logs what is
+ * lost and exits 1, wherever the main thread is. */
+void serve_stop_watchdog(const struct nbd_export *ex, unsigned n);
+/* The main thread is about to vc_close: the watchdog must not read the
+ * volumes any more. */
+void serve_stop_closing(void);
+
 /* --- serve_conns.c --- */
 /* Defaults for the limits (documented in `serve --help`).
  * Established connections: each holds a thread, up to --workers helpers
