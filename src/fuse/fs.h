@@ -395,7 +395,9 @@ void fs_ident_unlinked(struct fs *fs, const struct fs_key *k);
  * takes the new size. 1 changed, 0 not, -errno. */
 int fs_ident_check_locked(struct fs *fs, struct fs_ident *id);
 /* With id->lk held exclusive, after a change made through us: id->seen
- * becomes SRC's file as it is now. */
+ * becomes SRC's file as it is now; a size in SRC other than id->size (a
+ * change behind our back meanwhile) drops every cached page (dirty ones
+ * written back first) and is taken. */
 void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id);
 /* getattr and lookup, before the kernel gets SRC's attributes st of k's
  * file (nothing held): if the file is open through the mount and st's

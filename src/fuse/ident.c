@@ -27,8 +27,9 @@
  * window: while a file is being written through us (from the first write
  * to the close that records `seen`) it is not checked, since its times
  * change by our own hand; a change behind our back in that window goes
- * unnoticed, as with NFS's weak cache consistency. revalidate_ms narrows
- * the window between attribute checks (--attr-timeout) to that many ms.
+ * unnoticed, as with NFS's weak cache consistency, but for its size, which
+ * the close follows. revalidate_ms narrows the window between attribute
+ * checks (--attr-timeout) to that many ms.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -401,12 +402,20 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id)
 {
 	struct fs_seen st;
-	if (ident_look(fs, id, &st, NULL) == 0) {
-		fs_inode_told(fs, &id->key, st.size, st.mtime);
-		id->seen = st;
-		atomic_store(&id->wrote, false);
-		atomic_store(&id->checked_ns, vc_now_ns());
-	}
+	if (ident_look(fs, id, &st, NULL) < 0)
+		return;
+	/* Our own changes leave SRC's size at id->size (a write past the end
+	 * grows both under lk exclusive; a failed one takes SRC's). Another
+	 * size: SRC changed behind our back while the file was written
+	 * through us (the window, above). The cache follows, as the check
+	 * would, our dirty pages written back first; should that fail,
+	 * nothing is recorded and the next change through us tries again. */
+	if (id->vol && st.size != atomic_load(&id->size) && follow_src_locked(fs, id, st.size) < 0)
+		return;
+	fs_inode_told(fs, &id->key, st.size, st.mtime);
+	id->seen = st;
+	atomic_store(&id->wrote, false);
+	atomic_store(&id->checked_ns, vc_now_ns());
 }
 
 void fs_ident_attr_check(struct fs *fs, const struct fs_key *k, const struct stat *st)
