@@ -395,8 +395,20 @@ void fs_ident_unlinked(struct fs *fs, const struct fs_key *k);
  * takes the new size. 1 changed, 0 not, -errno. */
 int fs_ident_check_locked(struct fs *fs, struct fs_ident *id);
 /* With id->lk held exclusive, after a change made through us: id->seen
- * becomes SRC's file as it is now. */
+ * becomes SRC's file as it is now; a size in SRC other than id->size (a
+ * change behind our back meanwhile) drops every cached page (dirty ones
+ * written back first) and is taken. */
 void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id);
+/* getattr and lookup, before the kernel gets SRC's attributes st of k's
+ * file (nothing held): if the file is open through the mount and st's
+ * size, mtime or ctime differ from id->seen, fs_ident_check_locked (every
+ * cached page dropped, dirty ones written back first; the new size), so
+ * that reads agree with the size the kernel is about to take, and the
+ * kernel, finding another size or mtime, drops its own page cache
+ * (auto_inval_data). Cost: id_mu and a hash lookup for a regular file,
+ * the identity's lock shared if it is open; a statx and an ioctl only
+ * when st shows a change. Not with --revalidate never. */
+void fs_ident_attr_check(struct fs *fs, const struct fs_key *k, const struct stat *st);
 /* The strict mode (revalidate_ms >= 0): called by reads with nothing
  * held; checks when the last check is older than the limit. */
 void fs_ident_maybe_check(struct fs *fs, struct fs_ident *id);

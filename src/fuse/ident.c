@@ -12,21 +12,24 @@
  * max_files can follow the cache's size (mount.c), not RLIMIT_NOFILE or
  * the engine's volume table. docs/MOUNT.md tells why slots.
  *
- * Consistency with SRC (close-to-open, as NFS and GPUfs): each open
- * compares the file's size, mtime and ctime in SRC with what we saw last
- * (id->seen, taken after our own changes); any difference drops every
- * cached page and takes the new size. A file replaced in SRC (rename over
- * it, as editors and rsync do) is another inode, hence another identity.
- * An idle identity holds no fd, so SRC may reuse a deleted file's inode
- * number: with file handles the new file has another key (the handle
- * names the inode's generation), hence another identity, and the old one
- * goes at once (take_stale); without, `seen` tells them apart by ctime,
- * birth time and generation where SRC keeps them (seen_of). The window: while a file is
- * being written through us (from the first write to the close that
- * records `seen`) it is not checked, since its times change by our own
- * hand; a change behind our back in that window goes unnoticed, as with
- * NFS's weak cache consistency. Otherwise revalidate_ms narrows the window
- * between opens to that many ms.
+ * Consistency with SRC (close-to-open and attribute checks, as NFS): each
+ * open, and each getattr or lookup of a file open through us, compares the
+ * file's size, mtime and ctime in SRC with what we saw last (id->seen,
+ * taken after our own changes); any difference drops every cached page
+ * (dirty ones written back first) and takes the new size, so that reads
+ * agree with the size the kernel is given. A file replaced in SRC (rename
+ * over it, as editors and rsync do) is another inode, hence another
+ * identity. An idle identity holds no fd, so SRC may reuse a deleted
+ * file's inode number: with file handles the new file has another key
+ * (the handle names the inode's generation), hence another identity, and
+ * the old one goes at once (take_stale); without, `seen` tells them apart
+ * by ctime, birth time and generation where SRC keeps them (seen_of). The
+ * window: while a file is being written through us (from the first write
+ * to the close that records `seen`) it is not checked, since its times
+ * change by our own hand; a change behind our back in that window goes
+ * unnoticed, as with NFS's weak cache consistency, but for its size, which
+ * the close follows. revalidate_ms narrows the window between attribute
+ * checks (--attr-timeout) to that many ms.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -354,6 +357,26 @@ int fs_ident_resize_locked(struct fs *fs, struct fs_ident *id, uint64_t size)
 	return 0;
 }
 
+/* SRC's file changed behind our back and is now `size` long: every cached
+ * page dropped, then the new size taken. Dirty pages are written back
+ * first (clipped at the old size), so no acknowledged write is lost: the
+ * pages they cover win over the change. Should that fail, they stay
+ * dirty and the old size is kept (the next check tries again). With
+ * id->lk exclusive. Cost: O(the file's pages). */
+static int follow_src_locked(struct fs *fs, struct fs_ident *id, uint64_t size)
+{
+	int r = drop_all(fs, id, 0);
+	if (r < 0)
+		return r;
+	if (id->vol && size > FS_SLOT_BYTES) {
+		id->vol = NULL;
+		atomic_fetch_add(&fs->ids_uncached, 1);
+	}
+	atomic_store(&id->size, size); /* nothing is cached now */
+	atomic_fetch_add(&id->drops, 1);
+	return 0;
+}
+
 int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 {
 	/* Written through us since `seen` was taken: SRC's times (and in
@@ -369,28 +392,59 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 	atomic_store(&id->checked_ns, vc_now_ns());
 	if (seen_equal(&id->seen, &st))
 		return 0;
-	if ((r = drop_all(fs, id, 0)) < 0)
+	if ((r = follow_src_locked(fs, id, st.size)) < 0)
 		return r;
-	if (id->vol && st.size > FS_SLOT_BYTES) {
-		id->vol = NULL;
-		atomic_fetch_add(&fs->ids_uncached, 1);
-	}
-	atomic_store(&id->size, st.size); /* nothing is cached now */
 	id->seen = st;
 	atomic_store(&id->wrote, false);
-	atomic_fetch_add(&id->drops, 1);
 	return 1;
 }
 
 void fs_ident_seen_locked(struct fs *fs, struct fs_ident *id)
 {
 	struct fs_seen st;
-	if (ident_look(fs, id, &st, NULL) == 0) {
-		fs_inode_told(fs, &id->key, st.size, st.mtime);
-		id->seen = st;
-		atomic_store(&id->wrote, false);
-		atomic_store(&id->checked_ns, vc_now_ns());
+	if (ident_look(fs, id, &st, NULL) < 0)
+		return;
+	/* Our own changes leave SRC's size at id->size (a write past the end
+	 * grows both under lk exclusive; a failed one takes SRC's). Another
+	 * size: SRC changed behind our back while the file was written
+	 * through us (the window, above). The cache follows, as the check
+	 * would, our dirty pages written back first; should that fail,
+	 * nothing is recorded and the next change through us tries again. */
+	if (id->vol && st.size != atomic_load(&id->size) && follow_src_locked(fs, id, st.size) < 0)
+		return;
+	fs_inode_told(fs, &id->key, st.size, st.mtime);
+	id->seen = st;
+	atomic_store(&id->wrote, false);
+	atomic_store(&id->checked_ns, vc_now_ns());
+}
+
+void fs_ident_attr_check(struct fs *fs, const struct fs_key *k, const struct stat *st)
+{
+	if (fs->o->revalidate_ms == FS_REVALIDATE_NEVER || !S_ISREG(st->st_mode))
+		return;
+	pthread_mutex_lock(&fs->id_mu);
+	struct fs_ident *id = hash_find(fs, k);
+	/* Idle: no handle reads it; the next open checks it. Being written
+	 * through us: SRC changes by our hand (fs_ident_check_locked). */
+	if (id && id->refs > 0 && !atomic_load(&id->wrote))
+		id->refs++;
+	else
+		id = NULL;
+	pthread_mutex_unlock(&fs->id_mu);
+	if (!id)
+		return;
+	pthread_rwlock_rdlock(&id->lk);
+	bool same = id->seen.size == (uint64_t)st->st_size && ts_equal(id->seen.mtime, st->st_mtim) &&
+		    ts_equal(id->seen.ctime, st->st_ctim);
+	pthread_rwlock_unlock(&id->lk);
+	if (!same) {
+		/* The check looks again (st may predate our own last change)
+		 * and decides. */
+		pthread_rwlock_wrlock(&id->lk);
+		(void)fs_ident_check_locked(fs, id);
+		pthread_rwlock_unlock(&id->lk);
 	}
+	fs_ident_put(fs, id);
 }
 
 void fs_ident_maybe_check(struct fs *fs, struct fs_ident *id)

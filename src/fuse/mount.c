@@ -42,6 +42,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = FS_MAX_IO;
 	conn->max_readahead = FS_MAX_IO;
 	conn->want &= ~(unsigned)(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_WRITEBACK_CACHE);
+	/* The kernel drops its page cache of a file whose attributes come
+	 * back with another size or mtime (libfuse's default, asked for
+	 * here since the mount relies on it: ident.c's attribute check). */
+	conn->want |= conn->capable & FUSE_CAP_AUTO_INVAL_DATA;
 	if (!fs->o->kernel_writeback)
 		return;
 	if (conn->capable & FUSE_CAP_WRITEBACK_CACHE) {

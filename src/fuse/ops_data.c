@@ -285,6 +285,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct fs_ident *id = h->id;
 	const uint64_t end = (uint64_t)off + size;
 	ssize_t n;
+	/* Before SRC changes by this write: a getattr or lookup meanwhile
+	 * must not take the change for one behind our back (ident.c). */
+	h->wrote = true;
+	atomic_store(&id->wrote, true);
 	pthread_rwlock_rdlock(&id->lk);
 	if (!id->vol) {
 		n = rw_all(fs, id, true, (char *)buf, size, (uint64_t)off);
@@ -301,8 +305,6 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 			size_from_src_locked(fs, id);
 	}
 	pthread_rwlock_unlock(&id->lk);
-	h->wrote = true;
-	atomic_store(&id->wrote, true);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;

@@ -7,10 +7,12 @@
  * names the object itself, not a path that could be swapped. The mount
  * runs as root with default_permissions: the kernel checks the caller's
  * permissions against the attributes we pass on before it asks us.
- * Errors are SRC's errno, unchanged. Two operations touch the cache: a
- * size change (truncate) goes through the file's identity so its cached
- * pages follow, and a name's removal frees an idle identity of a file that
- * no longer exists (ident.c).
+ * Errors are SRC's errno, unchanged. Three touch the cache: a size change
+ * (truncate) goes through the file's identity so its cached pages follow;
+ * a name's removal frees an idle identity of a file that no longer exists;
+ * and getattr and lookup, whose attributes of a file open through the
+ * mount may show that it changed in SRC, make its cache follow the change
+ * before the kernel takes them (ident.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +63,10 @@ int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 	struct fs_inode *in = fs_inode_get(fs, fd, &kb.k, &e->attr);
 	if (!in)
 		return -ENOMEM;
+	/* The kernel takes these attributes for an inode it may have open
+	 * (as getattr's). */
+	if (S_ISREG(e->attr.st_mode))
+		fs_ident_attr_check(fs, &kb.k, &e->attr);
 	/* The kernel's write-back cache keeps the size and mtime of an inode
 	 * it knows: a file changed in SRC behind our back (not while it is
 	 * being written through us: then they change by our hand) is given
@@ -143,6 +149,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	int r = fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
 	put(req, in);
+	/* A file open through the mount and changed in SRC: its cache
+	 * follows before the kernel takes the new size. */
+	if (!r && in->type == S_IFREG)
+		fs_ident_attr_check(fs_of(req), &in->key, &st);
 	if (r)
 		fuse_reply_err(req, r);
 	else
