@@ -7,7 +7,10 @@
 #     keys), within 0.01 mean absolute error of the exact curve on a
 #     generated trace;
 #  4. a stream of big-endian 32-bit block numbers read with --format
-#     lbn32be, and refused (naming the option) without it.
+#     lbn32be, and refused (naming the option) without it;
+#  5. binary data that is no trace: the message quotes its first line
+#     escaped (\xNN, \t, ...) and cut at 60 bytes, and a bad field of a
+#     known format likewise, so no control byte (ESC) reaches the terminal.
 set -euo pipefail
 vc=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/vc-tools-XXXXXX")
@@ -78,4 +81,25 @@ if "$vc" trace "$dir/w.bin" > "$dir/out" 2> "$dir/err"; then
 	fail "a headerless binary trace was guessed: $(cat "$dir/out")"
 fi
 grep -q "give --format lbn32be or lbn32le" "$dir/err" || fail "binary guess: $(cat "$dir/err")"
+
+# 5. Terminal escapes (set the title, clear the screen), BEL, C0, DEL, high
+#    bytes, a tab, a quote, a backslash and a CR, then 100 bytes more: no
+#    NUL in the first 16 bytes, so it is read as a text line.
+{ printf '\033]0;x\007\033[2J\001\177\200\377\t"\\\rA'; printf 'A%.0s' $(seq 99); printf '\n'; } \
+	> "$dir/bin.dat"
+if "$vc" trace "$dir/bin.dat" > "$dir/out" 2> "$dir/err"; then
+	fail "binary data taken for a trace: $(cat "$dir/out")"
+fi
+want='unknown trace format (first line "\x1b]0;x\x07\x1b[2J\x01\x7f\x80\xff\t\"\\\r'
+want+="$(printf 'A%.0s' $(seq 42))...\")"
+grep -qF "$want" "$dir/err" || fail "first line not quoted escaped: $(od -c "$dir/err" | head -5)"
+printf '1,\033[31m,0,4096\n' > "$dir/op.csv"
+if "$vc" trace --format csv "$dir/op.csv" > "$dir/out" 2> "$dir/err2"; then
+	fail "a csv op of ESC [ 3 1 m accepted: $(cat "$dir/out")"
+fi
+grep -qF 'op.csv:1: op "\x1b[31m" is neither R nor W' "$dir/err2" ||
+	fail "csv op not quoted escaped: $(od -c "$dir/err2" | head -5)"
+if LC_ALL=C grep -q '[^[:print:]]' "$dir/err" "$dir/err2"; then
+	fail "a message holds bytes outside printable ASCII: $(od -c "$dir/err" "$dir/err2" | head)"
+fi
 echo "cli_trace_tools: ok"

@@ -53,6 +53,8 @@ static void run_seq(const char *policy, uint64_t cap, const char *seq, const cha
 			continue;
 		}
 		hits[i] = '.';
+		if (o->miss)
+			o->miss(p, (uint64_t)pg->id, 0);
 		if (o->count(p, 0) == cap) {
 			struct vc_pnode *v = o->victim(p, 0, NULL, NULL);
 			CHECK(v && v->tier == 0);
@@ -134,24 +136,26 @@ static void test_s3fifo(void)
 		"abcdefhijkgx");
 }
 
-/* ARC with 4 pages (p starts at 0); T lists head first.
+/* ARC with 4 pages, in Fig. 4's order (p starts at 0 and adapts before
+ * REPLACE: run_seq calls miss() before the victim); lists head first.
  * a b c d: T1 [d c b a]. a: hit: T2 [a], T1 [d c b].
  * e: |T1| 3 > p 0: evict b, B1 [b]; T1 [e d c].
- * b: evict c, B1 [c b]; b in B1: p += max(0/2, 1) = 1, T2 [b a], B1 [c].
+ * b: in B1: p += max(0/1, 1) = 1; |T1| 3 > 1: evict c, B1 [c]; T2 [b a].
  * f: |T1| 2 > 1: evict d, B1 [d c]; T1 [f e].
- * c: evict e, B1 [e d c]; c in B1: p = 2; T2 [c b a]; B1 [e d]; T1 [f].
- * g: |T1| 1 <= 2: evict T2's tail a, B2 [a]; T1 [g f].
- * a: |T1| 2 <= 2: evict b, B2 [b a]; a in B2: p -= max(2/2, 1): p = 1;
- *    T2 [a c]; B2 [b].
- * h: |T1| 2 > 1: evict f, B1 [f e d]; T1 [h g]; |T1| + |B1| = 5 > 4: B1
- *    drops d.
- * e: |T1| 2 > 1: evict g, B1 [g f e]; e in B1: p = 2; T2 [e a c]; B1 [g f].
- * i: |T1| 1 <= 2: evict c (T2's tail), B2 [c b]. T1 [i h].
- * d: not remembered any more (dropped at h): a plain miss; |T1| 2 <= 2:
- *    evict a, B2 [a c b]; T1 [d i h]. */
+ * c: in B1: p = 2; |T1| 2 = p, c not in B2: evict T2's tail a, B2 [a];
+ *    T2 [c b], B1 [d].
+ * g: |T1| 2 = p: evict b, B2 [b a]; T1 [g f e].
+ * a: in B2: p -= max(1/2, 1): p = 1; |T1| 3 > 1: evict e, B1 [e d];
+ *    T2 [a c], B2 [b].
+ * h: |T1| + |B1| = 4 = c (case IV.A): B1 drops d; |T1| 2 > 1: evict f,
+ *    B1 [f e]; T1 [h g].
+ * e: in B1: p = 2; |T1| 2 = p: evict c, B2 [c b]; T2 [e a], B1 [f].
+ * i: |T1| 2 = p, i not in B2: evict a, B2 [a c b]; T1 [i h g].
+ * d: dropped at h, so a plain miss; |L1| = 4 (case IV.A): B1 drops f;
+ *    |T1| 3 > 2: evict g, B1 [g]; T1 [d i h]. */
 static void test_arc(void)
 {
-	run_seq("arc", 4, "abcdaebfcgaheid", "....h..........", "bcdeabfgca");
+	run_seq("arc", 4, "abcdaebfcgaheid", "....h..........", "bcdabefcag");
 }
 
 /* --- the contract, for every policy -------------------------------------- */

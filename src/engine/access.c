@@ -335,6 +335,7 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 			break;
 		}
 		uint32_t s;
+		pol_miss(c, pno);
 		r = eng_host_slot_get(c, &s);
 		if (r < 0)
 			break;

@@ -637,6 +637,15 @@ static inline void pol_remove(struct vc_cache *c, struct vc_page *p)
 		vc_opq_remove(c->lk, &p->qn, g);
 }
 
+/* Before the host victims that make room for page pno are chosen: the
+ * policy learns the incoming page (vc_opq_miss; ARC adapts p then, as its
+ * paper orders it). Costs a drain and the queue lock only for a policy
+ * with a miss() hook. */
+static inline void pol_miss(struct vc_cache *c, uint64_t pno)
+{
+	vc_opq_miss(c->opq, pno, HOST);
+}
+
 static inline void pol_hit(struct vc_cache *c, struct vc_page *p)
 {
 	vc_opq_hit(c->lk, &p->qn, vc_opq_gen(&p->qn));

@@ -464,6 +464,8 @@ int eng_promote(struct vc_cache *c, struct vc_page *p)
 	if (!vc_page_claim(p, VC_ST_BUSY, 0))
 		return -EAGAIN; /* a reader is copying it out in place */
 	const bool slot_free = vc_tier_alloc(c->host, &s) == 0;
+	if (!slot_free)
+		pol_miss(c, p->pno);
 	if (!slot_free && (c->gt.cipher || eng_dd(c) || c->gt.clean_down || c->ngpus > 1)) {
 		/* No SWAP under encryption: the victim's plaintext would go
 		 * down and p's ciphertext up in one move, two tweaks in one

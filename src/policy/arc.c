@@ -1,30 +1,38 @@
 /* ARC (Megiddo & Modha, "ARC: A Self-Tuning, Low Overhead Replacement
- * Cache", FAST 2003), per tier of c pages:
+ * Cache", FAST 2003, Fig. 4), per tier of c pages:
  *
  *   T1  LRU of pages seen once recently      B1  ghost keys evicted from T1
  *   T2  LRU of pages seen at least twice     B2  ghost keys evicted from T2
- *   p   target size of T1, adapted by ghost hits
+ *   p   target size of T1, a real in [0, c], adapted by ghost hits
  *
- * A hit moves the page to T2's head. A missing page whose key is in B1
- * raises p by max(|B2|/|B1|, 1) and enters T2; one in B2 lowers p by
- * max(|B1|/|B2|, 1) and enters T2; any other enters T1. REPLACE (victim)
- * takes T1's tail when |T1| > p, else T2's tail; the key goes to B1 or B2.
+ * A hit moves the page to T2's head. A miss whose key is in B1 raises p by
+ * max(|B2|/|B1|, 1) (a real ratio, as in the paper) and the page enters
+ * T2; one in B2 lowers p by max(|B1|/|B2|, 1) and enters T2; any other
+ * enters T1. REPLACE (victim) takes T1's tail when T1 is not empty and
+ * |T1| > p, or |T1| = p and the missing key is in B2; else T2's tail; the
+ * key goes to B1 or B2.
  *
- * Difference from the paper, forced by the interface: the engine asks for a
- * victim before it inserts the missing page, so victim() does not know
- * that page. The paper's REPLACE also takes T1's tail when |T1| == p and
- * the missing page is in B2; here that tie goes to T2, and p adapts at
- * insert, after the eviction rather than before. The paper's directory
- * bounds (|T1| + |B1| <= c, |T1| + |T2| + |B1| + |B2| <= 2c) are restored at
- * each insert by trimming B1 then B2 from their old ends, which reproduces
- * its case IV deletions (including "evict T1's tail without a ghost" when
- * |T1| = c).
+ * The paper adapts p before REPLACE. Here that is miss(), which the caller
+ * makes before the victim() calls that make room for the page (the
+ * simulator and the engine's host tier do); it marks the ghost entry so
+ * that the insert() after the eviction does not count the hit again. A
+ * tier whose room is made before its incoming page is known (the engine's
+ * GPU tier) gets no miss(): insert() then adapts p, after the eviction,
+ * and the tie goes to T2.
+ *
+ * The directory bounds (|T1| + |B1| <= c, |T1| + |T2| + |B1| + |B2| <= 2c)
+ * are restored at each insert into T1 by trimming B1, then B2, from their
+ * old ends. After REPLACE that drops the keys that case IV of Fig. 4
+ * deletes before it (B1's LRU when |L1| = c, B2's when the directory holds
+ * 2c), and when |T1| = c it drops the key REPLACE just moved to B1, which
+ * is the paper's "delete T1's LRU page" with no ghost. test_arc checks
+ * the miss counts and the victims against a reference written from Fig. 4.
  *
  * aux: 0 T1, 1 T2.
  *
- * Cost: insert O(1) expected (ghost lookups), hit, remove, count O(1),
- * victim O(1 + skipped). Metadata: the two pointers of vc_pnode and one bit
- * per page; ghosts of up to c keys each at 24-32 bytes (2 x c pool).
+ * Cost: miss and insert O(1) expected (ghost lookups), hit, remove, count
+ * O(1), victim O(1 + skipped). Metadata: the two pointers of vc_pnode and
+ * one bit per page; ghosts of up to c keys each at 24-32 bytes (2 x c pool).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,7 +45,9 @@
 struct arc_tier {
 	struct vc_pqueue t1, t2;
 	struct vc_ghost *b1, *b2;
-	uint64_t c, p;
+	uint64_t c;
+	double p;          /* in [0, c]; a sum of ratios, so a real as in the paper */
+	bool miss_in_b2;   /* miss() since the last insert found its key in B2 */
 	struct vc_pnode *last_victim;
 };
 
@@ -90,21 +100,50 @@ static struct vc_policy *arc_create(const uint64_t capacity[], int ntiers)
 	return &a->base;
 }
 
+/* The adaptation of Fig. 4's cases II and III, with the ghost sizes as
+ * they are at the miss (the key still in its list). */
+static void adapt(struct arc_tier *t, bool up)
+{
+	double n1 = (double)vc_ghost_count(t->b1), n2 = (double)vc_ghost_count(t->b2);
+	double c = (double)t->c;
+	if (up) {
+		double d = n2 > n1 ? n2 / n1 : 1.0;
+		t->p = t->p + d < c ? t->p + d : c;
+	} else {
+		double d = n1 > n2 ? n1 / n2 : 1.0;
+		t->p = t->p - d > 0.0 ? t->p - d : 0.0;
+	}
+}
+
+/* Adapts p for a key found in a ghost list, once per return: the mark says
+ * it was counted already. Returns whether the key is in `g`. */
+static bool ghost_hit(struct arc_tier *t, struct vc_ghost *g, uint64_t key)
+{
+	int m = vc_ghost_mark(g, key);
+	if (m < 0)
+		return false;
+	if (m == 0)
+		adapt(t, g == t->b1);
+	return true;
+}
+
+static void arc_miss(struct vc_policy *p, uint64_t key, int tier)
+{
+	if (tier < 0 || tier >= ARC(p)->ntiers)
+		return;
+	struct arc_tier *t = &ARC(p)->t[tier];
+	t->miss_in_b2 = !ghost_hit(t, t->b1, key) && ghost_hit(t, t->b2, key);
+}
+
 static void arc_insert(struct vc_policy *p, struct vc_pnode *n, int tier)
 {
 	struct arc_tier *t = &ARC(p)->t[tier];
-	uint64_t n1 = vc_ghost_count(t->b1), n2 = vc_ghost_count(t->b2);
 	n->tier = (uint8_t)tier;
-	if (vc_ghost_take(t->b1, n->key)) {
-		uint64_t d = n2 > n1 ? n2 / n1 : 1;
-		t->p = t->p + d < t->c ? t->p + d : t->c;
-		n->aux = IN_T2;
-		vc_pq_push(&t->t2, n);
-		return;
-	}
-	if (vc_ghost_take(t->b2, n->key)) {
-		uint64_t d = n1 > n2 ? n1 / n2 : 1;
-		t->p = t->p > d ? t->p - d : 0;
+	t->miss_in_b2 = false;
+	struct vc_ghost *g = ghost_hit(t, t->b1, n->key) ? t->b1
+			     : ghost_hit(t, t->b2, n->key) ? t->b2 : NULL;
+	if (g) {
+		vc_ghost_take(g, n->key);
 		n->aux = IN_T2;
 		vc_pq_push(&t->t2, n);
 		return;
@@ -146,7 +185,9 @@ static struct vc_pnode *arc_victim(struct vc_policy *p, int tier, vc_skip_fn ski
 		return NULL;
 	struct arc_tier *t = &ARC(p)->t[tier];
 	struct vc_pnode *v;
-	if (t->t1.n && (t->t1.n > t->p || t->t2.n == 0)) {
+	double n1 = (double)t->t1.n;
+	/* REPLACE; the other list when the chosen one has no evictable page. */
+	if (t->t1.n && (n1 > t->p || (t->miss_in_b2 && n1 == t->p))) {
 		v = vc_pq_first(&t->t1, skip, arg);
 		if (!v)
 			v = vc_pq_first(&t->t2, skip, arg);
@@ -167,7 +208,7 @@ static uint64_t arc_count(const struct vc_policy *p, int tier)
 
 const struct vc_policy_ops vc_policy_arc = {
 	.name = "arc",
-	.cost = "O(1) insert (ghost lookups)/hit/remove, victim O(1 + skipped); 2 pointers + "
+	.cost = "O(1) miss/insert (ghost lookups)/hit/remove, victim O(1 + skipped); 2 pointers + "
 		"1 bit per page, ghosts of up to 2 x capacity keys at <= 32 B",
 	.create = arc_create,
 	.destroy = arc_destroy,
@@ -176,4 +217,5 @@ const struct vc_policy_ops vc_policy_arc = {
 	.remove = arc_remove,
 	.victim = arc_victim,
 	.count = arc_count,
+	.miss = arc_miss,
 };

@@ -3,6 +3,7 @@
  * a hash chain. Index NIL ends a list. */
 #include "policy/ghost.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "base/hash.h"
@@ -13,7 +14,7 @@ struct gent {
 	uint64_t key;
 	uint32_t older, newer; /* age list */
 	uint32_t chain;        /* hash chain, or the free list */
-	uint32_t pad;
+	uint32_t mark;         /* vc_ghost_mark's bit; 0 when added */
 };
 
 struct vc_ghost {
@@ -104,6 +105,7 @@ void vc_ghost_add(struct vc_ghost *g, uint64_t key)
 	struct gent *e = &g->e[i];
 	g->free = e->chain;
 	e->key = key;
+	e->mark = 0;
 	uint32_t *b = slot_of(g, key);
 	e->chain = *b;
 	*b = i;
@@ -124,6 +126,16 @@ bool vc_ghost_take(struct vc_ghost *g, uint64_t key)
 		return false;
 	drop(g, i);
 	return true;
+}
+
+int vc_ghost_mark(struct vc_ghost *g, uint64_t key)
+{
+	uint32_t i = find(g, key);
+	if (i == NIL)
+		return -ENOENT;
+	int was = (int)g->e[i].mark;
+	g->e[i].mark = 1;
+	return was;
 }
 
 bool vc_ghost_has(const struct vc_ghost *g, uint64_t key)

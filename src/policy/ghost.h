@@ -31,6 +31,10 @@ void vc_ghost_trim(struct vc_ghost *g);
 /* Removes key if present; returns whether it was. */
 bool vc_ghost_take(struct vc_ghost *g, uint64_t key);
 bool vc_ghost_has(const struct vc_ghost *g, uint64_t key);
+/* Sets the mark of key's entry, one bit that the policy owns (ARC marks a
+ * key whose return it has already counted) and that vc_ghost_add clears.
+ * -ENOENT when key is absent, else the mark before the call (0 or 1). */
+int vc_ghost_mark(struct vc_ghost *g, uint64_t key);
 /* Drops the oldest key (no-op when empty). */
 void vc_ghost_pop(struct vc_ghost *g);
 uint64_t vc_ghost_count(const struct vc_ghost *g);

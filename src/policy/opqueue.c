@@ -519,6 +519,16 @@ struct vc_opq_node *vc_opq_evict(struct vc_opq *q, int tier, vc_skip_fn skip, vo
 	return n;
 }
 
+void vc_opq_miss(struct vc_opq *q, uint64_t key, int tier)
+{
+	if (!q->ops->miss)
+		return;
+	lock_q(q);
+	drain_locked(q);
+	q->ops->miss(q->pol, key, tier);
+	unlock_q(q);
+}
+
 uint64_t vc_opq_count(struct vc_opq *q, int tier)
 {
 	lock_q(q);

@@ -6,7 +6,7 @@
  * (insert, hit, remove) in a queue of its own, stamped from one global
  * counter, and the queues are applied to the policy in batches, in stamp
  * order, under the queue layer's lock: when a thread's queue is full, or
- * when someone needs the exact order (vc_opq_drain, vc_opq_victim,
+ * when someone needs the exact order (vc_opq_drain, vc_opq_victim, vc_opq_miss,
  * vc_opq_evict, vc_opq_lock: eviction and GC). Between drains the policy
  * lags the truth by at most max_threads * queue_len operations.
  *
@@ -153,6 +153,11 @@ unsigned vc_opq_victims(struct vc_opq *q, int tier, vc_skip_fn skip, void *arg, 
  * gets the incarnation that was ended. The node is free on return. */
 struct vc_opq_node *vc_opq_evict(struct vc_opq *q, int tier, vc_skip_fn skip, void *arg,
 				 uint32_t *gen);
+/* Tells the policy that the page `key` missed and will enter `tier`
+ * (vc_policy_ops.miss), after draining, so that it sees the state the
+ * next victim choice sees; nothing when the policy has no miss().
+ * O(handles + queued operations) plus the lock. */
+void vc_opq_miss(struct vc_opq *q, uint64_t key, int tier);
 /* Drains and returns the number of pages queued in `tier` (dead ones
  * included until their removal is applied). */
 uint64_t vc_opq_count(struct vc_opq *q, int tier);

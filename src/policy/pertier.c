@@ -102,6 +102,15 @@ static struct vc_pnode *pt_victim(struct vc_policy *p, int tier, vc_skip_fn skip
 	return q->ops->victim(q, tier, skip, arg);
 }
 
+static void pt_miss(struct vc_policy *p, uint64_t key, int tier)
+{
+	if (tier < 0 || tier >= PT(p)->ntiers)
+		return;
+	struct vc_policy *q = PART(p, tier);
+	if (q->ops->miss)
+		q->ops->miss(q, key, tier);
+}
+
 static uint64_t pt_count(const struct vc_policy *p, int tier)
 {
 	const struct pertier *t = (const struct pertier *)p;
@@ -127,6 +136,7 @@ static uint64_t pt_count(const struct vc_policy *p, int tier)
 		.remove = pt_remove,                                                        \
 		.victim = pt_victim,                                                        \
 		.count = pt_count,                                                          \
+		.miss = pt_miss,                                                            \
 	}
 
 /* Only S3-FIFO is paired: in a victim tier no page is hit in place (a GPU

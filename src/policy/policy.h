@@ -60,6 +60,17 @@ struct vc_policy_ops {
 	struct vc_pnode *(*victim)(struct vc_policy *p, int tier, vc_skip_fn skip, void *arg);
 	/* Pages queued in `tier`. */
 	uint64_t (*count)(const struct vc_policy *p, int tier);
+	/* Optional (NULL where the victim never depends on the incoming page):
+	 * the page `key` missed and will enter `tier`. Called before the
+	 * victim() calls that make its room and the insert() that follows
+	 * them, so a policy can choose the victim as the paper orders it (ARC
+	 * adapts p on a ghost hit before REPLACE, whose tie goes by whether
+	 * the page is in B2). A caller that makes room before it knows the
+	 * page (the engine's GPU tier, whose room a demotion makes before it
+	 * picks the host victims) does not call it; insert() then does what
+	 * miss() would have, after the eviction. Calling it again before the
+	 * insert, or with no insert after, is harmless. */
+	void (*miss)(struct vc_policy *p, uint64_t key, int tier);
 };
 
 struct vc_policy {

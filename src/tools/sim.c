@@ -121,12 +121,16 @@ int vc_sim_access(struct vc_sim *s, uint64_t key, int op)
 		s->st.hits[GPU]++;
 		s->st.moves_d2h++;
 		o->remove(s->pol, n);
+		if (o->miss)
+			o->miss(s->pol, key, HOST);
 		host_room(s);
 		o->insert(s->pol, n, HOST);
 		return 0;
 	}
 	s->st.misses++;
 	s->st.read_misses += op != VC_TRACE_WRITE;
+	if (o->miss)
+		o->miss(s->pol, key, HOST);
 	host_room(s);
 	uint64_t i = s->free[--s->nfree];
 	if (vc_keymap_put(&s->map, key, i) < 0) {

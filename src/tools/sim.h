@@ -1,7 +1,7 @@
 /* The trace simulator: page accesses through the policy code the engine
  * runs (src/policy), with GRAM's two-tier flow, and no data moved.
  *
- * Per access, as the engine does (src/core/cache.c):
+ * Per access, as the engine does (src/engine/access.c, moves.c):
  *   host hit   policy hit
  *   GPU hit    remove from the GPU tier; if the host tier is full its victim
  *              moves to the GPU tier (into the slot just freed: the engine's
@@ -9,6 +9,11 @@
  *   miss       if the host tier is full its victim moves to the GPU tier,
  *              which first drops its own victim when full (with no GPU tier
  *              the host victim is dropped); the page enters the host tier
+ *
+ * A page entering the host tier (a miss, a GPU hit) is announced to the
+ * policy (vc_policy_ops.miss) before the host victim is chosen, as the
+ * engine does; one entering the GPU tier is not, since the engine makes
+ * the GPU tier's room before it picks the host victims that fill it.
  *
  * Cost: one policy step and O(1) expected page-table work per access.
  * Memory: (host + gpu) x about 80 bytes. */

@@ -42,8 +42,11 @@ static int csv_parse(struct vc_trace *t, char *line, struct vc_trace_req *r)
 		return vc_tr_bad(t, "expected 4 fields \"time,op,offset,size\"");
 	if (vc_tr_u64(f[0], &r->time) || vc_tr_u64(f[2], &r->offset) || vc_tr_u64(f[3], &r->size))
 		return vc_tr_bad(t, "bad number");
-	if (csv_op(f[1], &r->op))
-		return vc_tr_bad(t, "op \"%.20s\" is neither R nor W", f[1]);
+	if (csv_op(f[1], &r->op)) {
+		char q[VC_TR_QUOTE_SIZE(20)];
+		return vc_tr_bad(t, "op \"%s\" is neither R nor W",
+				 vc_tr_quote(q, sizeof q, f[1], strlen(f[1]), 20));
+	}
 	return 1;
 }
 

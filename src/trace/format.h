@@ -148,5 +148,13 @@ int vc_tr_fixed(const char *s, double scale, uint64_t *v);
 int vc_tr_bad(struct vc_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A line of only blanks, or a comment starting with '#'. */
 bool vc_tr_blank(const char *line);
+/* For messages that quote a trace's bytes, which may be anything (a binary
+ * or corrupt file): the first `max` of the `len` bytes at s in buf as
+ * printable ASCII, \t \r \n \" \\ escaped as in C and other bytes outside
+ * 0x20-0x7e as \xNN, with "..." after when bytes were left out. Fits in
+ * 4 x max + 4 bytes; cut short (still closed by "...") if n is smaller.
+ * Returns buf. */
+#define VC_TR_QUOTE_SIZE(max) (4 * (max) + 4)
+const char *vc_tr_quote(char *buf, size_t n, const char *s, size_t len, size_t max);
 
 #endif

@@ -36,8 +36,11 @@ static int msr_parse(struct vc_trace *t, char *line, struct vc_trace_req *r)
 	if (vc_tr_u64(f[0], &time) || vc_tr_u64(f[2], &disk) || vc_tr_u64(f[4], &off) ||
 	    vc_tr_u64(f[5], &size) || vc_tr_u64(f[6], &resp))
 		return vc_tr_bad(t, "bad number");
-	if (msr_op(f[3], &r->op))
-		return vc_tr_bad(t, "type \"%.20s\" is neither Read nor Write", f[3]);
+	if (msr_op(f[3], &r->op)) {
+		char q[VC_TR_QUOTE_SIZE(20)];
+		return vc_tr_bad(t, "type \"%s\" is neither Read nor Write",
+				 vc_tr_quote(q, sizeof q, f[3], strlen(f[3]), 20));
+	}
 	if (disk > 0xffff)
 		return vc_tr_bad(t, "disk number %llu out of range", (unsigned long long)disk);
 	r->time = time;

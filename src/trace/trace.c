@@ -138,6 +138,52 @@ bool vc_tr_blank(const char *line)
 	return *line == '\0' || *line == '#';
 }
 
+/* One byte as vc_tr_quote writes it: 1, 2 or 4 characters into e. */
+static size_t quote_byte(unsigned char ch, char *e)
+{
+	static const char hex[] = "0123456789abcdef";
+	char c = ch == '\t' ? 't' : ch == '\r' ? 'r' : ch == '\n' ? 'n' : ch == '"' ? '"'
+	       : ch == '\\' ? '\\' : 0;
+	if (c) {
+		e[0] = '\\';
+		e[1] = c;
+		return 2;
+	}
+	if (ch < 0x20 || ch > 0x7e) {
+		e[0] = '\\';
+		e[1] = 'x';
+		e[2] = hex[ch >> 4];
+		e[3] = hex[ch & 15];
+		return 4;
+	}
+	e[0] = (char)ch;
+	return 1;
+}
+
+const char *vc_tr_quote(char *buf, size_t n, const char *s, size_t len, size_t max)
+{
+	if (n < 4) { /* no room for "..." */
+		if (n)
+			buf[0] = '\0';
+		return buf;
+	}
+	size_t o = 0, i = 0;
+	for (; i < len && i < max; i++) {
+		char e[4];
+		size_t k = quote_byte((unsigned char)s[i], e);
+		if (o + k + 4 > n) /* keep room for "..." and the NUL */
+			break;
+		memcpy(buf + o, e, k);
+		o += k;
+	}
+	if (i < len) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static const struct vc_trace_fmt *fmt_by_name(const char *name)
 {
 	for (int i = 0; fmts[i]; i++)
@@ -182,9 +228,11 @@ static int detect(struct vc_trace *t)
 			vc_stream_unget_line(t->s);
 			return 0;
 		}
-	return vc_err(-EBADMSG, "%s:%llu: unknown trace format (first line \"%.60s\"); give one of "
+	char q[VC_TR_QUOTE_SIZE(60)];
+	return vc_err(-EBADMSG, "%s:%llu: unknown trace format (first line \"%s\"); give one of "
 		      "arc, cloudphysics, msr, systor, tencent, csv, vct, lbn32be, lbn32le",
-		      vc_stream_path(t->s), (unsigned long long)vc_stream_lineno(t->s), copy);
+		      vc_stream_path(t->s), (unsigned long long)vc_stream_lineno(t->s),
+		      vc_tr_quote(q, sizeof q, line, len, 60));
 }
 
 static void fast_sync(struct vc_trace *t);
