@@ -339,6 +339,10 @@ int vc_volume_flush(vc_volume *v);
  * do. NULL volume, or off + len past 2^64: -EINVAL. Cost: O(log) plus the
  * dirty pages in the range and their writes, not O(cache). */
 int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len);
+/* vc_volume_flush_range without the sync: the range's dirty pages written
+ * to the store, which then holds what was acknowledged as a file holds a
+ * write(2) before fsync (for a file system front end's close). */
+int vc_volume_writeback(vc_volume *v, uint64_t off, uint64_t len);
 int vc_volume_drop(vc_volume *v, uint64_t off, uint64_t len, unsigned flags);
 int vc_volume_prefetch(vc_volume *v, uint64_t off, uint64_t len, int tier);
 uint64_t vc_volume_size(const vc_volume *v);

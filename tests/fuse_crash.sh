@@ -2,7 +2,7 @@
 # kill -9 of a write-back mount: everything fsynced or closed survives in
 # SRC. A writer through the mount (--write-back) writes file A and
 # fsyncs it, then writes more to A without fsync (may be lost); writes file
-# B and closes it (close writes back and syncs); keeps file C open with
+# B and closes it (close writes it back to SRC); keeps file C open with
 # unsynced writes; then the daemon is killed with SIGKILL mid-flight and
 # the mount torn down. SRC must hold A's fsynced bytes and all of B; the
 # unsynced bytes may or may not be there (not checked), and nothing the

@@ -416,20 +416,35 @@ int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last)
 	return r;
 }
 
-int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len)
+/* The dirty pages of [off, off + len) written back, the range clipped as
+ * vc_volume_flush_range says: 0 (and *len 0 when there is nothing to
+ * write), or -errno. */
+static int writeback_clipped(vc_volume *v, uint64_t off, uint64_t *len, const char *what)
 {
 	if (!v)
-		return vc_err(-EINVAL, "vc_volume_flush_range: NULL volume");
-	if (len > UINT64_MAX - off)
-		return vc_err(-EINVAL, "vc_volume_flush_range: range at %llu of %llu bytes wraps",
-			      (unsigned long long)off, (unsigned long long)len);
-	if (v->readonly || off >= v->size)
+		return vc_err(-EINVAL, "%s: NULL volume", what);
+	if (*len > UINT64_MAX - off)
+		return vc_err(-EINVAL, "%s: range at %llu of %llu bytes wraps", what,
+			      (unsigned long long)off, (unsigned long long)*len);
+	if (v->readonly || off >= v->size) {
+		*len = 0;
 		return 0; /* nothing was written there */
-	if (len == 0 || len > v->size - off)
-		len = v->size - off;
+	}
+	if (*len == 0 || *len > v->size - off)
+		*len = v->size - off;
 	unsigned sh = v->c->pshift;
-	int r = eng_writeback_range(v, off >> sh, (off + len - 1) >> sh);
-	return r < 0 ? r : vc_backing_sync_range(v->bk, off, len);
+	return eng_writeback_range(v, off >> sh, (off + *len - 1) >> sh);
+}
+
+int vc_volume_writeback(vc_volume *v, uint64_t off, uint64_t len)
+{
+	return writeback_clipped(v, off, &len, "vc_volume_writeback");
+}
+
+int vc_volume_flush_range(vc_volume *v, uint64_t off, uint64_t len)
+{
+	int r = writeback_clipped(v, off, &len, "vc_volume_flush_range");
+	return r < 0 || len == 0 ? r : vc_backing_sync_range(v->bk, off, len);
 }
 
 int vc_volume_flush(vc_volume *v)

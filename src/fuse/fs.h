@@ -415,12 +415,19 @@ void fs_ident_maybe_check(struct fs *fs, struct fs_ident *id);
 /* Changes the file's size: the cached pages first (a shrink drops pages
  * past the end), then SRC's file. id->lk held exclusive. 0 or -errno. */
 int fs_ident_truncate_locked(struct fs *fs, struct fs_ident *id, uint64_t size);
+/* n rounded up to the cache's page size. */
+static inline uint64_t fs_page_up(const struct fs *fs, uint64_t n)
+{
+	uint64_t ps = vc_page_size(fs->c);
+	return (n + ps - 1) & ~(ps - 1);
+}
+
 /* The file's size is now `size` (SRC's file changed already, or will be
  * by the write that follows): drops the pages the change invalidates. A
  * size past a slot turns the file uncached. id->lk exclusive. */
 int fs_ident_resize_locked(struct fs *fs, struct fs_ident *id, uint64_t size);
-/* Write-back: the file's dirty pages to SRC, synced (id->lk shared or
- * exclusive held). 0 in write-through. */
+/* Write-back: the file's dirty pages to SRC, not synced (id->lk shared
+ * or exclusive held). 0 in write-through. */
 int fs_ident_flush_locked(struct fs *fs, struct fs_ident *id);
 
 /* --- readahead.c --- */

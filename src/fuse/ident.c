@@ -186,19 +186,13 @@ static struct fs_ident *hash_find(struct fs *fs, const struct fs_key *k)
 	return id;
 }
 
-static uint64_t page_up(struct fs *fs, uint64_t n)
-{
-	uint64_t ps = vc_page_size(fs->c);
-	return (n + ps - 1) & ~(ps - 1);
-}
-
 /* Every cached page of id's slot (flags: VC_DROP_DISCARD or 0: dirty
  * ones written back first): those below its size, as no page of a slot is
  * cached at or past the page holding the file's end (reads stop at the
  * size; a shrink drops what lies past). Cost: O(the file's pages). */
 static int drop_all(struct fs *fs, struct fs_ident *id, unsigned flags)
 {
-	uint64_t len = page_up(fs, atomic_load(&id->size));
+	uint64_t len = fs_page_up(fs, atomic_load(&id->size));
 	return id->vol && len ? vc_volume_drop(id->vol, id->base, len, flags) : 0;
 }
 
@@ -338,17 +332,22 @@ int fs_ident_resize_locked(struct fs *fs, struct fs_ident *id, uint64_t size)
 		atomic_fetch_add(&fs->ids_uncached, 1);
 	}
 	if (id->vol) {
-		/* As vc_volume_resize: a shrink's pages wholly past the new
-		 * end go unwritten; the page holding the lower end, when
-		 * partial, is written back if dirty (clipped at the old size)
-		 * and dropped, since its bytes past that end must read as
-		 * zeros from now on. */
+		/* A shrink's pages wholly past the new end go unwritten, and
+		 * the page holding the new end, when partial, is written back
+		 * if dirty (clipped at the old size) and dropped, since its
+		 * bytes past that end must read as zeros from now on. A growth
+		 * keeps the page holding the old end: its bytes past that end
+		 * are zeros already (loaded past SRC's end, or dropped by the
+		 * shrink that made the end), as SRC's are, and a write-back
+		 * clips at the size of its time. Appends then cost no reload
+		 * of the last page (a store read a write, as sqlite's journal
+		 * and cp's files made). */
 		const uint64_t ps = vc_page_size(fs->c), lo = size < old ? size : old;
-		const uint64_t edge = lo & ~(ps - 1), past = page_up(fs, size), hw = page_up(fs, old);
+		const uint64_t edge = lo & ~(ps - 1), past = fs_page_up(fs, size), hw = fs_page_up(fs, old);
 		int r = 0;
 		if (past < hw)
 			r = vc_volume_drop(id->vol, id->base + past, hw - past, VC_DROP_DISCARD);
-		if (r == 0 && lo > edge)
+		if (r == 0 && size < old && lo > edge)
 			r = vc_volume_drop(id->vol, id->base + edge, ps, 0);
 		if (r < 0)
 			return r;
@@ -480,7 +479,7 @@ int fs_ident_flush_locked(struct fs *fs, struct fs_ident *id)
 		return 0;
 	uint64_t gen = atomic_load(&id->wgen), size = atomic_load(&id->size);
 	/* Length at least 1: 0 would mean the whole volume. */
-	int r = vc_volume_flush_range(id->vol, id->base, size ? page_up(fs, size) : 1);
+	int r = vc_volume_writeback(id->vol, id->base, size ? fs_page_up(fs, size) : 1);
 	if (r == 0)
 		atomic_store(&id->cgen, gen);
 	return r;

@@ -9,11 +9,13 @@
  * reply, so a write the application saw succeed is in SRC (not yet
  * synced, as any file system's), and a failure (a read-only or full SRC)
  * is the write's error. Write-back (--write-back): a write lands in the
- * cache as dirty pages; close (FUSE's flush, on every close(2) of the
- * file) writes the file's dirty pages back and syncs them, as NFS's
- * close-to-open does, and fsync does the same; their failure is close's or
- * fsync's error, and the pages stay dirty (nothing acknowledged is lost
- * while the mount runs). A write past the end grows the volume first
+ * cache as dirty pages (up to the dirty limit; past it the engine writes
+ * through); close (FUSE's flush, on every close(2) of the file) writes the
+ * file's dirty pages back, as NFS's close-to-open does (SRC then holds
+ * them as after a write(2): an fdatasync a close cost sqlite and cp -a a
+ * sync per file), and fsync writes them back and syncs; their failure is
+ * close's or fsync's error, and the pages stay dirty (nothing
+ * acknowledged is lost while the mount runs). A write past the end grows the volume first
  * (exclusive lock) and, in write-back, SRC's file (ftruncate), so that the
  * size SRC shows is the one the application made.
  *
@@ -276,6 +278,38 @@ static ssize_t write_cached(struct fs_ident *id, const char *buf, size_t len, ui
 	return vc_volume_write(id->vol, buf, len, id->base + off);
 }
 
+/* A write past the file's old end `old`, the file grown to its end: its
+ * pages wholly past the old end (from fs_page_up(old)) hold zeros, in the
+ * cache and in SRC, so they are written whole, padded with zeros, and the
+ * engine loads none of them (a partial page write loads its page: a store
+ * read for every page an append of less than a page starts, as sqlite's
+ * journal and the last page of every file cp writes made). The store
+ * clips writes at the file's size, so the padding past the end never
+ * reaches SRC. The part below fs_page_up(old) is an ordinary write.
+ * Returns len, or -errno. */
+static ssize_t write_append(struct fs *fs, struct fs_ident *id, const char *buf, size_t len,
+			    uint64_t off, uint64_t old)
+{
+	const uint64_t ps = vc_page_size(fs->c), end = off + len;
+	uint64_t a = fs_page_up(fs, old);
+	if ((off & ~(ps - 1)) > a)
+		a = off & ~(ps - 1); /* pages between are holes the write leaves alone */
+	if (a >= end || (off <= a && end == fs_page_up(fs, end)))
+		return write_cached(id, buf, len, off); /* nothing to pad */
+	ssize_t n = off < a ? write_cached(id, buf, (size_t)(a - off), off) : 0;
+	if (n < 0)
+		return n;
+	const uint64_t b = fs_page_up(fs, end);
+	char *pad = calloc(1, (size_t)(b - a));
+	if (!pad)
+		return -ENOMEM;
+	const uint64_t from = off > a ? off : a;
+	memcpy(pad + (from - a), buf + (from - off), (size_t)(end - from));
+	n = write_cached(id, pad, (size_t)(b - a), a);
+	free(pad);
+	return n < 0 ? n : (ssize_t)len;
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -297,10 +331,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	} else {
 		pthread_rwlock_unlock(&id->lk);
 		pthread_rwlock_wrlock(&id->lk);
-		n = id->vol && end > atomic_load(&id->size) ? grow_locked(fs, id, end) : 0;
+		const uint64_t old = atomic_load(&id->size);
+		n = id->vol && end > old ? grow_locked(fs, id, end) : 0;
 		if (n == 0)
-			n = id->vol ? write_cached(id, buf, size, (uint64_t)off)
-				    : rw_all(fs, id, true, (char *)buf, size, (uint64_t)off);
+			n = !id->vol ? rw_all(fs, id, true, (char *)buf, size, (uint64_t)off)
+			    : end > old ? write_append(fs, id, buf, size, (uint64_t)off, old)
+					: write_cached(id, buf, size, (uint64_t)off);
 		if (n < 0)
 			size_from_src_locked(fs, id);
 	}
@@ -322,8 +358,8 @@ static bool wrote_through(struct fs *fs, struct fs_handle *h)
 	return h->wrote || (h->writable && atomic_load(&fs->kwb));
 }
 
-/* Write-back: the file's dirty pages to SRC, synced. Write-through: SRC
- * has them already. */
+/* Write-back: the file's dirty pages to SRC (not synced: fsync syncs).
+ * Write-through: SRC has them already. */
 static int write_back(struct fs *fs, struct fs_ident *id)
 {
 	if (fs->o->cfg.write_mode != VC_WRITE_BACK)
