@@ -216,8 +216,14 @@ struct vc_config {
 	 * go on while a store refuses writes (a full file system): a
 	 * write-back that only makes room and fails leaves its page dirty in
 	 * the cache, and flushes report the store's error. 0.01 to 0.9; 0
-	 * (default): 0.5. */
+	 * (default): 0.5.
+	 * dirty_background_ratio: a thread of the cache writes dirty pages
+	 * back, in batches, while they are more than this share of the host
+	 * tier, so that writers below the limit need no store write of their
+	 * own. 0 (default): half of dirty_ratio; dirty_ratio or more: no such
+	 * thread (pages are written back when evicted or flushed). */
 	double dirty_ratio;
+	double dirty_background_ratio;
 };
 
 /* vc_config.gpu_dirty. A GPU that fails (a CUDA error on it) loses what it

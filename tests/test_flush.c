@@ -17,6 +17,8 @@
  *              16M pages or of the cache.
  *   arguments  NULL, a wrapping range, past the end, read-only, and
  *              write-through (where FUA is only the sync).
+ *   background the cache's own write-back takes dirty pages down to its
+ *              mark without a flush, and is off at the limit.
  * Runs on VC_TEST_DEVICE; VC_TEST_QUICK=1 runs fewer racing operations.
  */
 #include <errno.h>
@@ -107,9 +109,10 @@ static void ranges(int kind)
 
 	/* 16 GPU segments of 32 pages: room for every page this touches. The
 	 * dirty limit (0.9 of 320 host pages) lets every written page stay
-	 * dirty. */
+	 * dirty, and no background write-back takes any. */
 	struct vc_config cfg = wb_config(kind, path, 320, 512);
 	cfg.dirty_ratio = 0.9;
+	cfg.dirty_background_ratio = 1; /* off: nothing goes back on its own */
 	vc_cache *c;
 	int e = vc_open(&cfg, &c);
 	if (e == -VC_ENODEVICE || e == -VC_ENOTBUILT) { /* nothing left behind */
@@ -391,9 +394,61 @@ static void extents(int kind)
 	unlink(path);
 }
 
+/* --- background: the cache's own write-back above the mark --- */
+
+/* 30 pages written into a write-back cache of 64 host pages (dirty limit
+ * 32, background mark 16): every write lands dirty (none is sent through),
+ * and without a flush the background write-back takes the dirty pages
+ * down to the mark within a bounded wait, the store getting their bytes.
+ * With the mark at the limit (off), they all stay dirty. */
+static void background(int kind)
+{
+	const uint64_t size = 256 * PS;
+	char path[256];
+	t_make_file(path, sizeof path, size, 3);
+	unsigned char *want = read_all(path, size);
+	for (int off = 0; off < 2; off++) {
+		struct vc_config cfg = wb_config(kind, path, 64, 0);
+		cfg.dirty_background_ratio = off ? 1 : 0;
+		vc_cache *c;
+		int e = vc_open(&cfg, &c);
+		if (e == -VC_ENODEVICE || e == -VC_ENOTBUILT)
+			unlink(path);
+		t_skip_if_absent(e, "flush test on CUDA");
+		CHECK_OK(e);
+		uint64_t seed = 5 + (uint64_t)off;
+		for (uint64_t k = 0; k < 30 * PS; k++)
+			want[k] = (unsigned char)t_rand(&seed);
+		CHECK(vc_write(c, want, 30 * PS, 0) == 30 * PS);
+		struct vc_stats st = { .size = sizeof st };
+		CHECK_OK(vc_get_stats(c, &st));
+		CHECK(st.dirty_limit == 32 && st.writes_limited == 0);
+		if (off) {
+			usleep(300 * 1000);
+			CHECK(dirty_pages(c) == 30);
+		} else {
+			for (int i = 0; i < 1000 && dirty_pages(c) > 16; i++)
+				usleep(10 * 1000);
+			CHECK_OK(vc_get_stats(c, &st));
+			CHECK(st.dirty_pages <= 16 && st.writebacks >= 14);
+			/* The pages written back are in the store: at least 14. */
+			unsigned char *now = read_all(path, size);
+			unsigned in_store = 0;
+			for (uint64_t pg = 0; pg < 30; pg++)
+				in_store += memcmp(now + pg * PS, want + pg * PS, PS) == 0;
+			free(now);
+			CHECK(in_store >= 14);
+		}
+		CHECK_OK(vc_close(c));
+	}
+	free(want);
+	unlink(path);
+}
+
 int main(void)
 {
 	int kind = t_device_kind();
+	background(kind);
 	ranges(kind);
 	racing(kind);
 	extents(kind);

@@ -472,6 +472,7 @@ static void dd_edges(int kind, uint32_t degree, int encrypt)
 	cfg.gpu_bytes = tier * 4096;
 	cfg.gpu_chunk_bytes = chunk;
 	cfg.write_mode = VC_WRITE_BACK;
+	cfg.dirty_background_ratio = 1; /* no background write-back: the dirty pages stay */
 	cfg.dedup = VC_DEDUP_ON;
 	cfg.dedup_degree = degree;
 	cfg.encrypt = encrypt;

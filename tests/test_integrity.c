@@ -33,6 +33,7 @@ static vc_cache *open_cache(int kind, int encrypt, int write_mode, int gpu_hits)
 	cfg.host_bytes = 32 * PS;
 	cfg.gpu_bytes = 4u << 20; /* the whole file fits */
 	cfg.write_mode = write_mode;
+	cfg.dirty_background_ratio = 1; /* the dirty pages stay until flushed or evicted */
 	cfg.gpu_hits = gpu_hits;
 	cfg.encrypt = encrypt;
 	vc_cache *c = t_open(&cfg, "integrity test");

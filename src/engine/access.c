@@ -376,22 +376,22 @@ int eng_acquire(struct vc_cache *c, uint64_t pno, int mode, bool count, bool ser
 /* Ends a write's ownership. `written`: bytes the caller wrote through to
  * the backing store. `dirtied`: the page is newer than the store now; the
  * caller reserved it in the dirty set if it was clean (dirty_reserve).
- * Without the lock unless a clean page turns dirty (the dirty counts are
- * under c->mu) or the thread has no queue: the owner alone changes
- * version, and the release is one atomic and-not. */
+ * Without the lock unless the thread has no queue: the owner alone
+ * changes version and marks it dirty, and the release is one atomic
+ * and-not. */
 static void release_write(struct vc_cache *c, struct tstate *t, struct vc_page *p, bool dirtied,
 			  uint64_t written)
 {
 	p->version++;
-	if (c->miss_fast && t && (!dirtied || p->dirty)) {
+	if (dirtied && !p->dirty)
+		dirty_mark(c, p);
+	if (c->miss_fast && t) {
 		atomic_fetch_add_explicit(&t->wr_bytes, written, memory_order_relaxed);
 		disown(c, p);
 		return;
 	}
 	eng_lock(c);
 	c->st.wr_bytes += written;
-	if (dirtied && !p->dirty)
-		dirty_mark(c, p);
 	st_clear(c, p, VC_ST_EXCL);
 	eng_wake(c);
 	eng_unlock(c);
@@ -637,6 +637,9 @@ ssize_t vc_volume_write(vc_volume *v, const void *buf, size_t len, uint64_t off)
 				dirty_uncharge(c);
 				drop_owned(c, p);
 				return r;
+			} else if (atomic_load_explicit(&c->dirty_charged, memory_order_relaxed) >
+				   c->dirty_bg) {
+				eng_flusher_kick(c);
 			}
 		}
 		unsigned char *d = host_data(c, p);

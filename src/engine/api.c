@@ -129,6 +129,9 @@ static int config_check(const struct vc_config *cfg)
 	if (cfg->dirty_ratio != 0 && !(cfg->dirty_ratio >= 0.01 && cfg->dirty_ratio <= 0.9))
 		return vc_err(-EINVAL, "dirty ratio %g: 0.01 to 0.9 of the host tier (0: 0.5)",
 			      cfg->dirty_ratio);
+	if (!(cfg->dirty_background_ratio >= 0 && cfg->dirty_background_ratio <= 1))
+		return vc_err(-EINVAL, "dirty background ratio %g: 0 to 1 of the host tier",
+			      cfg->dirty_background_ratio);
 	if (cfg->dedup_max_factor > 64)
 		return vc_err(-EINVAL, "dedup max factor %u: 1 to 64 (0: 8)", cfg->dedup_max_factor);
 	if (cfg->gc_policy < VC_GC_OLDEST || cfg->gc_policy > VC_GC_OFF)
@@ -364,6 +367,10 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		c->dirty_max = host_pages - MIN_HOST_PAGES / 2;
 	if (c->dirty_max == 0)
 		c->dirty_max = 1;
+	c->dirty_bg = cfg.dirty_background_ratio == 0 ? c->dirty_max / 2
+		      : cfg.dirty_background_ratio >= ratio
+			  ? c->dirty_max
+			  : (uint64_t)((double)host_pages * cfg.dirty_background_ratio);
 
 	r = key_open(c, &cfg);
 	if (r == 0)
@@ -430,6 +437,8 @@ int vc_open(const struct vc_config *in, vc_cache **out)
 		if (r == 0)
 			c->tls_ok = pthread_key_create(&c->tls, eng_tstate_release) == 0;
 	}
+	if (r == 0)
+		r = eng_flusher_start(c);
 	if (r < 0) {
 		c->write_mode = VC_WRITE_THROUGH; /* nothing to flush */
 		vc_close(c);
@@ -477,6 +486,7 @@ int vc_close(vc_cache *c)
 	if (!c)
 		return 0;
 	int r = 0;
+	eng_flusher_stop(c);
 	eng_dd_later_close(c);
 	for (uint32_t i = 0; i < c->ngpus; i++)
 		if (c->gpus[i].ls)
@@ -753,9 +763,11 @@ int vc_volume_close(vc_volume *v)
 		r = vc_volume_drop(v, 0, 0, 0);
 	if (r < 0)
 		return r;
+	pthread_mutex_lock(&c->fl.mu); /* the background write-back's rounds use it */
 	eng_lock(c);
 	c->vols[v->id] = NULL;
 	eng_unlock(c);
+	pthread_mutex_unlock(&c->fl.mu);
 	vol_free(v);
 	return 0;
 }

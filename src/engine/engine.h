@@ -13,6 +13,7 @@
  *   gpusize.c    the GPU tier's size at run time: chunks given back, taken again
  *   writeback.c  dirty pages to the store: single pages, GPU batches, and
  *                flushes of ranges walking the volume's dirty set
+ *   flusher.c    background write-back above the dirty limit's mark
  *   range.c      drop, prefetch and extent over byte ranges
  *   resize.c     a volume's store changing size (vc_volume_resize)
  *   batcher.c    page moves through the device queue (or launched batches)
@@ -63,8 +64,10 @@
  *                 A writer adds its page, owned (EXCL) and still clean,
  *                 before it copies anything in (dirty_reserve), so a
  *                 failed add (-ENOMEM) fails the write with nothing lost;
- *                 the page turns dirty when the writer lets go (dirty_mark,
- *                 under c->mu). So a member is dirty, or owned by such a
+ *                 the page turns dirty before the writer lets go
+ *                 (dirty_mark, lock-free: the owner alone may set it, and
+ *                 whoever clears it holds a pin or BUSY, which EXCL
+ *                 excludes). So a member is dirty, or owned by such a
  *                 writer, and readers of the set (flush, extent) treat
  *                 members as candidates: flush looks each up under c->mu
  *                 and skips clean ones, and extent counts them as data.
@@ -194,12 +197,13 @@ struct vc_volume {
 	uint64_t base; /* id << VC_PNO_VOL_SHIFT: the volume's first page number */
 	uint32_t id;
 	bool readonly;
-	uint64_t ndirty; /* its dirty pages (under c->mu) */
+	_Atomic uint64_t ndirty; /* its dirty pages (dirty_mark, dirty_clear) */
 	/* The store's last refusal of a write-back ("Store errors"): when
 	 * (eng_now_mark: never 0 once set; 0: none since the store last took
 	 * a write) and its final error. Without the lock. */
 	_Atomic uint64_t refused_ns;
 	_Atomic int refused_err;
+	uint64_t wb_pos; /* the background write-back's place in the dirty set (under fl.mu) */
 	struct vc_dset *dirty; /* their page indexes (pno - base): see the lock rules */
 	/* Dedup (dedup.c): whether this volume's pages are deduplicated now
 	 * (written under dd.mu; read without it, relaxed, by a load deciding
@@ -288,11 +292,20 @@ struct vc_cache {
 	struct vc_policy *pol;
 	struct vc_index ix;
 
-	uint64_t ndirty;
+	_Atomic uint64_t ndirty; /* dirty pages, every volume (dirty_mark, dirty_clear) */
 	/* The dirty limit ("Store errors"): pages dirty or reserved by a
 	 * writer (dirty_charge), at most dirty_max. Without the lock. */
 	_Atomic uint64_t dirty_charged;
 	uint64_t dirty_max;             /* set at open */
+	uint64_t dirty_bg;              /* background write-back above this (flusher.c) */
+	struct eng_flusher {
+		pthread_t t;
+		pthread_mutex_t mu; /* flusher.c's lock rules */
+		pthread_cond_t cv;
+		_Atomic bool sleeping;
+		bool inited, running, stop;
+		uint32_t vol; /* the next volume to look at */
+	} fl;
 	_Atomic uint64_t writes_limited; /* page writes sent through by the limit */
 	_Atomic uint64_t refusals;       /* write-backs of evictions the stores refused */
 	pthread_cond_t pw_cv[PW_BUCKETS];        /* per-page waits (see pw_bucket) */
@@ -487,12 +500,13 @@ static inline int dirty_reserve(struct vc_volume *v, uint64_t pno)
 	return r < 0 ? r : 0;
 }
 
-/* The writer of a reserved page lets go: it is dirty. Under c->mu. */
+/* The writer of a reserved page, its owner (EXCL), is about to let go:
+ * the page is dirty. Lock-free; the release of EXCL publishes it. */
 static inline void dirty_mark(struct vc_cache *c, struct vc_page *p)
 {
-	p->dirty = 1;
-	c->ndirty++;
-	vol_of(c, p->pno)->ndirty++;
+	atomic_store_explicit(&p->dirty, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->ndirty, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&vol_of(c, p->pno)->ndirty, 1, memory_order_relaxed);
 }
 
 /* Dirty page p is clean (written back) or about to be dropped: out of the
@@ -500,9 +514,9 @@ static inline void dirty_mark(struct vc_cache *c, struct vc_page *p)
 static inline void dirty_clear(struct vc_cache *c, struct vc_page *p)
 {
 	struct vc_volume *v = vol_of(c, p->pno);
-	p->dirty = 0;
-	c->ndirty--;
-	v->ndirty--;
+	atomic_store_explicit(&p->dirty, 0, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&v->ndirty, 1, memory_order_relaxed);
 	dirty_uncharge(c);
 	vc_dset_del(v->dirty, p->pno - v->base);
 }
@@ -932,11 +946,28 @@ static inline bool eng_gpu_usable(const struct vc_cache *c)
 
 /* place.c and multigpu.c: engine/gpus.h. */
 
+/* --- flusher.c: background write-back --- */
+/* At the end of vc_open: starts the thread in write-back unless the
+ * background mark is at the limit (then it is off). */
+int eng_flusher_start(struct vc_cache *c);
+/* First at vc_close: stops and joins it (safe on a cache half opened). */
+void eng_flusher_stop(struct vc_cache *c);
+/* A writer charged a page past c->dirty_bg: wakes the thread if it sleeps.
+ * Lock-free unless it does. */
+void eng_flusher_kick(struct vc_cache *c);
+
 /* --- writeback.c: write-back --- */
 /* Under c->mu: a write-back of p (len bytes) completed: p is clean. */
 void eng_note_written(struct vc_cache *c, struct vc_page *p, uint32_t len);
 int eng_writeback_page(struct vc_cache *c, struct vc_page *p);
 int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last);
+/* One round of a walk over v's dirty set in [*pos, last] (page indexes):
+ * up to batch_pages of its members written back (b: eng_bulk_init's, ids:
+ * batch_pages entries), *pos past them. 1: a round ran, 0: no member left
+ * in the range, or -errno (the store's: those pages stay dirty). Holds
+ * nothing on entry or return. */
+int eng_writeback_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint64_t *pos,
+			uint64_t last);
 int eng_writeback_gpu(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done);
 int eng_writeback_gpu_via(struct vc_cache *c, struct vc_page **pages, uint32_t n, bool *done,
 			  struct vc_tiermem *stage, uint32_t cap);

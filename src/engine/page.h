@@ -50,7 +50,10 @@ struct vc_page {
 	uint32_t slot;    /* host-tier slot; a GPU page's is the log's where[id] */
 	uint32_t version; /* bumped on every write: the consistency version */
 	uint8_t tier;     /* VC_TIER_HOST or VC_TIER_GPU */
-	uint8_t dirty;    /* newer than the backing store (write-back only) */
+	/* Newer than the backing store (write-back only). Set by the page's
+	 * owner (EXCL) without the lock, cleared under c->mu by a holder of
+	 * a pin or BUSY: never both at once (engine.h, v->dirty). */
+	_Atomic uint8_t dirty;
 	uint8_t gpu;      /* a GPU page's part (engine.h: c->gpus[]); set with its slot */
 };
 

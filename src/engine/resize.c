@@ -43,13 +43,17 @@ int vc_volume_resize(vc_volume *v, uint64_t size)
 	const uint64_t edge = lo & ~(ps - 1);      /* the page holding the lower end */
 	const uint64_t past = (size + ps - 1) & ~(ps - 1); /* the first page wholly past */
 	int r = 0;
+	/* The background write-back is a call on the volume too: none of its
+	 * rounds runs meanwhile (flusher.c). */
+	pthread_mutex_lock(&c->fl.mu);
 	if (past < old) /* 1: a shrink's pages wholly past the new end */
 		r = vc_volume_drop(v, past, 0, VC_DROP_DISCARD);
 	if (r == 0 && lo > edge) /* 2: a partial page at the lower end */
 		r = vc_volume_drop(v, edge, ps, 0);
-	if (r < 0)
-		return r;
-	vc_backing_resize(v->bk, size); /* 3 */
-	v->size = size;
-	return 0;
+	if (r == 0) {
+		vc_backing_resize(v->bk, size); /* 3 */
+		v->size = size;
+	}
+	pthread_mutex_unlock(&c->fl.mu);
+	return r;
 }

@@ -273,8 +273,8 @@ int eng_bulk_move(struct vc_cache *c, struct bulk *b, bool to_stage)
  * not removed: only dirty_clear removes members. 1: a round ran, 0: no
  * member is left in the range, or -errno. Cost: O(depth + batch) in the
  * set's lock, O(batch) lookups under c->mu, then the writes. */
-static int flush_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint64_t *pos,
-		       uint64_t last)
+int eng_writeback_round(struct vc_volume *v, struct bulk *b, uint64_t *ids, uint64_t *pos,
+			uint64_t last)
 {
 	struct vc_cache *c = v->c;
 	uint32_t n = vc_dset_collect(v->dirty, *pos, last, ids, c->batch_pages), i = 0;
@@ -407,7 +407,7 @@ int eng_writeback_range(struct vc_volume *v, uint64_t first, uint64_t last)
 		return r;
 	}
 	b.lost = false;
-	while ((r = flush_round(v, &b, ids, &pos, last)) > 0)
+	while ((r = eng_writeback_round(v, &b, ids, &pos, last)) > 0)
 		;
 	if (r == 0 && b.lost)
 		r = vc_err(-EIO, "flush: dirty pages were lost with a failed GPU (vc_stats.gpu_dirty_lost)");
