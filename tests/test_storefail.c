@@ -2,7 +2,9 @@
  * surprise-shutdown pattern): write-through and write-back, with and
  * without a GPU tier, more data written than the tiers hold.
  *
- * The store is the test's own (vc_volume_open_store over memory): its
+ * Then the GPU tier's layers and parts (dedup, XTS with GMAC, dirty pages
+ * written back on their way down, two parts) in write-back, every fourth
+ * N. The store is the test's own (vc_volume_open_store over memory): its
  * first N writes succeed, every later one fails with the run's error
  * (ENOSPC, EIO, EDQUOT, EROFS in turn), until the test heals it. One
  * thread writes single pages (whole and partial, some twice) over the
@@ -134,9 +136,32 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
+/* A configuration: the four of the issue, N = 0..64, and the GPU tier's
+ * layers and parts, every fourth N. */
+struct mode {
+	const char *name;
+	bool wb, gpu;
+	int dedup, encrypt, gpu_dirty;
+	const char *gpus;
+	unsigned step;
+};
+
+static const struct mode modes[] = {
+	{ "write-through, host tier only", false, false, 0, 0, 0, NULL, 1 },
+	{ "write-back, host tier only", true, false, 0, 0, 0, NULL, 1 },
+	{ "write-through, GPU tier", false, true, 0, 0, 0, NULL, 1 },
+	{ "write-back, GPU tier", true, true, 0, 0, 0, NULL, 1 },
+	{ "write-back, GPU tier, dedup", true, true, VC_DEDUP_ON, 0, 0, NULL, 4 },
+	{ "write-back, GPU tier, XTS+GMAC", true, true, 0, VC_ENCRYPT_XTS_GMAC, 0, NULL, 4 },
+	{ "write-back, GPU tier, dirty pages clean down", true, true, 0, 0, VC_GPU_DIRTY_CLEAN,
+	  NULL, 4 },
+	{ "write-back, GPU tier in two parts", true, true, 0, 0, 0, "0,0", 4 },
+};
+
 /* One run: the store fails from write n on. Returns the writes refused. */
-static unsigned run(int kind, const char *path0, bool wb, bool gpu, uint64_t n, int err)
+static unsigned run(int kind, const char *path0, const struct mode *m, uint64_t n, int err)
 {
+	const bool wb = m->wb, gpu = m->gpu;
 	alarm(ALARM_S);
 	struct store s = { .fail_at = n, .err = err };
 	pthread_mutex_init(&s.mu, NULL);
@@ -156,6 +181,10 @@ static unsigned run(int kind, const char *path0, bool wb, bool gpu, uint64_t n, 
 	cfg.host_bytes = 16 * PS;
 	cfg.gpu_bytes = gpu ? 32 * PS : 0;
 	cfg.batch_pages = 8;
+	cfg.dedup = m->dedup;
+	cfg.encrypt = m->encrypt;
+	cfg.gpu_dirty = m->gpu_dirty;
+	cfg.gpus = m->gpus;
 	vc_cache *c = t_open(&cfg, "store-failure test");
 	struct vc_store st = { .size = sizeof st, .version = VC_STORE_VERSION, .ctx = &s,
 			       .bytes = PAGES * PS, .read = st_read, .write = st_write,
@@ -237,14 +266,12 @@ int main(void)
 	atexit(unlink_path0); /* a skip exits from t_open */
 	signal(SIGALRM, on_alarm);
 	static const int errs[] = { ENOSPC, EIO, EDQUOT, EROFS };
-	for (int m = 0; m < 4; m++) {
-		const bool wb = m & 1, gpu = m & 2;
+	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
 		unsigned refused = 0;
-		for (uint64_t n = 0; n <= NMAX; n++)
-			refused += run(kind, path0, wb, gpu, n, errs[n % 4]);
-		fprintf(stderr, "%s, %s: N = 0..%u, %u writes refused\n",
-			wb ? "write-back" : "write-through", gpu ? "GPU tier" : "host tier only", NMAX,
-			refused);
+		for (uint64_t n = 0; n <= NMAX; n += modes[m].step)
+			refused += run(kind, path0, &modes[m], n, errs[n % 4]);
+		fprintf(stderr, "%s: N = 0..%u by %u, %u writes refused\n", modes[m].name, NMAX,
+			modes[m].step, refused);
 		CHECK(refused > 0);
 	}
 	fprintf(stderr, "storefail: ok\n");
