@@ -94,8 +94,7 @@ static void fd_push(struct fs *fs, struct fs_ident *id)
  * dirty page of it may need it without a handle to reopen from. */
 static bool closable(const struct fs *fs, const struct fs_ident *id)
 {
-	return id->fd_users == 0 && !(fs->o->cfg.write_mode == VC_WRITE_BACK &&
-				      atomic_load(&id->wgen) != atomic_load(&id->cgen));
+	return id->fd_users == 0 && !fs_ident_unflushed(fs, id);
 }
 
 /* Under fd_mu: closes least recently used fds until at most max_fds are

@@ -366,6 +366,16 @@ void fs_fd_forget(struct fs *fs, struct fs_ident *id);
 int fs_fd_sync_slots(struct fs *fs, uint32_t first, uint32_t last);
 
 /* --- ident.c --- */
+/* Write-back: id may hold dirty pages, written since the start of its
+ * last good flush (wgen, cgen). Such an identity keeps its fd (fdcache.c)
+ * and its place in the table (never evicted), and is not checked against
+ * SRC, whose times its write-backs change (ident.c). Write-through: never
+ * (cgen does not move there). */
+static inline bool fs_ident_unflushed(const struct fs *fs, const struct fs_ident *id)
+{
+	return fs->o->cfg.write_mode == VC_WRITE_BACK &&
+	       atomic_load(&id->wgen) != atomic_load(&id->cgen);
+}
 int fs_ident_init(struct fs *fs);
 /* Closes every identity (writing dirty pages back). 0 or the first error. */
 int fs_ident_fini(struct fs *fs);

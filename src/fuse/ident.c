@@ -250,7 +250,7 @@ static unsigned evict_some(struct fs *fs, struct fs_ident **out, unsigned max)
 						       fs->id_count > fs->o->max_files;
 	     v = prev) {
 		prev = v->prev;
-		if (atomic_load(&v->wgen) != atomic_load(&v->cgen))
+		if (fs_ident_unflushed(fs, v))
 			continue;
 		lru_remove(fs, v);
 		hash_remove(fs, v);
@@ -383,6 +383,13 @@ int fs_ident_check_locked(struct fs *fs, struct fs_ident *id)
 	 * own hand, so a difference proves nothing; the file is checked again
 	 * once the writer's close has recorded `seen`. */
 	if (atomic_load(&id->wrote))
+		return 0;
+	/* With writes not written back (a flush that SRC refused), the same:
+	 * every later write-back of them, an eviction's or a flush's, changes
+	 * SRC's times by our hand, and a drop would have to write them back
+	 * first, failing the open, getattr or read that checked with SRC's
+	 * error. Checked again once a flush took them. */
+	if (fs_ident_unflushed(fs, id))
 		return 0;
 	struct fs_seen st;
 	int r = ident_look(fs, id, &st, NULL);
