@@ -3,8 +3,8 @@
 # dir $dir (removed on exit) holding $src and $mnt, start_mount ARGS...
 # (`vramcache mount` in the foreground as our child; returns once MNT is a
 # mount point) and stop_mount (unmounts, waits, and fails the test if the
-# daemon's exit status is not 0: a failed write-back at unmount, or a
-# sanitizer's report in ASan/UBSan builds). Skips when FUSE is unusable:
+# daemon's exit status is not 0, a sanitizer's report in ASan/UBSan builds,
+# or if it still runs a minute later: a write-back SRC refuses). Skips when FUSE is unusable:
 # not root, no /dev/fuse, or a build without FUSE support.
 set -euo pipefail
 vc=$1
@@ -51,6 +51,15 @@ start_mount() {
 stop_mount() {
 	local rc=0
 	umount "$mnt" || { sleep 1; umount "$mnt"; }
+	# Where SRC refuses the write-back the process stays after the
+	# unmount, trying again: a failure here, not a hang.
+	for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		wait "$pid" || true
+		pid=
+		fail "vramcache mount still ran 60 s after the unmount (SRC refused its write-back)"
+	fi
 	wait "$pid" || rc=$?
 	pid=
 	if [ "$rc" -ne 0 ]; then cat "$dir/mount.log" >&2; fail "vramcache mount exited with $rc"; fi

@@ -27,6 +27,9 @@
  *               into the host tier by worker threads
  *   mount.c     options to a session: the cache, the mount, the
  *               multi-threaded loop, the teardown
+ *   stop.c      the end: signals (the first writes back while serving),
+ *               an unmount from outside, the write-back before exit, the
+ *               forced end's watchdog, reports of what SRC lacks by file
  *   stats.c     per-file and per-directory statistics (an xattr)
  *
  * The identity of a file's cached pages is a slot of a files volume
@@ -61,6 +64,10 @@
  *                freed, and its slot's pages are dropped before it is.
  *   ra mutexes   a stream table's own (readahead.c); leaves.
  *   rq.mu        the prefetch queue; taken alone.
+ *   stop.mu      the end's state (stop.c); a leaf.
+ *   stop.report_mu  held while a report reads the volumes and identities
+ *                (it takes id_mu and fd_mu inside, and calls the engine),
+ *                and to set stop.closing before the teardown frees them.
  */
 #ifndef VC_FUSE_FS_H
 #define VC_FUSE_FS_H
@@ -234,8 +241,27 @@ struct fs_fvol {
 	uint32_t first; /* its first slot */
 };
 
+/* The end (stop.c). Under mu but loop_done, main_tid and sig_tid (set
+ * before the threads that read them start). */
+struct fs_stop {
+	pthread_mutex_t mu, report_mu;
+	pthread_cond_t cv;     /* a signal forced the end, or the flusher is done */
+	pthread_t main_tid;    /* the loop's thread: kicked to end it */
+	pthread_t sig_tid, flusher;
+	unsigned signals;      /* taken so far */
+	int first_sig;
+	bool inited, started;  /* fs_stop_init ran; the signal thread runs */
+	bool serving;          /* the loop runs (fs_stop_start to fs_stop_loop_done) */
+	bool flushing;         /* the first signal's write-back runs */
+	bool flusher_joinable;
+	bool forced;           /* ending whatever SRC says: the watchdog runs */
+	bool closing;          /* under report_mu: no more reports */
+	_Atomic bool loop_done;
+};
+
 struct fs {
 	const struct vc_fuse_opts *o;
+	const char *mnt; /* MNT's real path */
 	vc_cache *c;
 	struct fuse_session *se;
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH fds */
@@ -289,6 +315,8 @@ struct fs {
 		unsigned nthreads;
 		_Atomic uint64_t queued, dropped;
 	} rq;
+
+	struct fs_stop stop;
 };
 
 /* --- inode.c --- */
@@ -462,6 +490,40 @@ void fs_own_new(fuse_req_t req, int pfd, int fd, const char *name);
 /* Reply helpers: the entry for an object just created or looked up. */
 int fs_lookup_entry(struct fs *fs, struct fs_inode *parent, const char *name,
 		    struct fuse_entry_param *e);
+
+/* --- stop.c --- */
+/* The forced end (a second signal, or one after the mount stopped
+ * serving) exits within this many seconds whatever SRC does: serve's
+ * figure (SERVE_STOP_FORCE_S), long enough for a flush that SRC takes
+ * and short enough for a service manager's stop timeout (systemd: 90 s). */
+#define FS_STOP_FORCE_S 10
+/* After an unmount from outside, a refused write-back is tried again this
+ * often: one flush a second costs a dirty-set walk and a refused write,
+ * and a user who made room waits a second at most. */
+#define FS_STOP_RETRY_S 1
+/* Blocks SIGTERM, SIGINT, SIGHUP and SIGUSR1 in the calling thread and so
+ * in every thread it makes from now on (call it before the first), and
+ * ignores SIGPIPE. 0 or -errno. */
+int fs_stop_init(struct fs *fs);
+/* From the loop's thread just before the loop: the signal thread starts
+ * and the thread takes the kicks that end the loop. 0 or -errno. */
+int fs_stop_start(struct fs *fs);
+/* The loop has returned: no more kicks; a signal now forces the end. */
+void fs_stop_loop_done(struct fs *fs);
+/* After the loop and the unmount: every dirty page to SRC. If SRC
+ * refuses, logs what it keeps and tries again every FS_STOP_RETRY_S
+ * until SRC takes them or a signal forces the end, which logs them lost
+ * and discards them. 0 or the last write-back's error. */
+int fs_stop_writeback(struct fs *fs);
+/* Logs head, then by file (its path in SRC) the byte ranges the cache
+ * holds newer than SRC: at most 64 lines, then always a last line with
+ * the count of all ("N ranges in all, B bytes"). Cost:
+ * O(log) per dirty page (vc_volume_dirty_next). Nothing once closing. */
+void fs_stop_report(struct fs *fs, const char *head);
+/* The teardown is about to free the volumes and identities. */
+void fs_stop_closing(struct fs *fs);
+/* Ends the signal thread. */
+void fs_stop_fini(struct fs *fs);
 
 /* --- stats.c --- */
 /* The extended attribute that answers with a file's or directory's

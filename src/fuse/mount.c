@@ -11,9 +11,12 @@
  * atomic O_TRUNC (a truncate at open comes as setattr, through the
  * identity), and the kernel's write-back cache only when asked
  * (--kernel-writeback: see ops_data.c; by default writes reach us, and
- * so the cache's write mode, at once). Unmounting (umount, fusermount3 -u) or
- * SIGTERM/SIGINT/SIGHUP ends the loop; then readahead stops, every
- * identity closes (dirty pages written back) and the cache closes.
+ * so the cache's write mode, at once). Unmounting (umount, fusermount3 -u)
+ * or SIGTERM/SIGINT/SIGHUP ends the loop, the latter after a write-back
+ * while serving (stop.c); then readahead stops, every dirty page is
+ * written back (or, where SRC refuses, kept and tried again, or logged
+ * lost: stop.c), every identity closes and the cache closes. The state is
+ * static: the forced end's watchdog may read it until the process exits.
  *
  * Volume 0, which every cache has, is an empty memfd: files live in the
  * files volumes' slots (slots.c). The fd cache outlives the cache: the
@@ -158,9 +161,11 @@ static int fail(const char *what, int r)
 
 int vc_fuse_main(const struct vc_fuse_opts *given)
 {
-	struct vc_fuse_opts oo = *given;
+	static struct vc_fuse_opts oo;
+	static char mnt[PATH_MAX];
+	static struct fs fs;
+	oo = *given;
 	const struct vc_fuse_opts *o = &oo;
-	char mnt[PATH_MAX];
 	if (!realpath(o->mnt, mnt)) {
 		fprintf(stderr, "vramcache mount: %s: %s\n", o->mnt, strerror(errno));
 		return 1;
@@ -170,12 +175,16 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 	if (!o->foreground && (r = daemonize(&ready)) < 0)
 		return fail("fork", r);
 
-	struct fs fs = { .o = o, .proc_fd = -1, .root.fd = -1, .mount_fd = -1 };
+	fs = (struct fs){ .o = o, .mnt = mnt, .proc_fd = -1, .root.fd = -1, .mount_fd = -1 };
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lc = NULL;
 	int status = 1, vol0 = -1;
 	bool fd_ready = false;
-	bool mounted = false, sig = false;
+	bool mounted = false;
+	/* Before the first thread (vc_open's): every thread blocks the
+	 * signals that the signal thread takes. */
+	if ((r = fs_stop_init(&fs)) < 0)
+		return fail("blocking signals", r);
 	fs.proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs.proc_fd < 0) {
 		fprintf(stderr, "vramcache mount: /proc/self/fd: %s (is /proc mounted?)\n",
@@ -221,11 +230,6 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 		goto out;
 	}
 	fs.se = se;
-	if (fuse_set_signal_handlers(se) < 0) {
-		fprintf(stderr, "vramcache mount: signal handlers could not be set\n");
-		goto out;
-	}
-	sig = true;
 	if (fuse_session_mount(se, mnt) < 0) {
 		fprintf(stderr, "vramcache mount: mounting on %s failed (is /dev/fuse usable? "
 				"are we root, or is fusermount3 installed?)\n", mnt);
@@ -253,7 +257,12 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 	}
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, o->threads);
+	if ((r = fs_stop_start(&fs)) < 0) {
+		fail("starting the signal thread", r);
+		goto out;
+	}
 	r = fuse_session_loop_mt(se, lc);
+	fs_stop_loop_done(&fs);
 	status = r < 0 ? 1 : 0;
 	if (r < 0)
 		fprintf(stderr, "vramcache mount: the FUSE loop failed: %s\n", strerror(-r));
@@ -262,12 +271,13 @@ out:
 		fuse_loop_cfg_destroy(lc);
 	if (mounted)
 		fuse_session_unmount(se);
-	if (sig)
-		fuse_remove_signal_handlers(se);
 	if (se)
 		fuse_session_destroy(se);
 	if (fs.c) {
 		fs_ra_fini(&fs);
+		if (fs_stop_writeback(&fs) < 0)
+			status = 1;
+		fs_stop_closing(&fs);
 		if (fs_ident_fini(&fs) < 0)
 			status = 1;
 		if (vc_close(fs.c) < 0) {
@@ -276,6 +286,7 @@ out:
 			status = 1;
 		}
 	}
+	fs_stop_fini(&fs);
 	if (fd_ready)
 		fs_fd_fini(&fs);
 	fs_inode_fini(&fs);
