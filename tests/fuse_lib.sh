@@ -24,7 +24,8 @@ cleanup() {
 		echo "--- the daemon's messages:" >&2
 		cat "$dir/mount.log" >&2
 	fi
-	if mountpoint -q "$mnt" 2>/dev/null; then umount -l "$mnt" 2>/dev/null || true; fi
+	# A dead mount (its daemon killed) is no mountpoint to mountpoint(1).
+	umount -l "$mnt" 2>/dev/null || true
 	if [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null || true; fi
 	for m in "${extra_mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
 	rm -rf "$dir"

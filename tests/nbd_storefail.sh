@@ -27,9 +27,10 @@ mkdir "$dir/fs"
 mount -t tmpfs -o size=32M tmpfs "$dir/fs" 2>/dev/null || skip "cannot mount a tmpfs here"
 trap 'umount -l "$dir/fs" 2>/dev/null || true; cleanup' EXIT
 
-python3 - "$vc" "$dir" "$mode" "$gpu" <<'PY'
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)" python3 - "$vc" "$dir" "$mode" "$gpu" <<'PY'
 import errno, os, re, signal, subprocess, sys, threading, time, random
 import nbd
+from storefail import leave_free, wait_exit, clean_page, remove
 
 vc, d, mode, gpu = sys.argv[1:5]
 fs, sock, log = d + "/fs", d + "/s.sock", d + "/log"
@@ -58,22 +59,11 @@ def hung():  # a watchdog's thread: blocking client calls do not see signals
     os._exit(1)
 
 
-def clean_page(pg):
-    return bytes([(pg * 7 + 1) & 255]) * PS
-
-
 def hang_up(h):
     try:
         h.shutdown()
     except nbd.Error:
         pass
-
-
-def wait_exit(proc, secs):
-    try:
-        return proc.wait(secs)
-    except subprocess.TimeoutExpired:
-        return None
 
 
 def log_has(what, secs):
@@ -97,7 +87,7 @@ def reader(stop, errs):
         except nbd.Error as e:
             errs.append("read of clean page %d: %s" % (pg, e))
             return
-        if got != clean_page(pg):
+        if got != clean_page(pg, PS):
             errs.append("clean page %d reads wrong" % pg)
             return
         n += 1
@@ -110,12 +100,8 @@ def run(n):
         f.truncate(PAGES * PS)
         for pg in range(CLEAN0, PAGES):
             f.seek(pg * PS)
-            f.write(clean_page(pg))
-    st = os.statvfs(fs)
-    fd = os.open(filler, os.O_CREAT | os.O_WRONLY, 0o600)
-    os.posix_fallocate(fd, 0, (st.f_bavail - n) * st.f_frsize)
-    os.close(fd)
-    assert os.statvfs(fs).f_bavail == n, "the store should have %d free pages" % n
+            f.write(clean_page(pg, PS))
+    leave_free(fs, n, filler)
     open(log, "w").close()
     args = [vc, "serve", "--device", "emu", "--foreground", "--socket", sock, "--log", log,
             "--host-bytes", "256K", "--gpu-bytes", gpu, disk]
@@ -230,11 +216,7 @@ for n in range(65):
     dog.cancel()
     total_refused += refused
     total_kept += len(lacks)
-    for f in ("disk", "filler"):
-        try:
-            os.unlink(fs + "/" + f)
-        except FileNotFoundError:
-            pass
+    remove([fs + "/disk", fs + "/filler"])
 if total_refused == 0 and total_kept == 0:
     fail("the store never refused anything")
 print("%s, GPU tier %s: N = 0..64, %d writes refused, %d acknowledged pages kept past a "
