@@ -74,6 +74,9 @@ int main(void)
 		p.cfg.gpu_hits = VC_GPU_HITS_SWAP;
 		p.cfg.demote_batch = 1; /* and one victim per miss */
 		p.cfg.write_mode = n % 2 ? VC_WRITE_BACK : VC_WRITE_THROUGH;
+		/* No background write-back: a page the flusher holds is
+		 * skipped as a victim, which `sim` does not model. */
+		p.cfg.dirty_background_ratio = 1;
 		char file[1100];
 		snprintf(file, sizeof file, "%s.img", trace_path);
 		p.file = file;

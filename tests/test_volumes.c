@@ -167,6 +167,8 @@ static void one_run(int kind, int write_mode)
 	cfg.seg_bytes = 4 * 4096;
 	cfg.device = kind;
 	cfg.write_mode = write_mode;
+	/* No background write-back: the test checks which pages stay dirty. */
+	cfg.dirty_background_ratio = 1;
 	cfg.batch_pages = 8;
 	vc_cache *c = t_open(&cfg, "volumes test on CUDA");
 	vols[0].v = vc_volume_default(c);
