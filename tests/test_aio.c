@@ -55,7 +55,8 @@
  * VC_TEST_QUICK=1, a short run (300); VC_TEST_SEED, the seed the runs'
  * seeds derive from; VC_TEST_RUN=n, only run n. A failure prints all three
  * (the thread interleaving aside, they reproduce the run). No check
- * depends on timing.
+ * depends on timing. Arguments: the parts to run, `wt` (runs 0 to 4) and
+ * `wb` (5 to 9), both by default; ctest runs each in a process of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1000,20 +1001,15 @@ static void one_run(int kind, int n, const struct runcfg *rc, int nominal_ops, u
 	free(r.lastw);
 }
 
-int main(void)
-{
-	int kind = t_device_kind();
-	const char *qs = getenv("VC_TEST_QUICK");
-	bool quick = qs && atoi(qs) > 0;
-	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : quick ? 300 : 1500;
-	uint64_t seed = getenv("VC_TEST_SEED") ? strtoull(getenv("VC_TEST_SEED"), NULL, 0) : 0xa10;
-	int only = getenv("VC_TEST_RUN") ? atoi(getenv("VC_TEST_RUN")) : -1;
-	CHECK(ops > 0 && seed != 0);
-	atexit(report_run);
+static uint64_t g_seed; /* VC_TEST_SEED */
+static int g_only;      /* VC_TEST_RUN, or -1 */
 
-	/* Each write mode runs every log configuration; page sizes, hit modes,
-	 * depths and helper counts rotate so that each write mode sees each
-	 * of them, and the two modes see them in different combinations. */
+/* Each write mode runs every log configuration; page sizes, hit modes,
+ * depths and helper counts rotate so that each write mode sees each of
+ * them, and the two modes see them in different combinations. A write
+ * mode's runs are a part (write-through runs 0 to 4, write-back 5 to 9). */
+static void runs(int kind, int ops, int wm)
+{
 	static const struct {
 		uint32_t page_size;
 		const struct gcv *gc;
@@ -1022,22 +1018,48 @@ int main(void)
 		{ 512, &gc_cb },       { 4096, &gc_off },
 	};
 	static const unsigned depths[] = { 64, 8, 1 }, helpers[] = { 0, 1, 2, 3 };
-	int n = 0;
-	for (int wm = 0; wm < 2; wm++)
-		for (unsigned i = 0; i < sizeof logs / sizeof logs[0]; i++, n++) {
-			if (only >= 0 && n != only)
-				continue;
-			struct runcfg rc = {
-				.write_mode = wm,
-				.page_size = logs[i].page_size,
-				.gc = logs[i].gc,
-				.gpu_hits = (int)((i + (unsigned)wm) % 2),
-				.depth = depths[(i + (unsigned)wm) % 3],
-				.helpers = helpers[(unsigned)n % 4],
-			};
-			one_run(kind, n, &rc, ops, seed);
-		}
-	atomic_store(&g_passed, 1);
-	fprintf(stderr, "aio model: all runs match\n");
-	return 0;
+	const unsigned nlogs = sizeof logs / sizeof logs[0];
+	for (unsigned i = 0; i < nlogs; i++) {
+		const int n = wm * (int)nlogs + (int)i;
+		if (g_only >= 0 && n != g_only)
+			continue;
+		struct runcfg rc = {
+			.write_mode = wm,
+			.page_size = logs[i].page_size,
+			.gc = logs[i].gc,
+			.gpu_hits = (int)((i + (unsigned)wm) % 2),
+			.depth = depths[(i + (unsigned)wm) % 3],
+			.helpers = helpers[(unsigned)n % 4],
+		};
+		one_run(kind, n, &rc, ops, g_seed);
+	}
+}
+
+static void part_wt(int kind, int ops)
+{
+	runs(kind, ops, VC_WRITE_THROUGH);
+}
+
+static void part_wb(int kind, int ops)
+{
+	runs(kind, ops, VC_WRITE_BACK);
+}
+
+static const struct t_part parts[] = {
+	{ "wt", part_wt, false },
+	{ "wb", part_wb, false },
+};
+
+int main(int argc, char **argv)
+{
+	const char *qs = getenv("VC_TEST_QUICK");
+	bool quick = qs && atoi(qs) > 0;
+	g_seed = getenv("VC_TEST_SEED") ? strtoull(getenv("VC_TEST_SEED"), NULL, 0) : 0xa10;
+	g_only = getenv("VC_TEST_RUN") ? atoi(getenv("VC_TEST_RUN")) : -1;
+	CHECK(g_seed != 0);
+	atexit(report_run);
+	int e = t_parts_main(argc, argv, parts, sizeof parts / sizeof parts[0], quick ? 300 : 1500,
+			     "aio model");
+	atomic_store(&g_passed, e == 0);
+	return e;
 }

@@ -793,9 +793,13 @@ static void later_stale(int kind)
 	free(shadow);
 }
 
-int main(void)
+/* The parts, a process each under ctest (about a quarter of the work
+ * each): the refusals, capacity, swap and the indexer's stale entries; the
+ * trips and adaptive; the sharing runs without and with encryption (the
+ * concurrent ones with the latter). */
+static void part_swap(int kind, int ops)
 {
-	int kind = t_device_kind();
+	(void)ops;
 	refusals(kind);
 	capacity(kind, VC_ENCRYPT_OFF, 4);
 	capacity(kind, VC_ENCRYPT_OFF, 1);
@@ -806,6 +810,11 @@ int main(void)
 	swap_kept_freed(kind, VC_ENCRYPT_OFF, 1);
 	swap_kept_freed(kind, VC_ENCRYPT_XTS, 2);
 	later_stale(kind);
+}
+
+static void part_trips(int kind, int ops)
+{
+	(void)ops;
 	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES, 0);
 	trips(kind, VC_ENCRYPT_OFF, 4, VC_DEDUP_LANES, 1);
 	trips(kind, VC_ENCRYPT_OFF, 1, VC_DEDUP_LANES, 1);
@@ -816,11 +825,21 @@ int main(void)
 	trips(kind, VC_ENCRYPT_OFF, 2, VC_DEDUP_MURMUR3, 1);
 	adaptive(kind, false);
 	adaptive(kind, true);
+}
+
+static void part_runs(int kind, int ops)
+{
+	(void)ops;
 	run(kind, VC_ENCRYPT_OFF, 4, false);
 	run(kind, VC_ENCRYPT_OFF, 4, true);
 	run(kind, VC_ENCRYPT_OFF, 8, true);
 	run(kind, VC_ENCRYPT_OFF, 1, true);
 	run(kind, VC_ENCRYPT_OFF, 1, false);
+}
+
+static void part_runs_enc(int kind, int ops)
+{
+	(void)ops;
 	run(kind, VC_ENCRYPT_XTS, 1, false);
 	run(kind, VC_ENCRYPT_XTS, 1, true);
 	run(kind, VC_ENCRYPT_XTS, 4, true);
@@ -831,6 +850,18 @@ int main(void)
 	concurrent(kind, VC_ENCRYPT_XTS, 4, false);
 	concurrent(kind, VC_ENCRYPT_OFF, 1, false); /* the known trip, notes taken by lock-free misses */
 	concurrent(kind, VC_ENCRYPT_XTS, 1, true);
-	fprintf(stderr, "dedup: all runs match\n");
-	return 0;
+}
+
+static const struct t_part parts[] = {
+	{ "swap", part_swap, false },
+	{ "trips", part_trips, false },
+	{ "runs", part_runs, false },
+	{ "runs_enc", part_runs_enc, false },
+};
+
+/* Arguments: the parts to run (all by default). The runs' sizes are
+ * fixed (no VC_TEST_OPS). */
+int main(int argc, char **argv)
+{
+	return t_parts_main(argc, argv, parts, sizeof parts / sizeof parts[0], 0, "dedup");
 }

@@ -28,6 +28,7 @@
  * last.
  *
  * VC_TEST_DEVICE=emu|cuda picks the backend; cuda skips without a GPU.
+ * Arguments name the parts to run (main's table; all by default).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -864,11 +865,15 @@ static void test_fault(int kind, int victim, int bystander)
 		victim, other ? "; the device beside it goes on" : "");
 }
 
-int main(void)
+/* The moves within one device at every page size: scattered batches of
+ * every kind, the empty batch and the concurrent waiters, or the
+ * contiguous runs (a part each: checking every byte after each group
+ * makes them most of the test's time at 64 KiB pages). */
+static void one_device(int kind, bool runs)
 {
 	struct ctx *c = calloc(1, sizeof *c);
 	CHECK(c);
-	int r = vc_device_open(t_device_kind(), 0, &c->d);
+	int r = vc_device_open(kind, 0, &c->d);
 	t_skip_if_absent(r, "test_device");
 	CHECK_OK(r);
 	fprintf(stderr, "device: %s: %s\n", c->d->ops->name, c->d->desc);
@@ -885,13 +890,13 @@ int main(void)
 	static const enum kind kinds[] = { H2D, D2H, D2D, SWAP_HD, MIXED };
 	for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
 		setup(c, sizes[si]);
-		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && !runs; ni++)
 			for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
 				scattered(c, kinds[ki], ns[ni]);
 				fprintf(stderr, "ok  page %6u  batch %4u  %s\n", sizes[si], ns[ni],
 					kind_name[kinds[ki]]);
 			}
-		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+		for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && runs; ni++) {
 			uint32_t n = ns[ni];
 			for (int broken = 0; broken < 3; broken++) {
 				contiguous(c, HOST, DEV, n, broken);
@@ -903,19 +908,41 @@ int main(void)
 			}
 			fprintf(stderr, "ok  page %6u  batch %4u  contiguous runs\n", sizes[si], n);
 		}
-		begin(c);
-		run(c); /* empty batch */
-		verify(c);
-		concurrent_waits(c);
-		fprintf(stderr, "ok  page %6u  empty batch, 4 concurrent waiters\n", sizes[si]);
+		if (!runs) {
+			begin(c);
+			run(c); /* empty batch */
+			verify(c);
+			concurrent_waits(c);
+			fprintf(stderr, "ok  page %6u  empty batch, 4 concurrent waiters\n", sizes[si]);
+		}
 		teardown(c);
 	}
 	fprintf(stderr, "ok  %lu batches, %lu moves, every byte checked\n", c->batches, c->moves);
 	free(c->stage);
 	vc_device_close(c->d);
 	free(c);
+}
 
-	const int kind = t_device_kind();
+static void part_scattered(int kind, int ops)
+{
+	(void)ops;
+	one_device(kind, false);
+}
+
+static void part_runs(int kind, int ops)
+{
+	(void)ops;
+	one_device(kind, true);
+}
+
+static void part_devices(int kind, int ops)
+{
+	(void)ops;
+	struct vc_device *d = NULL;
+	int r = vc_device_open(kind, 0, &d);
+	t_skip_if_absent(r, "test_device");
+	CHECK_OK(r);
+	vc_device_close(d);
 	test_same(kind);
 	test_peers(kind);
 	/* Last: on CUDA the fault kills the victim ordinal's context for the
@@ -928,6 +955,17 @@ int main(void)
 		fprintf(stderr, "one device: the fault is tested without a device beside it\n");
 		test_fault(kind, 0, -1);
 	}
-	fprintf(stderr, "pass\n");
-	return 0;
+}
+
+/* Arguments: the parts to run (all by default), a process each under
+ * ctest. `devices` is last: on CUDA its fault ends the process's GPU. */
+static const struct t_part parts[] = {
+	{ "scattered", part_scattered, false },
+	{ "runs", part_runs, false },
+	{ "devices", part_devices, false },
+};
+
+int main(int argc, char **argv)
+{
+	return t_parts_main(argc, argv, parts, sizeof parts / sizeof parts[0], 0, "device");
 }

@@ -158,12 +158,27 @@ static void run(int kind, uint64_t gpu_pages)
 	unlink(path);
 }
 
-int main(void)
+static void part_host(int kind, int ops)
+{
+	(void)ops;
+	run(kind, 0);
+}
+
+static void part_gpu(int kind, int ops)
+{
+	(void)ops;
+	run(kind, 128);
+}
+
+/* Arguments: the parts to run (both by default), a process each under
+ * ctest: without and with a GPU tier of 128 pages. */
+static const struct t_part parts[] = {
+	{ "host", part_host, false },
+	{ "gpu", part_gpu, false },
+};
+
+int main(int argc, char **argv)
 {
 	signal(SIGXFSZ, SIG_IGN);
-	int kind = t_device_kind();
-	run(kind, 0);
-	run(kind, 128);
-	fprintf(stderr, "test_fullstore: ok\n");
-	return 0;
+	return t_parts_main(argc, argv, parts, sizeof parts / sizeof parts[0], 0, "fullstore");
 }

@@ -555,45 +555,67 @@ static void dd_edges(int kind, uint32_t degree, int encrypt)
 	free(m);
 }
 
-int main(void)
+static const struct gcv forced = { "cost-benefit/2-page segments", 2, VC_GC_COST_BENEFIT, 2, 0.25,
+				   0.01 };
+
+/* The edges, then both write modes at 4096- and 512-byte pages and the
+ * cleaner forced. */
+static void part_plain(int kind, int ops)
 {
-	int kind = t_device_kind();
-	int ops = getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : 3000;
 	edges(kind);
-	static const struct gcv forced = { "cost-benefit/2-page segments", 2, VC_GC_COST_BENEFIT, 2,
-					   0.25, 0.01 };
-	/* VC_GPUSIZE_DEDUP_ONLY=1: only the dedup runs (and the edges). */
-	if (getenv("VC_GPUSIZE_DEDUP_ONLY"))
-		goto dedup;
 	for (int wm = 0; wm < 2; wm++) {
 		one_run(kind, wm, 4096, ops, &gc_default, VC_GPU_HITS_SERVE);
 		one_run(kind, wm, 512, ops, &gc_default, VC_GPU_HITS_SERVE);
 		one_run(kind, wm, 4096, ops, &forced, VC_GPU_HITS_SERVE);
 	}
-	/* GRAM's swap: GPU hits rekey slots of the segments being claimed. */
+}
+
+/* GRAM's swap: GPU hits rekey slots of the segments being claimed. Several
+ * parts (vc_config.gpus): each shrinks and grows on its own
+ * (vc_gpu_shrink_on) while the others serve; on CUDA one GPU cut in two,
+ * or two GPUs. */
+static void part_swap_gpus(int kind, int ops)
+{
 	one_run(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SWAP);
-	/* Several parts (vc_config.gpus): each shrinks and grows on its own
-	 * (vc_gpu_shrink_on) while the others serve; on CUDA one GPU cut in
-	 * two, or two GPUs. */
 	run_gpus = kind == VC_DEVICE_CUDA && vc_device_count(VC_DEVICE_CUDA) < 2 ? "0,0" : "0,1";
 	one_run(kind, VC_WRITE_BACK, 4096, ops, &forced, VC_GPU_HITS_SERVE);
 	one_run(kind, VC_WRITE_THROUGH, 4096, ops / 2, &gc_default, VC_GPU_HITS_SERVE);
 	run_gpus = NULL;
-dedup:;
+}
+
+/* Dedup: shared blocks in the chunks given back, dirty pages using them
+ * (write-back), the cleaner forced, XTS; degrees 1 to 8 and adaptive. */
+static void part_dedup(int kind, int ops)
+{
+	static const struct ddx on1 = { VC_DEDUP_ON, 1, 0 }, on4 = { VC_DEDUP_ON, 4, 0 },
+				on8 = { VC_DEDUP_ON, 8, 0 };
 	dd_edges(kind, 4, VC_ENCRYPT_OFF);
 	dd_edges(kind, 1, VC_ENCRYPT_OFF);
 	dd_edges(kind, 8, VC_ENCRYPT_XTS);
-	/* Dedup: shared blocks in the chunks given back, dirty pages using
-	 * them (write-back), the cleaner forced, XTS. */
-	static const struct ddx on1 = { VC_DEDUP_ON, 1, 0 }, on4 = { VC_DEDUP_ON, 4, 0 },
-				on8 = { VC_DEDUP_ON, 8, 0 }, on2x = { VC_DEDUP_ON, 2, VC_ENCRYPT_XTS },
-				ad4 = { VC_DEDUP_ADAPTIVE, 4, 0 };
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on1);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on4);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &forced, VC_GPU_HITS_SERVE, &on8);
+}
+
+static void part_dedup_more(int kind, int ops)
+{
+	static const struct ddx on4 = { VC_DEDUP_ON, 4, 0 }, on2x = { VC_DEDUP_ON, 2, VC_ENCRYPT_XTS },
+				ad4 = { VC_DEDUP_ADAPTIVE, 4, 0 };
 	one_run_x(kind, VC_WRITE_THROUGH, 4096, ops, &forced, VC_GPU_HITS_SERVE, &on4);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &on2x);
 	one_run_x(kind, VC_WRITE_BACK, 4096, ops, &gc_default, VC_GPU_HITS_SERVE, &ad4);
-	fprintf(stderr, "gpusize: all runs match\n");
-	return 0;
+}
+
+/* Arguments: the parts to run (all by default), a process each under
+ * ctest. VC_TEST_OPS: operations per thread of a run (default 3000). */
+static const struct t_part parts[] = {
+	{ "plain", part_plain, false },
+	{ "swap_gpus", part_swap_gpus, false },
+	{ "dedup", part_dedup, false },
+	{ "dedup_more", part_dedup_more, false },
+};
+
+int main(int argc, char **argv)
+{
+	return t_parts_main(argc, argv, parts, sizeof parts / sizeof parts[0], 3000, "gpusize");
 }

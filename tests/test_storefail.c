@@ -259,14 +259,11 @@ static void unlink_path0(void)
 	unlink(path0);
 }
 
-int main(void)
+/* Runs modes [from, to): every N of each, the errors in turn. */
+static void run_modes(int kind, size_t from, size_t to)
 {
-	int kind = t_device_kind();
-	t_make_file(path0, sizeof path0, 16 * PS, 1); /* volume 0: unused */
-	atexit(unlink_path0); /* a skip exits from t_open */
-	signal(SIGALRM, on_alarm);
 	static const int errs[] = { ENOSPC, EIO, EDQUOT, EROFS };
-	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+	for (size_t m = from; m < to; m++) {
 		unsigned refused = 0;
 		for (uint64_t n = 0; n <= NMAX; n += modes[m].step)
 			refused += run(kind, path0, &modes[m], n, errs[n % 4]);
@@ -274,6 +271,30 @@ int main(void)
 			modes[m].step, refused);
 		CHECK(refused > 0);
 	}
-	fprintf(stderr, "storefail: ok\n");
-	return 0;
+}
+
+static void part_wt_host(int kind, int ops) { (void)ops; run_modes(kind, 0, 1); }
+static void part_wb_host(int kind, int ops) { (void)ops; run_modes(kind, 1, 2); }
+static void part_wt_gpu(int kind, int ops) { (void)ops; run_modes(kind, 2, 3); }
+static void part_wb_gpu(int kind, int ops) { (void)ops; run_modes(kind, 3, 4); }
+static void part_layers(int kind, int ops)
+{
+	(void)ops;
+	run_modes(kind, 4, sizeof modes / sizeof modes[0]);
+}
+
+/* Arguments: the parts to run (all by default), a process each under
+ * ctest (tests/CMakeLists.txt). */
+static const struct t_part parts[] = {
+	{ "wt_host", part_wt_host, false }, { "wb_host", part_wb_host, false },
+	{ "wt_gpu", part_wt_gpu, false },   { "wb_gpu", part_wb_gpu, false },
+	{ "layers", part_layers, false },
+};
+
+int main(int argc, char **argv)
+{
+	t_make_file(path0, sizeof path0, 16 * PS, 1); /* volume 0: unused */
+	atexit(unlink_path0); /* a skip exits from t_open */
+	signal(SIGALRM, on_alarm);
+	return t_parts_main(argc, argv, parts, sizeof parts / sizeof parts[0], 0, "storefail");
 }

@@ -65,6 +65,62 @@ static inline vc_cache *t_open(const struct vc_config *cfg, const char *what)
 	return c;
 }
 
+/* A test in parts, each a few runs: ctest runs each part as a process of
+ * its own (tests/CMakeLists.txt, vc_test_parts), side by side, so that no
+ * test runs long. `alone`: runs only where named, never in the default
+ * set. */
+struct t_part {
+	const char *name;
+	void (*run)(int kind, int ops);
+	bool alone;
+};
+
+/* main of a test in parts: `PROG [PART...]` runs the parts named, in the
+ * table's order (whatever the order named), or with none every part but
+ * the `alone` ones; `PROG --parts` lists them all, which ctest matches
+ * against the list it registers. Each part gets the device VC_TEST_DEVICE
+ * names and VC_TEST_OPS (default def_ops; def_ops 0: the parts take no
+ * count, and get 0). Returns main's exit code. */
+static inline int t_parts_main(int argc, char **argv, const struct t_part *parts, size_t n,
+			       int def_ops, const char *what)
+{
+	if (argc == 2 && strcmp(argv[1], "--parts") == 0) {
+		printf("parts:");
+		for (size_t i = 0; i < n; i++)
+			printf(" %s", parts[i].name);
+		printf("\n");
+		return 0;
+	}
+	CHECK(n <= 64);
+	uint64_t want = 0;
+	for (int a = 1; a < argc; a++) {
+		size_t i = 0;
+		while (i < n && strcmp(argv[a], parts[i].name) != 0)
+			i++;
+		if (i == n) {
+			fprintf(stderr, "%s: no part %s (--parts lists them)\n", argv[0], argv[a]);
+			return 2;
+		}
+		want |= 1ull << i;
+	}
+	for (size_t i = 0; i < n && argc == 1; i++)
+		if (!parts[i].alone)
+			want |= 1ull << i;
+	const int kind = t_device_kind();
+	const int ops = def_ops && getenv("VC_TEST_OPS") ? atoi(getenv("VC_TEST_OPS")) : def_ops;
+	CHECK(ops > 0 || def_ops == 0);
+	for (size_t i = 0; i < n; i++)
+		if (want >> i & 1) {
+			if (def_ops)
+				fprintf(stderr, "%s: part %s, %d ops\n", what, parts[i].name, ops);
+			else
+				fprintf(stderr, "%s: part %s\n", what, parts[i].name);
+			parts[i].run(kind, ops);
+		}
+	fprintf(stderr, "%s: all runs match\n", what);
+	return 0;
+}
+
 static inline uint64_t t_rand(uint64_t *s)
 {
 	return vc_rand64(s);
