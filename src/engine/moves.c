@@ -264,22 +264,51 @@ static int demote_room(struct vc_cache *c, uint64_t *room)
 	return any ? 0 : stuck && !waits ? stuck : -EAGAIN;
 }
 
-/* Unlocked, VC_GPU_DIRTY_CLEAN: the dirty victims among v[0..n) (BUSY:
- * their data and dirty flags hold still) are written to their stores
- * from their host slots while their moves down run. wr[i]: 1 written, 0
- * clean already, -errno the store's final error (the victim then stays in
- * the host tier, dirty, and its volume refuses: demote_batch). */
-static void demote_writeback(struct vc_cache *c, struct vc_page *const *v, uint32_t n, int *wr)
+/* Whether this demotion writes its dirty victims back on their way down:
+ * always with VC_GPU_DIRTY_CLEAN; in write-back with background
+ * write-back on (dirty_bg < dirty_max) also while the dirty pages are past
+ * half its mark. The flusher is busy then and would write them soon; from
+ * the host slot the write needs no move back up (a dirty page of the GPU
+ * tier goes back through the staging pages: a device move more, and a
+ * writer's wait where its eviction meets it). Below that, dirty pages go
+ * down dirty, and a page written again and again costs no store writes. */
+static bool demote_cleans(struct vc_cache *c)
 {
+	return c->gt.clean_down ||
+	       (c->write_mode == VC_WRITE_BACK && c->dirty_bg < c->dirty_max &&
+		atomic_load_explicit(&c->dirty_charged, memory_order_relaxed) > c->dirty_bg / 2);
+}
+
+/* Unlocked, when the demotion cleans (demote_cleans): the dirty victims
+ * among v[0..n) (BUSY: their data and dirty flags hold still) are written
+ * to their stores from their host slots while their moves down run.
+ * wr[i]: 1 written, 0 clean already or not cleaned, -errno the store's
+ * final error (the victim then stays in the host tier, dirty, and its
+ * volume refuses: demote_batch). */
+static void demote_writeback(struct vc_cache *c, struct vc_page *const *v, uint32_t n, bool clean,
+			     int *wr)
+{
+	struct vc_bio io[DEMOTE_BATCH_MAX];
+	uint32_t at[DEMOTE_BATCH_MAX], k = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		wr[i] = 0;
-		if (!c->gt.clean_down || !v[i]->dirty)
+		if (!clean || !v[i]->dirty)
 			continue;
 		uint64_t pno = v[i]->pno;
-		int r = vc_backing_write(vol_of(c, pno)->bk, host_data(c, v[i]), page_len(c, pno),
-					 page_off(c, pno));
-		wr[i] = r < 0 ? r : 1;
+		io[k] = (struct vc_bio){ .buf = host_data(c, v[i]), .off = page_off(c, pno),
+					 .len = page_len(c, pno), .write = 1 };
+		at[k++] = i;
 	}
+	/* One submission per run of a volume's pages (distinct pages: no
+	 * overlap); each request's result is its own. */
+	for (uint32_t j = 0, e; j < k; j = e) {
+		struct vc_volume *vol = vol_of(c, v[at[j]]->pno);
+		for (e = j + 1; e < k && vol_of(c, v[at[e]]->pno) == vol; e++)
+			;
+		(void)vc_backing_submit(vol->bk, io + j, e - j);
+	}
+	for (uint32_t j = 0; j < k; j++)
+		wr[at[j]] = io[j].result < 0 ? io[j].result : 1;
 }
 
 /* Frees host slots: up to c->demote_batch host victims move to the GPU
@@ -287,11 +316,11 @@ static void demote_writeback(struct vc_cache *c, struct vc_page *const *v, uint3
  * part: all of them, their slots appended together, contiguous in the
  * log). Drains the policy queues once (vc_opq_victims: not once per
  * victim, 128 handles' scan each); the victims are claimed (BUSY) as they
- * are chosen, so each next choice passes over them. With
- * VC_GPU_DIRTY_CLEAN dirty victims are written back on the way.
- * -EAGAIN when no victim could be claimed (the caller waits). A part
- * whose moves fail with a device error is failed (eng_gpu_fail) and its
- * victims stay in the host tier: 0, so the caller tries again without it. */
+ * are chosen, so each next choice passes over them. Dirty victims are
+ * written back on the way when demote_cleans says so. -EAGAIN when no
+ * victim could be claimed (the caller waits). A part whose moves fail
+ * with a device error is failed (eng_gpu_fail) and its victims stay in
+ * the host tier: 0, so the caller tries again without it. */
 static int demote_batch(struct vc_cache *c)
 {
 	uint64_t room[VC_GPUS_MAX], total = 0;
@@ -360,13 +389,14 @@ static int demote_batch(struct vc_cache *c)
 	 * back, this hold and the next are the trip's first and last
 	 * (eng_dd_down is entered and left under c->mu). */
 	int perr[VC_GPUS_MAX] = { 0 }, wr[DEMOTE_BATCH_MAX];
-	bool locked = eng_dd(c) && !eng_integ(c) && !c->gt.clean_down;
+	const bool clean = demote_cleans(c);
+	bool locked = eng_dd(c) && !eng_integ(c) && !clean;
 	if (!locked)
 		eng_unlock(c);
 	r = 0;
 	for (uint32_t i = 0; eng_integ(c) && r == 0 && i < n; i++)
 		r = eng_seal(c, v[i], host_data(c, v[i]));
-	demote_writeback(c, v, n, wr);
+	demote_writeback(c, v, n, clean, wr);
 	if (r == 0 && eng_dd(c)) { /* before the host slots go */
 		if (!locked)
 			eng_lock(c);
