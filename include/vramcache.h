@@ -233,7 +233,9 @@ enum vc_gpu_dirty {
 	VC_GPU_DIRTY_KEEP = 1,  /* dirty pages go down as they are and are written back
 				   when evicted from the GPU tier or flushed: a failed GPU
 				   loses them (vc_stats.gpu_dirty_lost, reads of them then
-				   return the store's older bytes) */
+				   return the store's older bytes). With background
+				   write-back on, past half its mark they are written
+				   back as they go down, as with CLEAN */
 	VC_GPU_DIRTY_CLEAN = 2, /* a dirty page is written back as it goes down, so the
 				   GPU tier holds clean pages only and a failed GPU loses
 				   nothing acknowledged */
