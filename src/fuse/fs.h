@@ -213,6 +213,7 @@ struct fs_handle {
 	_Atomic bool wrote; /* concurrent writes on one handle set it */
 	bool writable;      /* opened for writing */
 	struct fs_ra ra; /* one slot: this handle's stream */
+	struct fs_handle *hprev, *hnext; /* fs->open_handles, under fs->h_mu */
 };
 
 struct fs_prefetch {
@@ -270,6 +271,11 @@ struct fs {
 	 * any handle open for writing; the kernel keeps a file's size and
 	 * times (ops_data.c). Atomic: set by the init request's thread. */
 	_Atomic bool kwb;
+
+	/* The open handles (ops_data.c): those the kernel never releases (a
+	 * file still open when the mount ends) are freed at the end. */
+	pthread_mutex_t h_mu;
+	struct fs_handle *open_handles;
 
 	pthread_mutex_t ino_mu;
 	struct fs_inode root;
@@ -471,6 +477,10 @@ int fs_ident_flush_locked(struct fs *fs, struct fs_ident *id);
 /* --- readahead.c --- */
 int fs_ra_init(struct fs *fs);
 void fs_ra_fini(struct fs *fs);
+/* The open handles' list (ops_data.c): init before the session, fini
+ * after it ends (no request runs), before the identities go. */
+void fs_handles_init(struct fs *fs);
+void fs_handles_fini(struct fs *fs);
 void fs_ra_table_init(struct fs_ra *ra, unsigned n);
 void fs_ra_table_fini(struct fs_ra *ra);
 /* A read of [off, off+len) through handle h: queues a prefetch when it

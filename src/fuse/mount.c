@@ -185,6 +185,7 @@ int vc_fuse_main(const struct vc_fuse_opts *given)
 	 * signals that the signal thread takes. */
 	if ((r = fs_stop_init(&fs)) < 0)
 		return fail("blocking signals", r);
+	fs_handles_init(&fs);
 	fs.proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs.proc_fd < 0) {
 		fprintf(stderr, "vramcache mount: /proc/self/fd: %s (is /proc mounted?)\n",
@@ -273,6 +274,7 @@ out:
 		fuse_session_unmount(se);
 	if (se)
 		fuse_session_destroy(se);
+	fs_handles_fini(&fs);
 	if (fs.c) {
 		fs_ra_fini(&fs);
 		if (fs_stop_writeback(&fs) < 0)

@@ -63,6 +63,48 @@ static struct fs_handle *fh_of(struct fuse_file_info *fi)
 	return (struct fs_handle *)(uintptr_t)fi->fh;
 }
 
+void fs_handles_init(struct fs *fs)
+{
+	pthread_mutex_init(&fs->h_mu, NULL);
+	fs->open_handles = NULL;
+}
+
+/* Frees the handles left open: their identities and inodes go wholesale
+ * after (fs_ident_fini, fs_inode_fini). */
+void fs_handles_fini(struct fs *fs)
+{
+	for (struct fs_handle *h = fs->open_handles, *next; h; h = next) {
+		next = h->hnext;
+		fs_ra_table_fini(&h->ra);
+		free(h);
+	}
+	fs->open_handles = NULL;
+	pthread_mutex_destroy(&fs->h_mu);
+}
+
+static void handle_link(struct fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->h_mu);
+	h->hprev = NULL;
+	h->hnext = fs->open_handles;
+	if (h->hnext)
+		h->hnext->hprev = h;
+	fs->open_handles = h;
+	pthread_mutex_unlock(&fs->h_mu);
+}
+
+static void handle_unlink(struct fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->h_mu);
+	if (h->hprev)
+		h->hprev->hnext = h->hnext;
+	else
+		fs->open_handles = h->hnext;
+	if (h->hnext)
+		h->hnext->hprev = h->hprev;
+	pthread_mutex_unlock(&fs->h_mu);
+}
+
 static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 		       struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
@@ -95,8 +137,10 @@ static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 	 * file has not changed; by default our tiers are the cache. */
 	fi->keep_cache = fs->o->kernel_cache && !changed;
 	fi->direct_io = 0;
+	handle_link(fs, h); /* before the reply: the kernel may release h after it */
 	if (e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) {
 		/* The opener was interrupted: the kernel will not release it. */
+		handle_unlink(fs, h);
 		fs_ident_put(fs, h->id);
 		fs_inode_put(fs, in);
 		fs_ra_table_fini(&h->ra);
@@ -406,6 +450,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fs_ident_seen_locked(fs, h->id);
 		pthread_rwlock_unlock(&h->id->lk);
 	}
+	handle_unlink(fs, h);
 	fs_ident_put(fs, h->id);
 	fs_inode_put(fs, h->in);
 	fs_ra_table_fini(&h->ra);
