@@ -88,29 +88,7 @@
  *                 slots reserved (dd.resv), the stored blocks it compares
  *                 against pinned (eng_blk.pins: not moved, evicted or
  *                 freed), re-checked under c->mu before sharing.
- *
- * Store errors. They reach the engine final (backing.h's rule): the engine
- * never retries a store call, and its own "not now" codes (-EAGAIN,
- * -VC_EI_*) are never a store's. A final error
- *   - fails the call that needs the store now: a read that misses (the
- *     reader gets it), a write that writes through (the page is dropped,
- *     so the cache holds what the store holds), a flush (its pages stay
- *     dirty: nothing acknowledged is lost);
- *   - never fails a call because room had to be made for it: a write-back
- *     of an eviction or a demotion that fails leaves its page dirty where
- *     it is and its volume refusing (v->refused_ns) for REFUSE_RETRY_NS,
- *     during which victim choice passes over the volume's dirty pages
- *     (eng_unevictable) and no eviction tries them again; a write the
- *     store takes ends the refusal at once. Room comes from other pages;
- *     where the GPU tier can make none (-VC_EI_REFUSED), a miss frees a
- *     host slot without a demotion (moves.c, eng_host_slot_get).
- * The dirty limit makes the second point safe: dirty pages, with the
- * writers' reservations, never exceed c->dirty_max (vc_config.dirty_ratio
- * of the host tier's pages): a write that would dirty one page more writes
- * that page through to the store instead (dirty_charge). So the host tier
- * always holds host pages - dirty_max pages that leave without a
- * write-back, less the few that threads pin, and a miss always finds a
- * victim while the store refuses.
+ * Store errors and the dirty limit: engine/dirty.h.
  *
  * Order: c->mu, then the policy queue's lock, then the device's locks;
  * a dirty set's lock innermost.
@@ -166,13 +144,6 @@
  * or evictions could find nothing to evict; 16 keeps small tests honest. */
 #define MIN_HOST_PAGES 16
 
-/* vc_config.dirty_ratio's default: half the host tier may be dirty. Linux
- * allows 20 % of a machine's memory; the host tier is memory set aside for
- * the cache, and a larger share lets write-back absorb larger bursts,
- * while the other half still serves misses without a write-back when a
- * store refuses them. */
-#define DIRTY_RATIO_DEFAULT 0.5
-
 /* Longest sleep on c->cv before re-checking: bounds the cost of a wakeup
  * lost to a lock-free unpin racing with a sleeper's check. */
 #define WAIT_GUARD_NS 2000000
@@ -198,7 +169,7 @@ struct vc_volume {
 	uint32_t id;
 	bool readonly;
 	_Atomic uint64_t ndirty; /* its dirty pages (dirty_mark, dirty_clear) */
-	/* The store's last refusal of a write-back ("Store errors"): when
+	/* The store's last refusal of a write-back (dirty.h, "Store errors"): when
 	 * (eng_now_mark: never 0 once set; 0: none since the store last took
 	 * a write) and its final error. Without the lock. */
 	_Atomic uint64_t refused_ns;
@@ -293,7 +264,7 @@ struct vc_cache {
 	struct vc_index ix;
 
 	_Atomic uint64_t ndirty; /* dirty pages, every volume (dirty_mark, dirty_clear) */
-	/* The dirty limit ("Store errors"): pages dirty or reserved by a
+	/* The dirty limit (dirty.h, "Store errors"): pages dirty or reserved by a
 	 * writer (dirty_charge), at most dirty_max. Without the lock. */
 	_Atomic uint64_t dirty_charged;
 	uint64_t dirty_max;             /* set at open */
@@ -442,84 +413,7 @@ static inline uint32_t page_len(const struct vc_cache *c, uint64_t pno)
 	return left < c->page_size ? (uint32_t)left : c->page_size;
 }
 
-/* A refusal lasts this long ("Store errors"): evictions leave the
- * volume's dirty pages alone meanwhile, then try again; a full store
- * costs one failed write-back batch a second, not one a miss. */
-#define REFUSE_RETRY_NS 1000000000ull
-
-/* The volume's store refused a write-back with final error err. */
-static inline void eng_store_refused(struct vc_volume *v, int err)
-{
-	atomic_store_explicit(&v->refused_err, err, memory_order_relaxed);
-	atomic_store_explicit(&v->refused_ns, vc_now_ns() | 1, memory_order_release);
-}
-
-/* The volume's store took a write: no refusal stands. One relaxed load
- * when none did. */
-static inline void eng_store_ok(struct vc_volume *v)
-{
-	if (atomic_load_explicit(&v->refused_ns, memory_order_relaxed))
-		atomic_store_explicit(&v->refused_ns, 0, memory_order_relaxed);
-}
-
-/* Whether the volume's store refuses write-backs now: evictions pass
- * over its dirty pages. */
-static inline bool eng_refusing(const struct vc_volume *v)
-{
-	uint64_t t = atomic_load_explicit(&v->refused_ns, memory_order_acquire);
-	return t && vc_now_ns() - t < REFUSE_RETRY_NS;
-}
-
-/* Dirty pages (lock rules: v->dirty). Write-back only. */
-
-/* Charges one page more against the dirty limit: false at the limit,
- * where the caller writes the page through instead. Lock-free. */
-static inline bool dirty_charge(struct vc_cache *c)
-{
-	uint64_t n = atomic_load_explicit(&c->dirty_charged, memory_order_relaxed);
-	do {
-		if (n >= c->dirty_max)
-			return false;
-	} while (!atomic_compare_exchange_weak_explicit(&c->dirty_charged, &n, n + 1,
-							memory_order_relaxed, memory_order_relaxed));
-	return true;
-}
-
-static inline void dirty_uncharge(struct vc_cache *c)
-{
-	atomic_fetch_sub_explicit(&c->dirty_charged, 1, memory_order_relaxed);
-}
-
-/* Before a writer that owns page pno (EXCL) copies into it while it is
- * clean: puts pno in its volume's dirty set. 0, or -ENOMEM with the set
- * unchanged (the write must then fail before it changes the page). Takes
- * only the set's lock; O(log). */
-static inline int dirty_reserve(struct vc_volume *v, uint64_t pno)
-{
-	int r = vc_dset_add(v->dirty, pno - v->base);
-	return r < 0 ? r : 0;
-}
-
-/* The writer of a reserved page, its owner (EXCL), is about to let go:
- * the page is dirty. Lock-free; the release of EXCL publishes it. */
-static inline void dirty_mark(struct vc_cache *c, struct vc_page *p)
-{
-	atomic_store_explicit(&p->dirty, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->ndirty, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&vol_of(c, p->pno)->ndirty, 1, memory_order_relaxed);
-}
-
-/* Dirty page p is clean (written back) or about to be dropped: out of the
- * counts and the set. Under c->mu; O(log). */
-static inline void dirty_clear(struct vc_cache *c, struct vc_page *p)
-{
-	struct vc_volume *v = vol_of(c, p->pno);
-	atomic_store_explicit(&p->dirty, 0, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&c->ndirty, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&v->ndirty, 1, memory_order_relaxed);
-	dirty_uncharge(c);
-	vc_dset_del(v->dirty, p->pno - v->base);
-}
+#include "engine/dirty.h" /* write-back's dirty pages and store errors */
 
 /* A page's id: its entry's place in the pool, stable while it is cached.
  * The GPU log names slot owners by it. */
@@ -945,16 +839,6 @@ static inline bool eng_gpu_usable(const struct vc_cache *c)
 }
 
 /* place.c and multigpu.c: engine/gpus.h. */
-
-/* --- flusher.c: background write-back --- */
-/* At the end of vc_open: starts the thread in write-back unless the
- * background mark is at the limit (then it is off). */
-int eng_flusher_start(struct vc_cache *c);
-/* First at vc_close: stops and joins it (safe on a cache half opened). */
-void eng_flusher_stop(struct vc_cache *c);
-/* A writer charged a page past c->dirty_bg: wakes the thread if it sleeps.
- * Lock-free unless it does. */
-void eng_flusher_kick(struct vc_cache *c);
 
 /* --- writeback.c: write-back --- */
 /* Under c->mu: a write-back of p (len bytes) completed: p is clean. */

@@ -9,7 +9,7 @@
  * Which pages: each volume's dirty set in page order from where its last
  * round stopped (v->wb_pos), volume after volume, wrapping: a sweep, as
  * dm-writecache writes back, sequential for the store. A volume whose store
- * refuses (engine.h, "Store errors") is passed over; when every volume
+ * refuses (engine/dirty.h, "Store errors") is passed over; when every volume
  * with dirty pages refuses, the thread sleeps REFUSE_RETRY_NS.
  *
  * Lock rules: fl.mu guards the thread's state and its use of volumes: it

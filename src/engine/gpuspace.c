@@ -82,7 +82,7 @@ static int evict_tail(struct vc_cache *c, struct vc_gpu *g, uint64_t *evicted)
  * page is claimed (BUSY) first, so no reader is copying one out in place;
  * a page that cannot be claimed makes it -EAGAIN with nothing changed.
  * Clean pages go; dirty ones are written back first, but for those of a
- * refusing store (engine.h, "Store errors"), which stay, as do those
+ * refusing store (engine/dirty.h, "Store errors"), which stay, as do those
  * whose write-back fails: then the segment stays too, sealed, and the
  * result is -VC_EI_REFUSED with *err the store's error. */
 int eng_evict_seg(struct vc_cache *c, struct vc_gpu *g, uint32_t seg, uint64_t *evicted, int *err)

@@ -16,7 +16,7 @@ bool eng_unevictable(const struct vc_pnode *n, void *arg)
 	const struct vc_page *p = (const struct vc_page *)n;
 	if (st_of(p) & (VC_ST_PINS | VC_ST_BUSY | VC_ST_EXCL))
 		return true;
-	/* Its store refuses write-backs: it stays (engine.h, "Store errors"). */
+	/* Its store refuses write-backs: it stays (engine/dirty.h, "Store errors"). */
 	return p->dirty && eng_refusing(vol_of(arg, p->pno));
 }
 
@@ -455,7 +455,7 @@ static int demote_batch(struct vc_cache *c)
 /* A free host slot, evicting as needed; may sleep. A host victim goes
  * down to the GPU tier, or, without one or where it can make no room
  * (shrunk to nothing, or refusing stores: demote_room), is dropped. Never
- * fails for a store's refusal (engine.h, "Store errors"): the dirty limit
+ * fails for a store's refusal (engine/dirty.h, "Store errors"): the dirty limit
  * leaves clean host victims. */
 int eng_host_slot_get(struct vc_cache *c, uint32_t *s)
 {

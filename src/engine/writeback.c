@@ -18,7 +18,7 @@ void eng_note_written(struct vc_cache *c, struct vc_page *p, uint32_t len)
 	c->st.wr_bytes += len;
 }
 
-/* A write-back of p to its store failed with final error err (engine.h,
+/* A write-back of p to its store failed with final error err (engine/dirty.h,
  * "Store errors"): the volume refuses from now, and p stays dirty. */
 static void note_refused(struct vc_cache *c, const struct vc_page *p, int err)
 {

@@ -105,6 +105,16 @@ static void handle_unlink(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_unlock(&fs->h_mu);
 }
 
+/* A handle's end: out of the list, its identity and inode let go. */
+static void handle_close(struct fs *fs, struct fs_handle *h)
+{
+	handle_unlink(fs, h);
+	fs_ident_put(fs, h->id);
+	fs_inode_put(fs, h->in);
+	fs_ra_table_fini(&h->ra);
+	free(h);
+}
+
 static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 		       struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
@@ -140,11 +150,7 @@ static void reply_open(fuse_req_t req, struct fs *fs, struct fs_inode *in,
 	handle_link(fs, h); /* before the reply: the kernel may release h after it */
 	if (e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) {
 		/* The opener was interrupted: the kernel will not release it. */
-		handle_unlink(fs, h);
-		fs_ident_put(fs, h->id);
-		fs_inode_put(fs, in);
-		fs_ra_table_fini(&h->ra);
-		free(h);
+		handle_close(fs, h);
 	}
 }
 
@@ -450,11 +456,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fs_ident_seen_locked(fs, h->id);
 		pthread_rwlock_unlock(&h->id->lk);
 	}
-	handle_unlink(fs, h);
-	fs_ident_put(fs, h->id);
-	fs_inode_put(fs, h->in);
-	fs_ra_table_fini(&h->ra);
-	free(h);
+	handle_close(fs, h);
 	fuse_reply_err(req, 0);
 }
 
